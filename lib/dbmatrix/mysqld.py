@@ -1,0 +1,262 @@
+"""MariaDB server options per engine and cell (pure), and the lifecycle of our own `mariadbd`.
+
+We never use the system service: every instance has its own datadir, socket, port on 127.0.0.1,
+pid file and error log, and is stopped cleanly by us (falling back to its PID, never pkill).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass
+from typing import Mapping
+
+from .remote import CommandError, Host
+from .spec import Cell, SpecError, block_size_bytes
+
+MiB = 1024 * 1024
+
+# Smallest buffer pool mariadbd 10.11 starts with, by page size (measured here; below it aborts).
+INNODB_MIN_BUFFER_POOL = {"4k": 2 * MiB, "8k": 3 * MiB, "16k": 6 * MiB, "32k": 12 * MiB, "64k": 24 * MiB}
+ROCKSDB_MIN_BLOCK_CACHE = 1024  # bytes: "block cache disabled" in the seeds' sense
+ROCKSDB_COMPRESSION = {
+    "none": "kNoCompression", "lz4": "kLZ4Compression", "zlib": "kZlibCompression",
+    "zstd": "kZSTD", "snappy": "kSnappyCompression",
+}
+# Options a factor sets: a spec may not also hold them constant.
+from .spec import HARNESS_OPTIONS as FACTOR_OPTIONS  # noqa: E402
+
+
+class ServerError(RuntimeError):
+    """mariadbd did not start, did not become ready, or did not stop."""
+
+
+@dataclass(frozen=True)
+class ServerPaths:
+    datadir: str
+    socket: str
+    pid_file: str
+    error_log: str
+    port: int
+
+    @classmethod
+    def under(cls, rundir: str, datadir: str, name: str, port: int) -> ServerPaths:
+        return cls(datadir, f"{rundir}/{name}.sock", f"{rundir}/{name}.pid", f"{rundir}/{name}.err", port)
+
+
+def cache_bytes(cell: Cell, data_bytes: int) -> int:
+    """Cache size for `cell.cache_pct` of the measured data size, rounded down to MiB,
+    and never below the engine's minimum (0 % means that minimum)."""
+    if cell.engine == "innodb":
+        minimum = INNODB_MIN_BUFFER_POOL[cell.block_size]
+        want = int(cell.cache_pct / 100 * data_bytes) // MiB * MiB
+    else:
+        minimum = ROCKSDB_MIN_BLOCK_CACHE
+        want = int(cell.cache_pct / 100 * data_bytes) // MiB * MiB
+    return max(minimum, want)
+
+
+def table_engine(cell: Cell) -> str:
+    """The engine string sysbench pastes into CREATE TABLE (carries the table options)."""
+    if cell.engine == "myrocks":
+        return "rocksdb"
+    return {
+        "none": "InnoDB",
+        "lz4": "InnoDB PAGE_COMPRESSED=1",
+        "zlib": "InnoDB PAGE_COMPRESSED=1",
+        "row_compressed": "InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
+    }[cell.compression]
+
+
+def engine_options(cell: Cell, cache: int | None) -> list[str]:
+    """Options that depend on the cell (and that must be identical at init, prepare and run)."""
+    opts: list[str] = [f"--innodb-page-size={cell.block_size}" if cell.engine == "innodb" else ""]
+    if cell.engine == "innodb":
+        if cell.compression == "lz4":
+            opts += ["--plugin-load-add=provider_lz4", "--innodb-compression-algorithm=lz4"]
+        elif cell.compression == "zlib":
+            opts += ["--innodb-compression-algorithm=zlib"]
+        if cache is not None:
+            opts.append(f"--innodb-buffer-pool-size={cache}")
+    else:
+        opts += [
+            "--plugin-load-add=ha_rocksdb.so",
+            f"--rocksdb-block-size={block_size_bytes(cell.block_size)}",
+            f"--rocksdb-default-cf-options=compression={ROCKSDB_COMPRESSION[cell.compression]}",
+            "--rocksdb-use-direct-reads=ON",
+            "--rocksdb-use-direct-io-for-flush-and-compaction=ON",
+        ]
+        if cache is not None:
+            opts.append(f"--rocksdb-block-cache-size={cache}")
+    return [o for o in opts if o]
+
+
+def render_options(
+    cell: Cell,
+    paths: ServerPaths,
+    *,
+    user: str,
+    cache: int | None,
+    constants: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The full mariadbd command line for a cell; `--no-defaults` first so no my.cnf leaks in."""
+    opts = [
+        "--no-defaults",
+        f"--user={user}",
+        f"--datadir={paths.datadir}",
+        f"--socket={paths.socket}",
+        f"--port={paths.port}",
+        "--bind-address=127.0.0.1",
+        f"--pid-file={paths.pid_file}",
+        f"--log-error={paths.error_log}",
+        "--skip-log-bin",
+        "--skip-name-resolve",
+        # Cold, identical starting state: never reload a saved buffer pool.
+        "--innodb-buffer-pool-load-at-startup=OFF",
+        "--innodb-buffer-pool-dump-at-shutdown=OFF",
+    ]
+    opts += engine_options(cell, cache)
+    for name, value in sorted((constants or {}).items()):
+        key = name.replace("-", "_")
+        if key in FACTOR_OPTIONS:
+            raise SpecError(f"server_options.{name}: set by a factor or by the harness; "
+                            "remove it from server_options")
+        opts.append(f"--{key.replace('_', '-')}={value}")
+    return opts
+
+
+def install_db_command(cell: Cell, datadir: str, user: str) -> str:
+    args = [
+        "mariadb-install-db", "--no-defaults", f"--datadir={datadir}", f"--user={user}",
+        "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+    ]
+    if cell.engine == "innodb":
+        args.append(f"--innodb-page-size={cell.block_size}")
+    return shlex.join(args)
+
+
+def client_command(socket: str, sql: str) -> str:
+    return shlex.join(["mariadb", "--no-defaults", "-uroot", f"--socket={socket}", "-N", "-B", "-e", sql])
+
+
+def parse_tsv_pairs(text: str) -> dict[str, str]:
+    """`SHOW GLOBAL VARIABLES`/`STATUS` in batch mode -> {name: value}."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if "\t" in line:
+            k, v = line.split("\t", 1)
+            out[k] = v
+        elif line.strip():
+            out[line.strip()] = ""
+    return out
+
+
+class MariaDBServer:
+    """One of our own mariadbd instances on a Host. Use as a context manager: it is always stopped."""
+
+    def __init__(self, host: Host, paths: ServerPaths, options: list[str]):
+        self.host = host
+        self.paths = paths
+        self.options = options
+        self.pid: int | None = None
+        self.started_s: float | None = None
+        self.stop_s: float | None = None
+        self.clean_shutdown: bool | None = None
+
+    @property
+    def command(self) -> str:
+        return shlex.join(["mariadbd", *self.options])
+
+    def _alive(self, pid: int) -> bool:
+        return self.host.run(f"kill -0 {pid}", check=False).ok
+
+    def _error_tail(self, lines: int = 30) -> str:
+        r = self.host.run(f"tail -n {lines} {shlex.quote(self.paths.error_log)}", check=False)
+        return r.stdout
+
+    def reap_orphan(self) -> bool:
+        """Stop a server left on our pid file by a killed session (only if it is a mariadbd on our datadir)."""
+        r = self.host.run(f"cat {shlex.quote(self.paths.pid_file)}", check=False)
+        if not r.ok or not r.stdout.strip().isdigit():
+            return False
+        pid = int(r.stdout.strip())
+        args = self.host.run(f"ps -ww -o args= -p {pid}", check=False).stdout
+        if "mariadbd" not in args or self.paths.datadir not in args:
+            return False
+        self.pid = pid
+        self.stop()
+        return True
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        rundir = self.paths.socket.rsplit("/", 1)[0]
+        self.host.run(f"mkdir -p {shlex.quote(rundir)}")
+        self.reap_orphan()
+        q = shlex.quote
+        self.host.run(f"rm -f {q(self.paths.socket)} {q(self.paths.pid_file)} {q(self.paths.error_log)}")
+        # setsid: the server is not in our process group, so a terminal's Ctrl-C reaches only us,
+        # and we shut it down cleanly in our finally blocks.
+        r = self.host.run(
+            f"setsid nohup {self.command} > {q(self.paths.error_log + '.stdout')} 2>&1 < /dev/null & echo $!"
+        )
+        self.pid = int(r.stdout.strip().splitlines()[-1])
+        t0 = time.monotonic()
+        ping = shlex.join(["mariadb-admin", "--no-defaults", "-uroot", f"--socket={self.paths.socket}",
+                           "--connect-timeout=2", "ping"])
+        while True:
+            if self.host.run(ping, check=False).ok:
+                self.started_s = time.monotonic() - t0
+                return
+            if not self._alive(self.pid):
+                self.pid = None
+                raise ServerError(f"mariadbd exited during startup; error log:\n{self._error_tail()}")
+            if time.monotonic() - t0 > timeout_s:
+                self.stop()
+                raise ServerError(f"mariadbd not ready after {timeout_s:.0f}s; error log:\n{self._error_tail()}")
+            time.sleep(0.2)
+
+    def stop(self, timeout_s: float = 300.0) -> None:
+        """Clean shutdown through mariadb-admin; SIGTERM then SIGKILL by PID if it will not stop."""
+        if self.pid is None:
+            return
+        pid = self.pid
+        t0 = time.monotonic()
+        admin = shlex.join(["mariadb-admin", "--no-defaults", "-uroot", f"--socket={self.paths.socket}",
+                            "shutdown"])
+        self.host.run(admin, check=False, timeout=timeout_s)
+        self.clean_shutdown = True
+        while self._alive(pid):
+            if time.monotonic() - t0 > timeout_s:
+                self.clean_shutdown = False
+                self.host.run(f"kill -TERM {pid}", check=False)
+                time.sleep(10)
+                if self._alive(pid):
+                    self.host.run(f"kill -KILL {pid}", check=False)
+                break
+            time.sleep(0.1)
+        self.stop_s = time.monotonic() - t0
+        self.pid = None
+
+    def sql(self, query: str, timeout_s: float = 600.0) -> str:
+        return self.host.run(client_command(self.paths.socket, query), timeout=timeout_s).stdout
+
+    def global_variables(self) -> dict[str, str]:
+        return parse_tsv_pairs(self.sql("SHOW GLOBAL VARIABLES"))
+
+    def global_status(self) -> dict[str, str]:
+        return parse_tsv_pairs(self.sql("SHOW GLOBAL STATUS"))
+
+    def __enter__(self) -> MariaDBServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop()
+        except CommandError:
+            if self.pid is not None:
+                self.host.run(f"kill -KILL {self.pid}", check=False)
+            raise
+
+
+def server_user(host: Host) -> str:
+    return host.run("id -un").stdout.strip()

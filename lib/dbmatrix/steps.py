@@ -1,0 +1,67 @@
+"""The four steps of a study as functions, so notebooks (and the CLI) stay a few lines each."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import paths
+from .analysis import Analysis, analyse, publish
+from .hostsetup import setup_packages
+from .runner import host_facts, run_study, study_status, summarize_plan
+from .store import write_json_atomic
+from .study import Study
+
+
+def setup_hosts(study: Study, roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
+    """Step 00: packages (installed only if missing), host facts, media directories; one row per host."""
+    rows = []
+    for hs in study.inventory.hosts:
+        with hs.connect() as host:
+            report = setup_packages(host, roles)
+            facts = host_facts(host, study.store)
+            for m in hs.media.values():
+                host.run(f"mkdir -p {shlex.quote(m.path)} && test -w {shlex.quote(m.path)}")
+            rows.append({
+                "host": hs.name, "os": facts.get("os_pretty"), "kernel": facts.get("kernel"),
+                "cpu": facts.get("cpu_model"), "cpus": facts.get("online_cpus"),
+                "mem_GiB": round((facts.get("mem_total_bytes") or 0) / 2**30, 1),
+                "mariadb": facts.get("mariadb_version"), "sysbench": facts.get("sysbench_version"),
+                "installed_now": " ".join(report.missing_before) or "-",
+                "media": ", ".join(f"{m.name}={m.kind}:{m.path}" for m in hs.media.values()),
+            })
+    return pd.DataFrame(rows)
+
+
+def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
+    from .runner import format_duration
+
+    s = summarize_plan(study.experiment)
+    return pd.DataFrame(s.table()), (f"{len(s.runs)} runs, datasets {', '.join(s.datasets)}, "
+                                     f"estimated {format_duration(s.estimated_s)}")
+
+
+def run_matrix(study: Study, progress: bool = True) -> dict[str, Any]:
+    """Step 10: run or resume the matrix; returns counts and the status afterwards."""
+    counts = run_study(study, progress=progress)
+    return {**counts, **study_status(study)}
+
+
+def analyse_study(study: Study) -> Analysis:
+    """Step 20: processed tables from the raw runs."""
+    return analyse(study.store, study.experiment)
+
+
+def make_figures(study: Study) -> list[Path]:
+    """Step 30: figures and the paper's generated inputs from the processed tables."""
+    written = publish(study.store, study.experiment, study.profile, paths.figures_dir(),
+                      paths.generated_dir())
+    write_json_atomic(paths.generated_dir() / "provenance.json", {
+        "profile": study.profile, "results_dir": os.path.relpath(study.store.root, paths.output_root()), "experiment": study.experiment.name,
+        "spec_digest": study.experiment.digest(),
+    })
+    return written

@@ -1,0 +1,202 @@
+"""The result store: one directory per run (manifest + raw outputs), atomic writes, tidy loaders.
+
+Layout under a results directory (``data/<profile>/``)::
+
+    plan.json                  the planned runs in their randomised order, and the seed
+    hosts/<host>.json          host facts
+    datasets/<host>/<key>.json dataset sizes and prepare times
+    raw/<run_id>/              manifest.json + raw outputs of a finished run (ok or failed)
+    failed/<run_id>@<utc>/     earlier failed attempts, kept when a rerun retries them
+    processed/                 tables derived from raw/ (recomputable)
+    notebooks/                 executed notebooks of this study, with papermill's provenance
+
+A run directory is assembled under ``raw/.tmp-*`` and renamed into place only when complete, so an
+interrupted run never looks finished, and a finished one is never redone by a rerun.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+from . import sysbench
+from .spec import FACTORS
+
+MANIFEST = "manifest.json"
+SCHEMA_VERSION = 1
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def write_text_atomic(path: Path, text: str | bytes) -> None:
+    """Write via a temporary file in the same directory and rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = "wb" if isinstance(text, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+class ResultStore:
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+
+    @property
+    def raw(self) -> Path:
+        return self.root / "raw"
+
+    @property
+    def failed(self) -> Path:
+        return self.root / "failed"
+
+    @property
+    def processed(self) -> Path:
+        return self.root / "processed"
+
+    @property
+    def hosts(self) -> Path:
+        return self.root / "hosts"
+
+    @property
+    def notebooks(self) -> Path:
+        return self.root / "notebooks"
+
+    def dataset_file(self, host: str, key: str) -> Path:
+        return self.root / "datasets" / host / f"{key}.json"
+
+    # -- runs ---------------------------------------------------------------------------------
+    def manifest(self, run_id: str) -> dict[str, Any] | None:
+        p = self.raw / run_id / MANIFEST
+        return json.loads(p.read_text()) if p.is_file() else None
+
+    def status(self, run_id: str) -> str | None:
+        m = self.manifest(run_id)
+        return None if m is None else m.get("status")
+
+    def iter_manifests(self) -> Iterator[dict[str, Any]]:
+        if not self.raw.is_dir():
+            return
+        for d in sorted(self.raw.iterdir()):
+            if d.name.startswith(".") or not (d / MANIFEST).is_file():
+                continue
+            yield json.loads((d / MANIFEST).read_text())
+
+    def begin_run(self, run_id: str) -> Path:
+        """A fresh staging directory for a run's outputs."""
+        self.raw.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=self.raw))
+
+    def commit_run(self, staging: Path, manifest: dict[str, Any]) -> Path:
+        """Write the manifest and move the staging directory into place.
+
+        An earlier failed attempt of the same run is moved to failed/ first, never deleted.
+        """
+        run_id = manifest["run_id"]
+        manifest = {"schema": SCHEMA_VERSION, **manifest,
+                    "files": sorted(p.name for p in staging.iterdir() if p.name != MANIFEST)}
+        write_json_atomic(staging / MANIFEST, manifest)
+        final = self.raw / run_id
+        if final.exists():
+            old = self.manifest(run_id) or {}
+            if old.get("status") == "ok":
+                raise FileExistsError(f"run {run_id} already completed; refusing to overwrite it")
+            self.failed.mkdir(parents=True, exist_ok=True)
+            stamp = (old.get("finished_utc") or utc_now()).replace(":", "")
+            os.replace(final, self.failed / f"{run_id}@{stamp}")
+        os.replace(staging, final)
+        return final
+
+    def discard(self, staging: Path) -> None:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    def clean_staging(self) -> int:
+        """Remove staging directories left by interrupted runs; returns how many."""
+        if not self.raw.is_dir():
+            return 0
+        stale = [d for d in self.raw.iterdir() if d.name.startswith(".tmp-")]
+        for d in stale:
+            shutil.rmtree(d, ignore_errors=True)
+        return len(stale)
+
+    # -- loaders ------------------------------------------------------------------------------
+    def parsed(self, run_id: str) -> sysbench.SysbenchOutput:
+        d = self.raw / run_id
+        err = d / "sysbench.err"
+        return sysbench.parse_output((d / "sysbench.out").read_text(),
+                                     err.read_text() if err.is_file() else "")
+
+    def load_runs(self, include_failed: bool = False) -> pd.DataFrame:
+        """One row per run: identity, factor levels, sizes, and the sysbench summary."""
+        rows = []
+        for m in self.iter_manifests():
+            if m.get("status") != "ok" and not include_failed:
+                continue
+            row: dict[str, Any] = {
+                "run_id": m["run_id"], "experiment": m["experiment"], "cell_id": m["cell_id"],
+                **{f: m["cell"][f] for f in FACTORS},
+                "repetition": m["repetition"], "block": m["block"], "order": m["order"],
+                "host": m["host"], "status": m["status"], "emulated": m.get("medium", {}).get("emulates"),
+                "cache_bytes": m.get("cache_bytes"),
+                "data_physical_bytes": m.get("dataset", {}).get("data_physical_bytes"),
+                "data_logical_bytes": m.get("dataset", {}).get("data_logical_bytes"),
+                "started_utc": m.get("started_utc"),
+            }
+            if m.get("status") == "ok":
+                s = self.parsed(m["run_id"]).summary
+                for k in ("tps", "qps", "transactions", "ignored_errors", "reconnects", "total_time_s",
+                          "lat_avg_ms", "lat_pct_ms", "lat_max_ms", "threads"):
+                    row[k] = s.get(k)
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if not df.empty:
+            df = df.sort_values("run_id", kind="stable").reset_index(drop=True)
+        return df
+
+    def load_intervals(self) -> pd.DataFrame:
+        """Per-second sysbench rows of every completed run (autocorrelated: not replicates)."""
+        frames = []
+        for m in self.iter_manifests():
+            if m.get("status") != "ok":
+                continue
+            rows = self.parsed(m["run_id"]).intervals
+            if rows:
+                f = pd.DataFrame(rows)
+                f.insert(0, "run_id", m["run_id"])
+                f.insert(1, "cell_id", m["cell_id"])
+                frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def load_histograms(self) -> pd.DataFrame:
+        """Latency histogram buckets (ms, count) per run: merge by adding counts."""
+        frames = []
+        for m in self.iter_manifests():
+            if m.get("status") != "ok":
+                continue
+            h = self.parsed(m["run_id"]).histogram
+            if h:
+                f = pd.DataFrame(h, columns=["value_ms", "count"])
+                f.insert(0, "run_id", m["run_id"])
+                f.insert(1, "cell_id", m["cell_id"])
+                frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -1,0 +1,87 @@
+"""A real mariadbd: initialise, start with rendered options, query, stop cleanly, no orphans."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from dbmatrix.mysqld import (MariaDBServer, ServerError, ServerPaths, install_db_command, render_options,
+                             server_user)
+from dbmatrix.remote import LocalHost
+from dbmatrix.runner import free_port
+from dbmatrix.spec import Cell
+
+pytestmark = pytest.mark.integration
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def workdir():
+    base = Path(os.environ["DBMATRIX_WORKDIR"]) / "srv"
+    base.mkdir(parents=True, exist_ok=True)
+    yield base
+    LocalHost().run(f"rm -rf {shlex.quote(str(base))}")
+
+
+def _server(host, workdir: Path, cell: Cell, cache: int, extra=None) -> MariaDBServer:
+    user = server_user(host)
+    datadir = str(workdir / "data")
+    if not (workdir / "data").exists():
+        host.run(install_db_command(cell, datadir, user), timeout=300)
+    paths = ServerPaths.under(str(workdir / "run"), datadir, "t", free_port(host, 14306))
+    return MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=cache, constants=extra))
+
+
+def test_start_query_variables_stop(workdir: Path):
+    host = LocalHost()
+    cell = Cell("innodb", 50, "4k", "none", "disk", 2)
+    server = _server(host, workdir, cell, 8 * 1024 * 1024, {"innodb_flush_log_at_trx_commit": "2"})
+    with server:
+        pid = server.pid
+        assert pid and _alive(pid)
+        v = server.global_variables()
+        assert v["innodb_page_size"] == "4096"
+        assert v["innodb_buffer_pool_size"] == str(8 * 1024 * 1024)
+        assert v["innodb_buffer_pool_load_at_startup"] == "OFF"
+        assert v["innodb_flush_log_at_trx_commit"] == "2"
+        assert v["bind_address"] == "127.0.0.1" and v["port"] == str(server.paths.port)
+        assert server.sql("SELECT 1+1").strip() == "2"
+        assert "Uptime" in server.global_status()
+    assert not _alive(pid), "server still running after a clean stop"
+    assert server.clean_shutdown is True
+    assert "Shutdown complete" in Path(server.paths.error_log).read_text()
+
+
+def test_bad_option_fails_with_the_error_log(workdir: Path):
+    host = LocalHost()
+    cell = Cell("innodb", 50, "16k", "none", "disk", 2)
+    server = _server(host, workdir, cell, 16 * 1024 * 1024, {"innodb_no_such_option": "1"})
+    with pytest.raises(ServerError, match="innodb-no-such-option|unknown variable"):
+        server.start(timeout_s=60)
+    assert server.pid is None
+
+
+def test_orphan_from_a_killed_session_is_reaped(workdir: Path):
+    host = LocalHost()
+    cell = Cell("innodb", 50, "16k", "none", "disk", 2)
+    first = _server(host, workdir, cell, 16 * 1024 * 1024)
+    first.start()
+    orphan = first.pid
+    # A new harness process knows nothing but the pid file, as after kill -9 of the controller.
+    second = MariaDBServer(host, first.paths, first.options)
+    try:
+        assert second.reap_orphan() is True
+        assert not _alive(orphan)
+    finally:
+        if _alive(orphan):
+            first.stop()

@@ -1,0 +1,77 @@
+"""Tests of the `dbmatrix plan` command line (nothing is run; no servers, no network)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dbmatrix import paths
+from dbmatrix.cli import build_parser, main
+from dbmatrix.runner import format_duration, summarize_plan
+from dbmatrix.spec import load_spec
+
+
+@pytest.fixture(autouse=True)
+def _isolated_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results directories resolve under tmp_path, never the repository's data/."""
+    monkeypatch.setenv("DBMATRIX_OUTPUT_ROOT", str(tmp_path / "out"))
+    monkeypatch.setenv("DBMATRIX_WORKDIR", str(tmp_path / "work"))
+
+
+def test_plan_smoke_prints_runs_and_duration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["plan", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    exp = load_spec(paths.repo_root() / "specs" / "smoke.yaml")
+    summary = summarize_plan(exp)
+    assert f"experiment {exp.name}" in out and exp.digest() in out
+    assert f"= {len(summary.runs)} runs on localhost" in out
+    for run in summary.runs:
+        assert re.search(rf"^\s*{run.order}\s+{run.block}\s+{re.escape(run.run_id)}$", out, re.M), run.run_id
+    for ds in summary.datasets:
+        assert ds in out
+    assert f"estimated duration: {format_duration(summary.estimated_s)}" in out
+    assert re.search(r"estimated duration: (\d+h)?\d+m\d\ds", out)
+    assert str(tmp_path / "out" / "data" / "smoke") in out
+    assert not (tmp_path / "out").exists()  # planning writes nothing
+
+
+def test_plan_unknown_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--profile", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "'nope'" in err and "allowed" in err
+    assert "smoke" in err and "quick" in err
+
+
+def test_plan_with_a_bad_spec_names_the_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    raw = yaml.safe_load((paths.repo_root() / "specs" / "smoke.yaml").read_text())
+    raw["factors"]["cache_pct"] = [25, 150]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    assert main(["plan", "--profile", "smoke", "--spec", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: factors.cache_pct:")
+    assert "150" in captured.err
+    assert captured.out == ""
+
+
+def test_plan_with_a_missing_spec(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["plan", "--profile", "smoke", "--spec", str(tmp_path / "missing.yaml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_plan_with_a_medium_missing_from_the_inventory(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(yaml.safe_dump({"hosts": [{"name": "db1", "media": {"nvme": {"kind": "dir"}}}]}))
+    assert main(["plan", "--profile", "smoke", "--inventory", str(inv)]) == 2
+    err = capsys.readouterr().err
+    assert "factors.medium" in err and "'db1'" in err and "nvme" in err
+
+
+def test_parser_requires_a_command() -> None:
+    with pytest.raises(SystemExit) as ei:
+        build_parser().parse_args([])
+    assert ei.value.code == 2

@@ -1,0 +1,196 @@
+"""Tests of the pure parts of dbmatrix.mysqld: command lines, cache sizes, table engines."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from dbmatrix.mysqld import (
+    INNODB_MIN_BUFFER_POOL,
+    ROCKSDB_MIN_BLOCK_CACHE,
+    MiB,
+    ServerPaths,
+    cache_bytes,
+    client_command,
+    engine_options,
+    install_db_command,
+    parse_tsv_pairs,
+    render_options,
+    table_engine,
+)
+from dbmatrix.spec import Cell, SpecError
+
+PATHS = ServerPaths.under("/var/tmp/dbm/run", "/var/tmp/dbm/media/disk/datadir", "bench", 13306)
+
+
+def cell(engine: str = "innodb", cache_pct: float = 50, block_size: str = "16k",
+         compression: str = "none", medium: str = "disk", threads: int = 4) -> Cell:
+    return Cell(engine, cache_pct, block_size, compression, medium, threads)
+
+
+def opts(c: Cell, cache: int | None = 64 * MiB, constants: dict[str, str] | None = None) -> list[str]:
+    return render_options(c, PATHS, user="mysql", cache=cache, constants=constants)
+
+
+def test_server_paths_under() -> None:
+    assert PATHS == ServerPaths("/var/tmp/dbm/media/disk/datadir", "/var/tmp/dbm/run/bench.sock",
+                                "/var/tmp/dbm/run/bench.pid", "/var/tmp/dbm/run/bench.err", 13306)
+
+
+def test_render_options_innodb_basics() -> None:
+    o = opts(cell(block_size="8k"), cache=100 * MiB)
+    assert o[0] == "--no-defaults"
+    assert "--bind-address=127.0.0.1" in o
+    assert "--user=mysql" in o
+    assert f"--datadir={PATHS.datadir}" in o
+    assert f"--socket={PATHS.socket}" in o
+    assert "--port=13306" in o
+    assert f"--pid-file={PATHS.pid_file}" in o
+    assert f"--log-error={PATHS.error_log}" in o
+    assert "--innodb-buffer-pool-load-at-startup=OFF" in o
+    assert "--innodb-buffer-pool-dump-at-shutdown=OFF" in o
+    assert "--innodb-page-size=8k" in o
+    assert f"--innodb-buffer-pool-size={100 * MiB}" in o
+    assert not any("rocksdb" in x for x in o)
+    assert not any(x.startswith("--plugin-load-add") for x in o)
+    assert len(o) == len(set(o))
+
+
+def test_render_options_without_cache() -> None:
+    o = opts(cell(), cache=None)
+    assert not any(x.startswith("--innodb-buffer-pool-size") for x in o)
+
+
+def test_lz4_loads_the_provider() -> None:
+    o = opts(cell(compression="lz4"))
+    assert "--plugin-load-add=provider_lz4" in o
+    assert "--innodb-compression-algorithm=lz4" in o
+
+
+def test_zlib_and_row_compressed_need_no_plugin() -> None:
+    z = opts(cell(compression="zlib"))
+    assert "--innodb-compression-algorithm=zlib" in z
+    assert not any(x.startswith("--plugin-load-add") for x in z)
+    r = opts(cell(compression="row_compressed"))
+    assert not any("compression-algorithm" in x or "plugin-load" in x for x in r)
+
+
+@pytest.mark.parametrize("compression,cf", [
+    ("none", "kNoCompression"), ("lz4", "kLZ4Compression"), ("zlib", "kZlibCompression"),
+    ("zstd", "kZSTD"), ("snappy", "kSnappyCompression"),
+])
+def test_myrocks_options(compression: str, cf: str) -> None:
+    o = opts(cell(engine="myrocks", block_size="32k", compression=compression), cache=7 * MiB)
+    assert "--plugin-load-add=ha_rocksdb.so" in o
+    assert f"--rocksdb-block-size={32 * 1024}" in o
+    assert f"--rocksdb-default-cf-options=compression={cf}" in o
+    assert "--rocksdb-use-direct-reads=ON" in o
+    assert f"--rocksdb-block-cache-size={7 * MiB}" in o
+    assert not any(x.startswith("--innodb-page-size") for x in o)
+    assert not any(x.startswith("--innodb-buffer-pool-size") for x in o)
+
+
+def test_engine_options_has_no_empty_entries() -> None:
+    assert all(engine_options(cell(engine="myrocks"), None))
+    assert engine_options(cell(), None) == ["--innodb-page-size=16k"]
+
+
+def test_constants_rendered_with_dashes_after_the_harness_options() -> None:
+    o = opts(cell(), constants={"innodb_flush_log_at_trx_commit": "1", "max-connections": "1000",
+                                "innodb_doublewrite": "ON"})
+    assert "--innodb-flush-log-at-trx-commit=1" in o
+    assert "--max-connections=1000" in o
+    assert "--innodb-doublewrite=ON" in o
+    consts = o[-3:]
+    assert consts == sorted(consts)  # sorted, so command lines are stable
+
+
+@pytest.mark.parametrize("name", ["innodb_buffer_pool_size", "innodb-buffer-pool-size", "innodb_page_size",
+                                  "rocksdb_block_cache_size", "datadir", "port", "bind-address", "socket"])
+def test_constant_controlled_by_a_factor_or_harness_is_rejected(name: str) -> None:
+    with pytest.raises(SpecError) as ei:
+        opts(cell(), constants={name: "1G"})
+    assert f"server_options.{name}" in str(ei.value)
+
+
+@pytest.mark.parametrize("name", ["pid_file", "log_error", "innodb_buffer_pool_load_at_startup"])
+def test_constant_overriding_a_harness_option_is_rejected(name: str) -> None:
+    with pytest.raises(SpecError):
+        opts(cell(), constants={name: "ON"})
+
+
+@pytest.mark.parametrize("block", sorted(INNODB_MIN_BUFFER_POOL))
+def test_cache_bytes_innodb_minimum_per_page_size(block: str) -> None:
+    minimum = INNODB_MIN_BUFFER_POOL[block]
+    assert cache_bytes(cell(cache_pct=0, block_size=block), 10_000 * MiB) == minimum
+    assert cache_bytes(cell(cache_pct=1, block_size=block), 1 * MiB) == minimum  # below: clamped
+    assert cache_bytes(cell(cache_pct=100, block_size=block), 1000 * MiB) == 1000 * MiB
+
+
+def test_innodb_minimum_grows_with_page_size() -> None:
+    sizes = ["4k", "8k", "16k", "32k", "64k"]
+    mins = [INNODB_MIN_BUFFER_POOL[s] for s in sizes]
+    assert mins == sorted(mins) and len(set(mins)) == len(mins)
+
+
+def test_cache_bytes_rounds_down_to_mib() -> None:
+    data = 1000 * MiB + 12345
+    got = cache_bytes(cell(cache_pct=25), data)
+    assert got == 250 * MiB  # 25 % of 1000.01 MiB = 250.003 MiB -> 250 MiB
+    got = cache_bytes(cell(cache_pct=50), 101 * MiB)
+    assert got == 50 * MiB  # 50.5 MiB rounds down
+    assert got % MiB == 0
+
+
+def test_cache_bytes_myrocks() -> None:
+    assert cache_bytes(cell(engine="myrocks", cache_pct=0), 1000 * MiB) == ROCKSDB_MIN_BLOCK_CACHE
+    assert cache_bytes(cell(engine="myrocks", cache_pct=10), 1000 * MiB) == 100 * MiB
+    assert cache_bytes(cell(engine="myrocks", cache_pct=10), 5 * MiB) == ROCKSDB_MIN_BLOCK_CACHE
+
+
+@pytest.mark.parametrize("engine,compression,expected", [
+    ("innodb", "none", "InnoDB"),
+    ("innodb", "lz4", "InnoDB PAGE_COMPRESSED=1"),
+    ("innodb", "zlib", "InnoDB PAGE_COMPRESSED=1"),
+    ("innodb", "row_compressed", "InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8"),
+    ("myrocks", "none", "rocksdb"),
+    ("myrocks", "zstd", "rocksdb"),
+])
+def test_table_engine(engine: str, compression: str, expected: str) -> None:
+    assert table_engine(cell(engine=engine, compression=compression)) == expected
+
+
+def test_install_db_command() -> None:
+    cmd = shlex.split(install_db_command(cell(block_size="4k"), "/data/dir with space", "mysql"))
+    assert cmd[0] == "mariadb-install-db"
+    assert cmd[1] == "--no-defaults"
+    assert "--datadir=/data/dir with space" in cmd
+    assert "--user=mysql" in cmd
+    assert "--innodb-page-size=4k" in cmd
+    rocks = shlex.split(install_db_command(cell(engine="myrocks", block_size="4k"), "/d", "mysql"))
+    assert not any(a.startswith("--innodb-page-size") for a in rocks)
+
+
+def test_client_command_quotes_sql() -> None:
+    argv = shlex.split(client_command("/run/x.sock", "SHOW GLOBAL VARIABLES LIKE 'innodb%'"))
+    assert argv[:2] == ["mariadb", "--no-defaults"]
+    assert "--socket=/run/x.sock" in argv
+    assert argv[-2:] == ["-e", "SHOW GLOBAL VARIABLES LIKE 'innodb%'"]
+
+
+def test_parse_tsv_pairs() -> None:
+    text = ("innodb_buffer_pool_size\t134217728\n"
+            "version\t10.11.19-MariaDB-0+deb12u1\n"
+            "init_connect\t\n"
+            "odd\tvalue\twith tab\n"
+            "\n"
+            "lonely_name\n")
+    assert parse_tsv_pairs(text) == {
+        "innodb_buffer_pool_size": "134217728",
+        "version": "10.11.19-MariaDB-0+deb12u1",
+        "init_connect": "",
+        "odd": "value\twith tab",
+        "lonely_name": "",
+    }
+    assert parse_tsv_pairs("") == {}

@@ -1,0 +1,146 @@
+"""Tests of dbmatrix.runner's pure parts: port parsing, seeds, plan summaries, plan binding."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbmatrix.runner import (
+    DATASET_OVERHEAD_S,
+    LOAD_ROWS_PER_S,
+    RUN_OVERHEAD_S,
+    format_duration,
+    parse_listening_ports,
+    record_plan,
+    summarize_plan,
+    sysbench_seed,
+)
+from dbmatrix.spec import Experiment, SpecError, parse_experiment
+from dbmatrix.store import ResultStore
+
+# Real `ss -Htln` output (iproute2 6.1): IPv4, IPv6 with brackets, wildcard, scoped address.
+SS = """\
+LISTEN 0      128          0.0.0.0:2024       0.0.0.0:*
+LISTEN 0      4096   127.0.0.53%lo:53         0.0.0.0:*
+LISTEN 0      80         127.0.0.1:13306      0.0.0.0:*
+LISTEN 0      128             [::]:22            [::]:*
+LISTEN 0      511                *:80               *:*
+LISTEN 0      4096           [::1]:631           [::]:*
+"""
+
+
+def test_parse_listening_ports() -> None:
+    assert parse_listening_ports(SS) == {2024, 53, 13306, 22, 80, 631}
+
+
+def test_parse_listening_ports_ignores_junk() -> None:
+    assert parse_listening_ports("") == set()
+    assert parse_listening_ports("State Recv-Q Send-Q Local Address:Port Peer Address:Port\n") == set()
+    assert parse_listening_ports("LISTEN 0 128 [::]:*  [::]:*\nshort line\n") == set()
+
+
+def test_sysbench_seed() -> None:
+    seeds = {sysbench_seed(20261122, f"cell-{i}-r{r}") for i in range(200) for r in (1, 2, 3)}
+    assert all(1 <= s <= 2**31 - 1 for s in seeds)
+    assert len(seeds) == 600  # distinct per run
+    assert sysbench_seed(1, "a-r1") == sysbench_seed(1, "a-r1")
+    assert sysbench_seed(1, "a-r1") != sysbench_seed(2, "a-r1")
+    # stable across processes and Python versions (crc32, not hash())
+    assert sysbench_seed(7, "x") == zlib.crc32(b"7:x") % (2**31 - 1) + 1
+
+
+def spec(**over: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "experiment": "runner-test",
+        "workload": {"name": "oltp_read_write", "tables": 2, "table_size": 30000},
+        "factors": {"cache_pct": [25, 100], "compression": ["none", "lz4"], "threads": [2, 4]},
+        "repetitions": 2, "seed": 11, "warmup_s": 5, "measure_s": 20,
+        "baseline": {"cache_pct": 100},
+    }
+    raw.update(over)
+    return raw
+
+
+def exp(**over: Any) -> Experiment:
+    return parse_experiment(spec(**over))
+
+
+def test_summarize_plan_counts_and_estimate() -> None:
+    e = exp()
+    s = summarize_plan(e)
+    assert [r.run_id for r in s.runs] == [r.run_id for r in e.plan()]
+    assert len(s.runs) == 8 * 2
+    assert s.datasets == ["innodb-b16k-lz4-oltp-2x30000", "innodb-b16k-none-oltp-2x30000"]
+    more = summarize_plan(exp(repetitions=3))
+    # one more replicate block costs one more round of every cell, nothing else
+    assert more.estimated_s - s.estimated_s == pytest.approx(8 * (5 + 20 + RUN_OVERHEAD_S))
+    assert s.estimated_s > len(s.runs) * (5 + 20)  # at least the measured time
+    table = s.table()
+    assert table[0]["order"] == 1 and set(table[0]) >= {"order", "block", "run_id", "engine", "cache_pct"}
+
+
+def test_summarize_plan_datasets_cost_and_prepared() -> None:
+    e = exp()
+    full = summarize_plan(e)
+    one_prepared = summarize_plan(e, prepared={"innodb-b16k-none-oltp-2x30000"})
+    assert one_prepared.datasets == ["innodb-b16k-lz4-oltp-2x30000"]
+    assert full.estimated_s - one_prepared.estimated_s == pytest.approx(
+        DATASET_OVERHEAD_S + 2 * 30000 / LOAD_ROWS_PER_S)
+    pending = e.plan()[:3]
+    partial = summarize_plan(e, pending=pending)
+    assert partial.runs == pending
+    assert partial.estimated_s < full.estimated_s
+    assert summarize_plan(e, pending=[]).estimated_s == 0
+
+
+def test_bigger_tables_take_longer_to_prepare() -> None:
+    small = summarize_plan(exp())
+    big = summarize_plan(exp(workload={"name": "oltp_read_write", "tables": 2, "table_size": 3_000_000}))
+    assert big.estimated_s > small.estimated_s
+
+
+@pytest.mark.parametrize("seconds,expected", [
+    (0, "0m00s"), (59.4, "0m59s"), (59.6, "1m00s"), (61, "1m01s"), (3599.6, "1h00m00s"),
+    (3661, "1h01m01s"), (36000, "10h00m00s"),
+])
+def test_format_duration(seconds: float, expected: str) -> None:
+    assert format_duration(seconds) == expected
+
+
+def test_record_plan_writes_plan_json(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "data")
+    e = exp()
+    record_plan(store, e)
+    plan = json.loads((store.root / "plan.json").read_text())
+    assert plan["experiment"] == "runner-test"
+    assert plan["spec_digest"] == e.digest()
+    assert plan["seed"] == 11
+    assert plan["spec"]["factors"]["cache_pct"] == [25, 100]
+    assert [o["run_id"] for o in plan["order"]] == [r.run_id for r in e.plan()]
+    assert [o["order"] for o in plan["order"]] == list(range(1, 17))
+    assert "created_utc" in plan
+
+
+def test_record_plan_same_spec_is_a_no_op(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    record_plan(store, exp())
+    before = (tmp_path / "plan.json").read_bytes()
+    record_plan(store, exp())
+    assert (tmp_path / "plan.json").read_bytes() == before
+
+
+def test_record_plan_refuses_a_changed_spec(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    record_plan(store, exp())
+    before = (tmp_path / "plan.json").read_bytes()
+    changed = exp(measure_s=21)
+    with pytest.raises(SpecError) as ei:
+        record_plan(store, changed)
+    msg = str(ei.value)
+    assert msg.startswith("spec:") and "different spec" in msg
+    assert changed.digest() in msg and exp().digest() in msg
+    assert (tmp_path / "plan.json").read_bytes() == before
