@@ -176,6 +176,15 @@ def _run_invoke(ctx: object, host: str, command: str, check: bool, timeout: floa
                 pass
         raise CommandError(host, result, timed_out=True) from None
     result = _from_invoke(command, res, started)
+    if timeout is not None and result.exit_code == -1 and result.duration_s >= timeout:
+        # fabric sometimes reports its own timeout as a channel closed without exit status (-1).
+        if on_timeout is not None:
+            try:
+                on_timeout()
+            except Exception:  # noqa: BLE001 - best effort; the timeout is what we report
+                pass
+        timed = CommandResult(command, result.stdout, result.stderr, 124, result.duration_s)
+        raise CommandError(host, timed, timed_out=True)
     if check and not result.ok:
         raise CommandError(host, result)
     return result
