@@ -113,12 +113,8 @@ def record_plan(store: ResultStore, exp: Experiment) -> None:
 
 
 @contextmanager
-def interrupts_stop_cleanly() -> Iterator[None]:
-    """Ctrl-C and SIGTERM raise RunInterrupted: the running command is killed, the server is stopped
-    cleanly, the unfinished run is discarded, and completed runs stay."""
-    def handler(signum: int, frame: object) -> None:
-        raise RunInterrupted(f"signal {signum}")
-
+def _signal_handlers(handler: Any) -> Iterator[None]:
+    """Install `handler` for SIGINT and SIGTERM (main thread only), restoring the old ones after."""
     try:
         old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not in the main thread
@@ -131,19 +127,19 @@ def interrupts_stop_cleanly() -> Iterator[None]:
             signal.signal(s, h)
 
 
-@contextmanager
-def _shielded() -> Iterator[None]:
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise RunInterrupted(f"signal {signum}")
+
+
+def interrupts_stop_cleanly() -> Any:
+    """Ctrl-C and SIGTERM raise RunInterrupted: the running command is killed, the server is stopped
+    cleanly, the unfinished run is discarded, and completed runs stay."""
+    return _signal_handlers(_raise_interrupted)
+
+
+def _shielded() -> Any:
     """Ignore further Ctrl-C while we clean up after the first one."""
-    try:
-        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    return _signal_handlers(signal.SIG_IGN)
 
 
 def host_facts(host: Host, store: ResultStore) -> dict[str, Any]:

@@ -470,3 +470,18 @@ def test_load_spec_empty_file_names_the_field(tmp_path: Path) -> None:
     p.write_text("")
     with pytest.raises(SpecError, match="^experiment:"):
         load_spec(p)
+
+
+@pytest.mark.parametrize("option", ["innodb_buffer_pool_size", "innodb-buffer-pool-load-at-startup", "pid_file"])
+def test_harness_options_are_rejected_at_plan_time(option: str) -> None:
+    raw = base_raw()
+    raw["server_options"] = {option: "1"}
+    with pytest.raises(SpecError, match=rf"server_options\.{option}: set by a factor or by the harness"):
+        parse_experiment(raw)
+
+
+def test_baseline_levels_are_normalised_like_factor_levels() -> None:
+    raw = base_raw()
+    raw["factors"] = {**raw.get("factors", {}), "block_size": ["8k", "16K"]}
+    raw["baseline"] = {"block_size": "16K"}
+    assert parse_experiment(raw).baseline == {"block_size": "16k"}
