@@ -133,6 +133,7 @@ def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
         "threadsUsed": ", ".join(str(t) for t in exp.factors["threads"]),
         "dataPhysMiB": _fmt(runs["data_physical_bytes"].median() / MiB, 0),
         "dataLogicalMiB": _fmt(runs["data_logical_bytes"].median() / MiB, 0),
+        "maxCvPct": _fmt(a.cells["cv"].max() * 100, 1) if a.cells["cv"].notna().any() else "--",
     }
     for _, c in a.cells.iterrows():
         base = paper.macro_name("cell", c["cell_id"])
