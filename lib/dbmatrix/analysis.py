@@ -144,8 +144,7 @@ def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
     # The headline comparison: the smallest cache level against the baseline (first group).
     r = a.ratios[a.ratios["ratio"].notna()]
     if not r.empty:
-        factor = [c for c in r.columns if c in FACTORS and r[c].nunique() >= 1 and c == "cache_pct"]
-        low = r.sort_values(factor or ["ratio"]).iloc[0]
+        low = r.sort_values("cache_pct" if "cache_pct" in r else "ratio", kind="stable").iloc[0]
         m.update({
             "lowCachePct": _fmt(low.get("cache_pct", float("nan"))),
             "highCachePct": _fmt(low["baseline"]),

@@ -47,13 +47,13 @@ class ServerPaths:
 def cache_bytes(cell: Cell, data_bytes: int) -> int:
     """Cache size for `cell.cache_pct` of the measured data size, rounded down to MiB,
     and never below the engine's minimum (0 % means that minimum)."""
-    if cell.engine == "innodb":
-        minimum = INNODB_MIN_BUFFER_POOL[cell.block_size]
-        want = int(cell.cache_pct / 100 * data_bytes) // MiB * MiB
-    else:
-        minimum = ROCKSDB_MIN_BLOCK_CACHE
-        want = int(cell.cache_pct / 100 * data_bytes) // MiB * MiB
-    return max(minimum, want)
+    minimum = INNODB_MIN_BUFFER_POOL[cell.block_size] if cell.engine == "innodb" else ROCKSDB_MIN_BLOCK_CACHE
+    return max(minimum, requested_cache_bytes(cell, data_bytes) // MiB * MiB)
+
+
+def requested_cache_bytes(cell: Cell, data_bytes: int) -> int:
+    """`cell.cache_pct` of the measured data size, before rounding and the engine's minimum."""
+    return int(cell.cache_pct / 100 * data_bytes)
 
 
 def table_engine(cell: Cell) -> str:
@@ -70,8 +70,9 @@ def table_engine(cell: Cell) -> str:
 
 def engine_options(cell: Cell, cache: int | None) -> list[str]:
     """Options that depend on the cell (and that must be identical at init, prepare and run)."""
-    opts: list[str] = [f"--innodb-page-size={cell.block_size}" if cell.engine == "innodb" else ""]
+    opts: list[str] = []
     if cell.engine == "innodb":
+        opts.append(f"--innodb-page-size={cell.block_size}")
         if cell.compression == "lz4":
             opts += ["--plugin-load-add=provider_lz4", "--innodb-compression-algorithm=lz4"]
         elif cell.compression == "zlib":
@@ -88,7 +89,7 @@ def engine_options(cell: Cell, cache: int | None) -> list[str]:
         ]
         if cache is not None:
             opts.append(f"--rocksdb-block-cache-size={cache}")
-    return [o for o in opts if o]
+    return opts
 
 
 def render_options(

@@ -104,7 +104,7 @@ class Host(ABC):
 
     def which(self, program: str) -> str | None:
         r = self.run(f"command -v {shlex.quote(program)}", check=False)
-        return r.stdout.strip() or None if r.ok else None
+        return (r.stdout.strip() or None) if r.ok else None
 
     def is_root(self) -> bool:
         return self.run("id -u").stdout.strip() == "0"

@@ -23,7 +23,8 @@ from . import sysbench
 from .datasets import DatasetInfo, drop_os_caches, prepare_dataset, restore
 from .hostinfo import collect_facts
 from .inventory import HostSpec
-from .mysqld import MariaDBServer, ServerPaths, cache_bytes, render_options, server_user
+from .mysqld import (MariaDBServer, ServerPaths, cache_bytes, render_options, requested_cache_bytes,
+                     server_user)
 from .paths import git_state
 from .remote import Host, RunInterrupted
 from .spec import Experiment, PlannedRun, SpecError
@@ -149,6 +150,15 @@ def host_facts(host: Host, store: ResultStore) -> dict[str, Any]:
     return facts
 
 
+def base_manifest(exp: Experiment, run: PlannedRun, host: str) -> dict[str, Any]:
+    """What every manifest says about the run, whether it was measured or failed before starting."""
+    return {
+        "run_id": run.run_id, "experiment": exp.name, "spec_digest": exp.digest(), "spec": exp.to_dict(),
+        "cell_id": run.cell.cell_id, "cell": run.cell.levels(), "repetition": run.repetition,
+        "block": run.block, "order": run.order, "host": host, "git": git_state(), "started_utc": utc_now(),
+    }
+
+
 def execute_run(
     host: Host,
     hostspec: HostSpec,
@@ -177,15 +187,13 @@ def execute_run(
             threads=cell.threads, time_s=time_s, rand_type=w.rand_type, seed=seed, histogram=histogram)
 
     staging = store.begin_run(run.run_id)
+    requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
     manifest: dict[str, Any] = {
-        "run_id": run.run_id, "experiment": exp.name, "spec_digest": exp.digest(), "spec": exp.to_dict(),
-        "cell_id": cell.cell_id, "cell": cell.levels(), "repetition": run.repetition, "block": run.block,
-        "order": run.order, "host": host.name, "host_facts": facts, "medium": medium.to_dict(),
+        **base_manifest(exp, run, host.name), "host_facts": facts, "medium": medium.to_dict(),
         "versions": {"mariadb": facts.get("mariadb_version"), "sysbench": facts.get("sysbench_version")},
-        "git": git_state(), "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct,
-        "cache_bytes": cache, "cache_bytes_requested": int(cell.cache_pct / 100 * dataset.data_physical_bytes),
-        "cache_clamped_to_minimum": cache > int(cell.cache_pct / 100 * dataset.data_physical_bytes),
-        "sysbench_seed": seed, "started_utc": utc_now(), "steps": {},
+        "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct, "cache_bytes": cache,
+        "cache_bytes_requested": requested, "cache_clamped_to_minimum": cache > requested,
+        "sysbench_seed": seed, "steps": {},
         "server": {"command": server.command, "options": options},
     }
     step = "restore"
@@ -199,6 +207,9 @@ def execute_run(
     def save(name: str, text: str) -> None:
         write_text_atomic(staging / name, text)
 
+    def save_tsv(name: str, pairs: dict[str, str]) -> None:
+        save(name, "".join(f"{k}\t{v}\n" for k, v in sorted(pairs.items())))
+
     t0 = time.monotonic()
     try:
         restore(host, dataset, datadir)
@@ -209,7 +220,7 @@ def execute_run(
         manifest["server"]["start_s"] = round(server.started_s or 0, 3)
         mark("variables")
         variables = server.global_variables()
-        save("variables.tsv", "".join(f"{k}\t{v}\n" for k, v in sorted(variables.items())))
+        save_tsv("variables.tsv", variables)
         key = "innodb_buffer_pool_size" if cell.engine == "innodb" else "rocksdb_block_cache_size"
         manifest["cache_bytes_effective"] = int(variables.get(key, 0) or 0)
         if exp.warmup_s > 0:
@@ -222,7 +233,7 @@ def execute_run(
             if not r.ok:
                 raise RunFailed(f"warm-up sysbench exited {r.exit_code}: {(r.stderr or r.stdout)[-500:]}")
         mark("status_before")
-        save("status-before.tsv", "".join(f"{k}\t{v}\n" for k, v in sorted(server.global_status().items())))
+        save_tsv("status-before.tsv", server.global_status())
         mark("measure")
         cmd = sysbench.command_string(bench(exp.measure_s, True))
         r = host.run(cmd, check=False, timeout=exp.run_timeout_s or exp.measure_s + 600)
@@ -234,7 +245,7 @@ def execute_run(
             raise RunFailed(f"sysbench exited {r.exit_code}: {'; '.join(parsed.fatal) or r.stderr[-500:]}")
         manifest["summary"] = {k: parsed.summary.get(k) for k in ("tps", "qps", "lat_pct_ms", "ignored_errors")}
         mark("status_after")
-        save("status-after.tsv", "".join(f"{k}\t{v}\n" for k, v in sorted(server.global_status().items())))
+        save_tsv("status-after.tsv", server.global_status())
         mark("stop")
         server.stop()
         manifest["server"].update(stop_s=round(server.stop_s or 0, 3), clean_shutdown=server.clean_shutdown)
@@ -327,13 +338,8 @@ def _record_prepare_failure(store: ResultStore, exp: Experiment, run: PlannedRun
                             exc: Exception) -> dict[str, Any]:
     staging = store.begin_run(run.run_id)
     write_text_atomic(staging / "traceback.txt", "".join(traceback.format_exception(exc)))
-    manifest = {
-        "run_id": run.run_id, "experiment": exp.name, "spec_digest": exp.digest(), "spec": exp.to_dict(),
-        "cell_id": run.cell.cell_id, "cell": run.cell.levels(), "repetition": run.repetition,
-        "block": run.block, "order": run.order, "host": host, "status": "failed",
-        "failed_step": "prepare_dataset", "error": f"{type(exc).__name__}: {exc}",
-        "started_utc": utc_now(), "finished_utc": utc_now(), "git": git_state(),
-    }
+    manifest = {**base_manifest(exp, run, host), "status": "failed", "failed_step": "prepare_dataset",
+                "error": f"{type(exc).__name__}: {exc}", "finished_utc": utc_now()}
     store.commit_run(staging, manifest)
     return manifest
 
