@@ -16,14 +16,17 @@ from .remote import Host
 PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
     "debian": {
         "server": ("mariadb-server", "mariadb-client", "mariadb-plugin-rocksdb",
-                   "mariadb-plugin-provider-lz4", "sysbench", "sysstat", "procps", "iproute2"),
+                   "mariadb-plugin-provider-lz4", "sysbench", "sysstat", "procps", "iproute2",
+                   # storage media (dbmatrix.media): file systems, partitions, loop, PMEM, RAID, fio
+                   "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm"),
         "paper": ("latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
                   "texlive-fonts-recommended", "texlive-science", "poppler-utils"),
         "test": ("openssh-server",),
     },
     "rhel": {
         "server": ("mariadb-server", "mariadb", "mariadb-rocksdb-engine", "sysbench", "sysstat",
-                   "procps-ng", "iproute"),
+                   "procps-ng", "iproute",
+                   "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm"),
         "paper": ("latexmk", "texlive-scheme-medium", "texlive-siunitx", "poppler-utils"),
         "test": ("openssh-server",),
     },
