@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 
 pytest_plugins = ["tests.conftest_sshd"]
@@ -28,6 +29,16 @@ def pytest_configure(config):  # noqa: ANN001
             os.environ.setdefault(var, os.path.join(root, sub))
 
 
+def _unmount_under(root: str) -> None:
+    """Safety net: unmount file systems a failed test left mounted under our temporary tree
+    (deepest first), so removing the tree never walks into a mount and none is leaked."""
+    out = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout
+    prefix = os.path.realpath(root) + os.sep
+    for target in sorted((t for t in out.splitlines() if t.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", target], capture_output=True)
+
+
 def pytest_unconfigure(config):  # noqa: ANN001
     for root in _made:
+        _unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)

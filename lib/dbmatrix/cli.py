@@ -33,6 +33,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
     varied = exp.varied_factors()
     print(f"{len(exp.cells())} cells (varied: {', '.join(varied) or 'none'}) x {exp.repetitions} "
           f"repetitions = {len(s.runs)} runs on {', '.join(h.name for h in study.inventory.hosts)}")
+    info = exp.design_info()
+    if info["design"] == "fractional":
+        print(f"design: {info['fraction']} fraction of resolution {info['resolution']} "
+              f"(generators {', '.join(info['generators'])}; "
+              + ", ".join(f"{k}={v}" for k, v in info["letters"].items()) + ")")
+    used = [f"{m}" + (f" (emulates {hs.media[m].emulates})" if m in hs.media and hs.media[m].emulates else "")
+            for hs in study.inventory.hosts[:1] for m in sorted({*exp.factors["medium"],
+                                                                  *exp.factors["log_medium"]} - {"same"})]
+    print("media: " + ", ".join(used))
+    if exp.comparisons:
+        print("comparisons: " + "; ".join(f"{c.factor} {c.a} vs {c.b}" + (f" within {', '.join(c.within)}"
+                                                                        if c.within else "")
+                                        for c in exp.comparisons))
+    if exp.noise.adaptive:
+        print(f"adaptive: up to {exp.noise.max_repetitions} repetitions until the 95 % CI half-width is "
+              f"under {exp.noise.target_halfwidth_pct:g} % of the mean")
     print("datasets to prepare: " + ", ".join(s.datasets))
     print(f"{'order':>5} {'block':>5}  run_id")
     for row in s.table():
@@ -50,14 +66,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .runner import format_duration, study_status
+    from .runner import format_duration, study_status, time_accounting
 
-    st = study_status(_study(args))
+    study = _study(args)
+    st = study_status(study)
     print(f"{st['experiment']}: {st['ok']}/{st['planned']} runs done, {len(st['failed'])} failed, "
           f"{st['pending']} not started; ~{format_duration(st['estimated_remaining_s'])} left "
           f"({st['results_dir']})")
     for run_id in st["failed"]:
         print(f"  failed: {run_id}")
+    t = time_accounting(study.store)
+    if t["total_s"]:
+        steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
+                          if k.endswith("_s") and k != "total_s" and v >= 1)
+        print(f"time recorded {format_duration(t['total_s'])}, {t['measure_fraction']:.0%} of it measuring "
+              f"({steps})")
     return 0
 
 

@@ -37,7 +37,8 @@ class DatasetInfo:
     datadir_logical_bytes: int
     prepare_s: float
     created_utc: str
-    size_basis: str = "physical (du) size of the sysbench tables' files after a clean shutdown"
+    size_basis: str = ("physical (du) size of the tables' data files after a clean shutdown "
+                       "(InnoDB sbtest/*.ibd; MyRocks *.sst after flush and full compaction)")
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -52,12 +53,29 @@ def data_subdir(engine: str) -> str:
     return "#rocksdb" if engine == "myrocks" else "sbtest"
 
 
+def data_files_glob(datadir: str, engine: str) -> str:
+    """Shell words naming the table data files: InnoDB's sbtest/*.ibd, RocksDB's SST files (not its LOG,
+    OPTIONS or MANIFEST files)."""
+    if engine == "myrocks":
+        return f"{shlex.quote(datadir + '/#rocksdb')}/*.sst"
+    return f"{shlex.quote(datadir + '/sbtest')}/*.ibd"
+
+
+def parse_du_total(text: str) -> int:
+    """The `total` line of `du -c` output (0 when there were no files)."""
+    for line in reversed(text.splitlines()):
+        fields = line.split()
+        if len(fields) == 2 and fields[1] == "total":
+            return int(fields[0])
+    return 0
+
+
 def measure_sizes(host: Host, datadir: str, engine: str) -> dict[str, int]:
     q = shlex.quote
-    data = f"{datadir}/{data_subdir(engine)}"
+    files = data_files_glob(datadir, engine)
     return {
-        "data_physical_bytes": parse_du(host.run(f"du -sB1 {q(data)}").stdout),
-        "data_logical_bytes": parse_du(host.run(f"du -sB1 --apparent-size {q(data)}").stdout),
+        "data_physical_bytes": parse_du_total(host.run(f"du -cB1 {files}").stdout),
+        "data_logical_bytes": parse_du_total(host.run(f"du -cB1 --apparent-size {files}").stdout),
         "datadir_physical_bytes": parse_du(host.run(f"du -sB1 {q(datadir)}").stdout),
         "datadir_logical_bytes": parse_du(host.run(f"du -sB1 --apparent-size {q(datadir)}").stdout),
     }
@@ -117,14 +135,27 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
     return info
 
 
-def restore(host: Host, info: DatasetInfo, datadir: str) -> float:
-    """Replace `datadir` with a fresh copy of the snapshot; returns seconds taken."""
-    q = shlex.quote
+def restore(host: Host, info: DatasetInfo, datadir: str, log_dir: str | None = None) -> float:
+    """Replace `datadir` with a fresh copy of the snapshot; returns seconds taken.
+
+    With `log_dir` (redo log or WAL on another medium) the log files move there: InnoDB's
+    ib_logfile0, RocksDB's *.log WAL files (empty after the snapshot's flush, moved for consistency)."""
     t0 = time.monotonic()
-    parent = datadir.rsplit("/", 1)[0]
-    host.run(f"rm -rf {q(datadir)} && mkdir -p {q(parent)} && cp -a {q(info.snapshot)} {q(datadir)}",
-             timeout=3600)
+    host.run(restore_command(info, datadir, log_dir), timeout=3600)
     return time.monotonic() - t0
+
+
+def restore_command(info: DatasetInfo, datadir: str, log_dir: str | None = None) -> str:
+    q = shlex.quote
+    parent = datadir.rsplit("/", 1)[0]
+    cmd = f"rm -rf {q(datadir)} && mkdir -p {q(parent)} && cp -a {q(info.snapshot)} {q(datadir)}"
+    if log_dir:
+        cmd += f" && rm -rf {q(log_dir)} && mkdir -p {q(log_dir)}"
+        if info.engine == "myrocks":
+            cmd += f" && find {q(datadir + '/#rocksdb')} -maxdepth 1 -name '*.log' -exec mv -t {q(log_dir)} {{}} +"
+        else:
+            cmd += f" && mv {q(datadir)}/ib_logfile* {q(log_dir)}/"
+    return cmd
 
 
 def drop_os_caches(host: Host) -> bool:

@@ -68,11 +68,15 @@ def table_engine(cell: Cell) -> str:
     }[cell.compression]
 
 
-def engine_options(cell: Cell, cache: int | None) -> list[str]:
-    """Options that depend on the cell (and that must be identical at init, prepare and run)."""
+def engine_options(cell: Cell, cache: int | None, log_dir: str | None = None) -> list[str]:
+    """Options that depend on the cell (and that must be identical at init, prepare and run).
+
+    `log_dir`: the redo log (InnoDB) or WAL (RocksDB) directory when it lives on another medium."""
     opts: list[str] = []
     if cell.engine == "innodb":
         opts.append(f"--innodb-page-size={cell.block_size}")
+        if log_dir:
+            opts.append(f"--innodb-log-group-home-dir={log_dir}")
         if cell.compression == "lz4":
             opts += ["--plugin-load-add=provider_lz4", "--innodb-compression-algorithm=lz4"]
         elif cell.compression == "zlib":
@@ -87,6 +91,8 @@ def engine_options(cell: Cell, cache: int | None) -> list[str]:
             "--rocksdb-use-direct-reads=ON",
             "--rocksdb-use-direct-io-for-flush-and-compaction=ON",
         ]
+        if log_dir:
+            opts.append(f"--rocksdb-wal-dir={log_dir}")
         if cache is not None:
             opts.append(f"--rocksdb-block-cache-size={cache}")
     return opts
@@ -99,8 +105,12 @@ def render_options(
     user: str,
     cache: int | None,
     constants: Mapping[str, str] | None = None,
+    log_dir: str | None = None,
 ) -> list[str]:
-    """The full mariadbd command line for a cell; `--no-defaults` first so no my.cnf leaks in."""
+    """The full mariadbd command line for a cell; `--no-defaults` first so no my.cnf leaks in.
+
+    Constant `rocksdb_*` options apply to MyRocks cells only (the plugin is not loaded for InnoDB
+    cells, where mariadbd would refuse them); see :func:`constants_for`."""
     opts = [
         "--no-defaults",
         f"--user={user}",
@@ -116,14 +126,20 @@ def render_options(
         "--innodb-buffer-pool-load-at-startup=OFF",
         "--innodb-buffer-pool-dump-at-shutdown=OFF",
     ]
-    opts += engine_options(cell, cache)
-    for name, value in sorted((constants or {}).items()):
-        key = name.replace("-", "_")
-        if key in FACTOR_OPTIONS:
+    opts += engine_options(cell, cache, log_dir)
+    for name in constants or {}:
+        if name.replace("-", "_") in FACTOR_OPTIONS:
             raise SpecError(f"server_options.{name}: set by a factor or by the harness; "
                             "remove it from server_options")
-        opts.append(f"--{key.replace('_', '-')}={value}")
+    for name, value in sorted(constants_for(cell, constants or {}).items()):
+        opts.append(f"--{name.replace('-', '_').replace('_', '-')}={value}")
     return opts
+
+
+def constants_for(cell: Cell, constants: Mapping[str, str]) -> dict[str, str]:
+    """The spec's constant server options that apply to this cell's engine."""
+    return {k: v for k, v in constants.items()
+            if cell.engine == "myrocks" or not k.replace("-", "_").startswith("rocksdb_")}
 
 
 def install_db_command(cell: Cell, datadir: str, user: str) -> str:
@@ -155,10 +171,12 @@ def parse_tsv_pairs(text: str) -> dict[str, str]:
 class MariaDBServer:
     """One of our own mariadbd instances on a Host. Use as a context manager: it is always stopped."""
 
-    def __init__(self, host: Host, paths: ServerPaths, options: list[str]):
+    def __init__(self, host: Host, paths: ServerPaths, options: list[str], prefix: list[str] | None = None):
         self.host = host
         self.paths = paths
         self.options = options
+        # Wrappers that exec mariadbd (taskset/numactl, a cgroup join for throttled media): same PID.
+        self.prefix = list(prefix or [])
         self.pid: int | None = None
         self.started_s: float | None = None
         self.stop_s: float | None = None
@@ -166,7 +184,7 @@ class MariaDBServer:
 
     @property
     def command(self) -> str:
-        return shlex.join(["mariadbd", *self.options])
+        return shlex.join([*self.prefix, "mariadbd", *self.options])
 
     def _alive(self, pid: int) -> bool:
         return self.host.run(f"kill -0 {pid}", check=False).ok

@@ -19,21 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import sysbench
+from . import collect, media, sysbench
 from .datasets import DatasetInfo, drop_os_caches, prepare_dataset, restore
 from .hostinfo import collect_facts
 from .inventory import HostSpec
-from .mysqld import (MariaDBServer, ServerPaths, cache_bytes, render_options, requested_cache_bytes,
-                     server_user)
+from .mysqld import (MariaDBServer, ServerPaths, cache_bytes, constants_for, render_options,
+                     requested_cache_bytes, server_user)
 from .paths import git_state
 from .remote import Host, RunInterrupted
-from .spec import Experiment, PlannedRun, SpecError
+from .spec import Cell, Experiment, PlannedRun, SpecError
 from .store import ResultStore, utc_now, write_json_atomic, write_text_atomic
 from .study import Study
 
 BASE_PORT = 13306
 # Rough fixed costs measured on a 2-vCPU VM (restore + start + stop + bookkeeping; init + load).
-RUN_OVERHEAD_S = 8.0
+RUN_OVERHEAD_S = 5.0
 DATASET_OVERHEAD_S = 8.0
 LOAD_ROWS_PER_S = 150_000.0
 
@@ -155,47 +155,77 @@ def base_manifest(exp: Experiment, run: PlannedRun, host: str) -> dict[str, Any]
     return {
         "run_id": run.run_id, "experiment": exp.name, "spec_digest": exp.digest(), "spec": exp.to_dict(),
         "cell_id": run.cell.cell_id, "cell": run.cell.levels(), "repetition": run.repetition,
-        "block": run.block, "order": run.order, "host": host, "git": git_state(), "started_utc": utc_now(),
+        "block": run.block, "order": run.order, "adaptive": run.adaptive, "host": host, "git": git_state(),
+        "started_utc": utc_now(),
     }
 
 
-def execute_run(
-    host: Host,
-    hostspec: HostSpec,
-    exp: Experiment,
-    run: PlannedRun,
-    dataset: DatasetInfo,
-    store: ResultStore,
-    facts: dict[str, Any],
-    port: int,
-    user: str,
-) -> dict[str, Any]:
+@dataclass
+class HostContext:
+    """What every run on one host shares: facts, the server user, a port, and the media's states."""
+
+    host: Host
+    spec: HostSpec
+    facts: dict[str, Any]
+    user: str
+    port: int
+    media: dict[str, Any]  # medium name -> media.MediumState, or the exception that made it unusable
+
+
+def open_loop_rate(store: ResultStore, cell: Cell) -> tuple[int, float]:
+    """--rate for an open-loop cell: its fraction of the mean tps measured by its closed-loop twin."""
+    twin = cell.closed_loop_twin().cell_id
+    tps = [m["summary"]["tps"] for m in store.iter_manifests()
+           if m.get("status") == "ok" and m.get("cell_id") == twin and (m.get("summary") or {}).get("tps")]
+    if not tps:
+        raise RunFailed(f"open loop: no completed closed-loop run of {twin} to take the peak throughput from")
+    peak = sum(tps) / len(tps)
+    return max(1, round(cell.rate_fraction * peak)), peak
+
+
+def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: DatasetInfo,
+                store: ResultStore) -> dict[str, Any]:
     """Measure one run; always returns a committed manifest (ok or failed) unless interrupted."""
+    host, hostspec = ctx.host, ctx.spec
     cell = run.cell
     medium = hostspec.media[cell.medium]
     datadir = f"{medium.path}/datadir"
-    paths = ServerPaths.under(f"{hostspec.workdir}/run", datadir, "bench", port)
+    log_dir = None if cell.log_medium == "same" else f"{hostspec.media[cell.log_medium].path}/logdir"
+    paths = ServerPaths.under(f"{hostspec.workdir}/run", datadir, "bench", ctx.port)
     cache = cache_bytes(cell, dataset.data_physical_bytes)
-    options = render_options(cell, paths, user=user, cache=cache, constants=exp.server_options)
-    server = MariaDBServer(host, paths, options)
+    options = render_options(cell, paths, user=ctx.user, cache=cache, constants=exp.server_options,
+                             log_dir=log_dir)
+    placement = exp.cpu_placement
+    server = MariaDBServer(host, paths, options,
+                           prefix=[*placement.prefix("server"), *media.launch_prefix(medium)])
+    client_prefix = placement.prefix("client")
     w = exp.workload
     seed = sysbench_seed(exp.seed, run.run_id)
 
-    def bench(time_s: int, histogram: bool) -> list[str]:
-        return sysbench.build_command(
-            w.name, "run", socket=paths.socket, tables=w.tables, table_size=w.table_size,
-            threads=cell.threads, time_s=time_s, rand_type=w.rand_type, seed=seed, histogram=histogram)
+    def bench(time_s: int, histogram: bool, rate: int | None = None) -> str:
+        argv = sysbench.build_command(
+            cell.workload, "run", socket=paths.socket, tables=w.tables, table_size=w.table_size,
+            threads=cell.threads, time_s=time_s, rand_type=w.rand_type, seed=seed, histogram=histogram,
+            rate=rate)
+        return sysbench.command_string([*client_prefix, *argv])
 
     staging = store.begin_run(run.run_id)
     requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
+    states = {n: ctx.media[n] for n in {cell.medium, cell.log_medium} - {"same"}}
     manifest: dict[str, Any] = {
-        **base_manifest(exp, run, host.name), "host_facts": facts, "medium": medium.to_dict(),
-        "versions": {"mariadb": facts.get("mariadb_version"), "sysbench": facts.get("sysbench_version")},
+        **base_manifest(exp, run, host.name), "host_facts": ctx.facts, "medium": medium.to_dict(),
+        "media_state": {n: st.to_dict() for n, st in sorted(states.items())},
+        "log_dir": log_dir,
+        "versions": {"mariadb": ctx.facts.get("mariadb_version"),
+                     "sysbench": ctx.facts.get("sysbench_version")},
         "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct, "cache_bytes": cache,
         "cache_bytes_requested": requested, "cache_clamped_to_minimum": cache > requested,
-        "sysbench_seed": seed, "steps": {},
+        "server_constants": constants_for(cell, exp.server_options),
+        "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
+        "sysbench_seed": seed, "steps": {}, "adaptive": run.adaptive,
         "server": {"command": server.command, "options": options},
     }
+    devices = sorted({d for st in states.values() for d in [getattr(st, "device", None)] if d})
     step = "restore"
     t_step = time.monotonic()
 
@@ -211,13 +241,22 @@ def execute_run(
         save(name, "".join(f"{k}\t{v}\n" for k, v in sorted(pairs.items())))
 
     t0 = time.monotonic()
+    collectors: collect.CollectorSet | None = None
     try:
-        restore(host, dataset, datadir)
+        rate = None
+        if cell.open_loop:
+            rate, peak = open_loop_rate(store, cell)
+            manifest.update(rate_tps=rate, closed_loop_peak_tps=round(peak, 3))
+        restore(host, dataset, datadir, log_dir)
         mark("drop_caches")
         manifest["os_cache_dropped"] = drop_os_caches(host)
         mark("start")
         server.start()
         manifest["server"]["start_s"] = round(server.started_s or 0, 3)
+        manifest["server"]["pid"] = server.pid
+        if placement.server:
+            manifest["cpu_placement"]["server_affinity"] = host.run(
+                f"taskset -cp {server.pid}", check=False).stdout.strip()
         mark("variables")
         variables = server.global_variables()
         save_tsv("variables.tsv", variables)
@@ -225,7 +264,7 @@ def execute_run(
         manifest["cache_bytes_effective"] = int(variables.get(key, 0) or 0)
         if exp.warmup_s > 0:
             mark("warmup")
-            cmd = sysbench.command_string(bench(exp.warmup_s, False))
+            cmd = bench(exp.warmup_s, False, rate)
             r = host.run(cmd, check=False, timeout=exp.warmup_s + 300)
             save("warmup.out", r.stdout)
             save("warmup.err", r.stderr)
@@ -235,8 +274,16 @@ def execute_run(
         mark("status_before")
         save_tsv("status-before.tsv", server.global_status())
         mark("measure")
-        cmd = sysbench.command_string(bench(exp.measure_s, True))
+        cmd = bench(exp.measure_s, True, rate)
+        collectors = collect.CollectorSet(host, f"{hostspec.workdir}/run/collect", interval_s=1,
+                                          devices=devices, pid=server.pid)
+        before = collect.snapshot_counters(host, pid=server.pid, devices=devices)
+        collectors.start()
         r = host.run(cmd, check=False, timeout=exp.run_timeout_s or exp.measure_s + 600)
+        after = collect.snapshot_counters(host, pid=server.pid, devices=devices)
+        collectors.stop()
+        manifest["system"] = collect.counter_deltas(before, after)
+        manifest["collectors"] = {"devices": devices, "errors": collectors.errors}
         save("sysbench.out", r.stdout)
         save("sysbench.err", r.stderr)
         manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}
@@ -254,6 +301,8 @@ def execute_run(
         manifest["error"] = None
     except (KeyboardInterrupt, RunInterrupted):
         with _shielded():
+            if collectors is not None:
+                collectors.stop()
             server.stop()
             store.discard(staging)
         raise
@@ -262,11 +311,16 @@ def execute_run(
         manifest["failed_step"] = step
         manifest["error"] = f"{type(exc).__name__}: {exc}"
         save("traceback.txt", traceback.format_exc())
+        if collectors is not None:
+            collectors.stop()
         try:
             server.stop()
         except Exception as stop_exc:  # keep the first error; note the second
             manifest["stop_error"] = f"{type(stop_exc).__name__}: {stop_exc}"
     finally:
+        if collectors is not None and staging.is_dir():
+            for name, text in collectors.texts.items():
+                save(f"{name}.txt", text)
         if server.pid is None and step != "restore" and staging.is_dir():
             _fetch(host, paths.error_log, staging / "mariadbd.err")
     manifest["finished_utc"] = utc_now()
@@ -278,6 +332,25 @@ def execute_run(
 def _fetch(host: Host, remote: str, local: Path) -> None:
     if host.exists(remote):
         host.get(remote, str(local))
+
+
+def media_used(exp: Experiment) -> list[str]:
+    """Media the plan needs: the data media and any separate log media."""
+    return sorted({*exp.factors["medium"], *(m for m in exp.factors["log_medium"] if m != "same")})
+
+
+def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, Any]:
+    """Apply and verify every medium the plan uses; a medium that fails is kept as its exception,
+    so its runs are recorded as failed and the rest of the matrix goes on."""
+    states: dict[str, Any] = {}
+    for name in media_used(exp):
+        try:
+            states[name] = media.ensure(host, hostspec.media[name])
+        except (KeyboardInterrupt, RunInterrupted):
+            raise
+        except Exception as exc:
+            states[name] = exc
+    return states
 
 
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
@@ -294,54 +367,115 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     pending = [r for r in plan if store.status(r.run_id) != "ok"]
     if max_runs is not None:
         pending = pending[:max_runs]
-    counts = {"planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0, "failed": 0}
-    if not pending:
+    counts = {"planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0, "failed": 0,
+              "adaptive": 0}
+    if not pending and not exp.noise.adaptive:
         return counts
     from tqdm.auto import tqdm
 
     with interrupts_stop_cleanly(), hostspec.connect() as host:
-        facts = host_facts(host, store)
-        user = server_user(host)
-        for m in hostspec.media.values():
-            host.run(f"mkdir -p {shlex.quote(m.path)}")
-        port = free_port(host)
+        ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host), free_port(host), {})
+        ctx.media.update(prepare_media(host, hostspec, exp))
         datasets: dict[str, DatasetInfo | Exception] = {}
         est = summarize_plan(exp, pending).estimated_s
         bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
         bar.set_postfix_str(f"plan ~{format_duration(est)}")
+
+        def one(run: PlannedRun) -> None:
+            bar.set_postfix_str(run.run_id)
+            m = _run_or_record(ctx, exp, run, store, datasets)
+            counts[m["status"]] += 1
+            bar.update(1)
+
         try:
             for run in pending:
-                bar.set_postfix_str(run.run_id)
-                key = exp.dataset_key(run.cell).name
-                if key not in datasets:
-                    try:
-                        datasets[key] = prepare_dataset(host, hostspec.workdir, exp, run.cell, user, port)
-                        write_json_atomic(store.dataset_file(host.name, key), datasets[key].to_dict())
-                    except (KeyboardInterrupt, RunInterrupted):
-                        raise
-                    except Exception as exc:
-                        datasets[key] = exc
-                ds = datasets[key]
-                if isinstance(ds, Exception):
-                    m = _record_prepare_failure(store, exp, run, host.name, ds)
-                else:
-                    m = execute_run(host, hostspec, exp, run, ds, store, facts, port, user)
-                counts[m["status"]] += 1
-                bar.update(1)
+                one(run)
+            if exp.noise.adaptive and max_runs is None:
+                while extra := adaptive_runs(store, exp):
+                    bar.total += len(extra)
+                    bar.refresh()
+                    for run in extra:
+                        one(run)
+                        counts["adaptive"] += 1
         finally:
             bar.close()
     return counts
 
 
-def _record_prepare_failure(store: ResultStore, exp: Experiment, run: PlannedRun, host: str,
-                            exc: Exception) -> dict[str, Any]:
+def _run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: ResultStore,
+                   datasets: dict[str, DatasetInfo | Exception]) -> dict[str, Any]:
+    """Measure a run, or record why it could not start (its medium or dataset failed)."""
+    for name in {run.cell.medium, run.cell.log_medium} - {"same"}:
+        state = ctx.media[name]
+        if isinstance(state, Exception):
+            return _record_early_failure(store, exp, run, ctx.host.name, "medium", state)
+    key = exp.dataset_key(run.cell).name
+    if key not in datasets:
+        try:
+            datasets[key] = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, ctx.port)
+            write_json_atomic(store.dataset_file(ctx.host.name, key), datasets[key].to_dict())
+        except (KeyboardInterrupt, RunInterrupted):
+            raise
+        except Exception as exc:
+            datasets[key] = exc
+    ds = datasets[key]
+    if isinstance(ds, Exception):
+        return _record_early_failure(store, exp, run, ctx.host.name, "prepare_dataset", ds)
+    return execute_run(ctx, exp, run, ds, store)
+
+
+def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
+    """The next round of the adaptive mode: one more repetition of every cell whose CI is still too wide
+    (until the cap); empty when every cell meets the target or reached the cap."""
+    from .stats import adaptive_additions
+
+    runs = store.load_runs()
+    if runs.empty:
+        return []
+    more = adaptive_additions(runs, exp.noise.target_halfwidth_pct, exp.noise.max_repetitions)
+    by_id = {c.cell_id: c for c in exp.cells()}
+    done = runs.groupby("cell_id")["repetition"].max().to_dict()
+    attempted = {m["run_id"] for m in store.iter_manifests()}
+    extra = []
+    for cell_id in sorted(more):
+        if more[cell_id] <= 0 or cell_id not in by_id:
+            continue
+        rep = int(done.get(cell_id, exp.repetitions)) + 1
+        while f"{cell_id}-r{rep}" in attempted and store.status(f"{cell_id}-r{rep}") != "ok":
+            rep += 1  # a failed adaptive attempt is not retried forever: move on to the next number
+        if rep > exp.noise.max_repetitions:
+            continue
+        extra.append(PlannedRun(by_id[cell_id], rep, rep, len(exp.cells()) * exp.repetitions + len(extra) + 1,
+                                adaptive=True))
+    return extra
+
+
+def _record_early_failure(store: ResultStore, exp: Experiment, run: PlannedRun, host: str, step: str,
+                          exc: Exception) -> dict[str, Any]:
     staging = store.begin_run(run.run_id)
     write_text_atomic(staging / "traceback.txt", "".join(traceback.format_exception(exc)))
-    manifest = {**base_manifest(exp, run, host), "status": "failed", "failed_step": "prepare_dataset",
+    manifest = {**base_manifest(exp, run, host), "status": "failed", "failed_step": step,
                 "error": f"{type(exc).__name__}: {exc}", "finished_utc": utc_now()}
     store.commit_run(staging, manifest)
     return manifest
+
+
+def time_accounting(store: ResultStore) -> dict[str, float]:
+    """Seconds spent per step over all recorded runs (failed ones too) and dataset preparation:
+    how much of the wall time was measurement."""
+    steps: dict[str, float] = {}
+    for m in store.iter_manifests():
+        for step, secs in (m.get("steps") or {}).items():
+            steps[step] = steps.get(step, 0.0) + float(secs)
+    ds = store.root / "datasets"
+    prepare = sum(json.loads(p.read_text()).get("prepare_s", 0.0) for p in ds.glob("*/*.json")) \
+        if ds.is_dir() else 0.0
+    total = sum(steps.values()) + prepare
+    out = {f"{k}_s": round(v, 3) for k, v in sorted(steps.items())}
+    out.update(prepare_datasets_s=round(prepare, 3), total_s=round(total, 3),
+               measure_fraction=round(steps.get("measure", 0.0) / total, 4) if total else 0.0)
+    return out
 
 
 def study_status(study: Study) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -35,7 +35,15 @@ WHY_NOT = {
     ("myrocks", "row_compressed"): "ROW_FORMAT=COMPRESSED is an InnoDB table format",
 }
 WORKLOADS = ("oltp_read_write", "oltp_read_only", "oltp_point_select", "oltp_write_only")
+# Short tags in cell ids (the default workload has none, so ids of read-write cells stay short).
+WORKLOAD_TAGS = {"oltp_read_write": "", "oltp_read_only": "ro", "oltp_point_select": "ps",
+                 "oltp_write_only": "wo"}
+# Workloads that share a table schema share prepared datasets.
+WORKLOAD_SCHEMAS = {w: "oltp" for w in WORKLOADS}
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
+DESIGNS = ("full", "fractional")
+PLACEMENT_TOOLS = ("taskset", "numactl")
+MAX_RATE_FRACTION = 2.0
 
 # Factor name -> default single level when a spec does not vary it.
 FACTOR_DEFAULTS: dict[str, Any] = {
@@ -45,6 +53,9 @@ FACTOR_DEFAULTS: dict[str, Any] = {
     "compression": "none",
     "medium": "disk",
     "threads": 4,
+    "workload": "oltp_read_write",  # default: the spec's workload.name
+    "log_medium": "same",  # redo log / RocksDB WAL: "same" as the data, or another medium's name
+    "rate_fraction": 0,  # 0: closed loop; f > 0: open loop at f x the cell's measured closed-loop peak
 }
 FACTORS = tuple(FACTOR_DEFAULTS)
 
@@ -54,11 +65,13 @@ HARNESS_OPTIONS = frozenset({
     "rocksdb_block_cache_size", "rocksdb_block_size", "rocksdb_default_cf_options", "datadir",
     "socket", "port", "bind_address", "pid_file", "log_error", "user", "no_defaults",
     "innodb_buffer_pool_load_at_startup", "innodb_buffer_pool_dump_at_shutdown", "plugin_load_add",
+    "innodb_log_group_home_dir", "rocksdb_wal_dir",
 })
 
 TOP_LEVEL_KEYS = (
     "experiment", "description", "workload", "factors", "repetitions", "seed", "warmup_s",
-    "measure_s", "server_options", "baseline", "run_timeout_s",
+    "measure_s", "server_options", "baseline", "run_timeout_s", "design", "comparisons", "noise",
+    "cpu_placement",
 )
 
 
@@ -86,12 +99,29 @@ class Cell:
     compression: str
     medium: str
     threads: int
+    workload: str = "oltp_read_write"
+    log_medium: str = "same"
+    rate_fraction: float = 0
 
     @property
     def cell_id(self) -> str:
         pct = f"{self.cache_pct:g}".replace(".", "p")
-        return (f"{self.engine}-c{pct}-b{self.block_size}-{self.compression}-"
-                f"{self.medium}-t{self.threads}")
+        cid = f"{self.engine}-c{pct}-b{self.block_size}-{self.compression}-{self.medium}-t{self.threads}"
+        if WORKLOAD_TAGS.get(self.workload, self.workload):
+            cid += f"-{WORKLOAD_TAGS.get(self.workload, self.workload)}"
+        if self.log_medium != "same":
+            cid += f"-log{self.log_medium}"
+        if self.rate_fraction:
+            cid += f"-o{self.rate_fraction * 100:g}".replace(".", "p")
+        return cid
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate_fraction > 0
+
+    def closed_loop_twin(self) -> Cell:
+        """The closed-loop cell whose measured peak sets this open-loop cell's --rate."""
+        return replace(self, rate_fraction=0)
 
     def levels(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,10 +136,12 @@ class DatasetKey:
     compression: str
     tables: int
     table_size: int
+    schema: str = "oltp"
 
     @property
     def name(self) -> str:
-        return f"{self.engine}-b{self.block_size}-{self.compression}-oltp-{self.tables}x{self.table_size}"
+        return (f"{self.engine}-b{self.block_size}-{self.compression}-{self.schema}-"
+                f"{self.tables}x{self.table_size}")
 
 
 @dataclass(frozen=True)
@@ -120,10 +152,52 @@ class PlannedRun:
     repetition: int  # 1-based
     block: int  # replicate block (1-based): every cell once per block
     order: int  # 1-based position in the whole plan
+    adaptive: bool = False  # added by the adaptive mode beyond the spec's repetitions
 
     @property
     def run_id(self) -> str:
         return f"{self.cell.cell_id}-r{self.repetition}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Level `a` against level `b` of `factor` (ratio a/b), separately within each combination of `within`."""
+
+    factor: str
+    a: Any
+    b: Any
+    within: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Noise policy: cells with a CV above `max_cv_pct` are flagged; with a target, the adaptive mode adds
+    repetitions until the 95 % CI half-width is under `target_halfwidth_pct` of the mean or `max_repetitions`."""
+
+    max_cv_pct: float = 10.0
+    target_halfwidth_pct: float | None = None
+    max_repetitions: int | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        return self.target_halfwidth_pct is not None
+
+
+@dataclass(frozen=True)
+class CpuPlacement:
+    """CPU lists for the server and the client (sysbench), applied with taskset or numactl."""
+
+    server: str | None = None
+    client: str | None = None
+    tool: str = "taskset"
+
+    def prefix(self, who: str) -> list[str]:
+        cpus = self.server if who == "server" else self.client
+        if not cpus:
+            return []
+        if self.tool == "numactl":
+            return ["numactl", f"--physcpubind={cpus}"]
+        return ["taskset", "-c", cpus]
 
 
 @dataclass(frozen=True)
@@ -139,12 +213,22 @@ class Experiment:
     server_options: dict[str, str] = field(default_factory=dict)
     baseline: dict[str, Any] = field(default_factory=dict)
     run_timeout_s: int | None = None
+    design: str = "full"
+    comparisons: tuple[Comparison, ...] = ()
+    noise: Noise = field(default_factory=Noise)
+    cpu_placement: CpuPlacement = field(default_factory=CpuPlacement)
 
     def cells(self) -> list[Cell]:
-        """All combinations of factor levels, in spec order (the last factor varies fastest)."""
+        """The design's cells in spec order (the last factor varies fastest): every combination of the
+        levels for a full design, a resolution-V fraction of them for a fractional one."""
         combos: list[dict[str, Any]] = [{}]
         for name in FACTORS:
             combos = [{**c, name: level} for c in combos for level in self.factors[name]]
+        if self.design == "fractional":
+            keep = {tuple(sorted(run.items())) for run in fractional_runs(
+                {f: self.factors[f] for f in self.varied_factors()})}
+            varied = self.varied_factors()
+            combos = [c for c in combos if tuple(sorted((f, c[f]) for f in varied)) in keep]
         cells = [Cell(**c) for c in combos]
         for c in cells:
             check_combination(c)
@@ -152,17 +236,23 @@ class Experiment:
 
     def dataset_key(self, cell: Cell) -> DatasetKey:
         return DatasetKey(cell.engine, cell.block_size, cell.compression,
-                          self.workload.tables, self.workload.table_size)
+                          self.workload.tables, self.workload.table_size,
+                          WORKLOAD_SCHEMAS.get(cell.workload, cell.workload))
 
     def plan(self) -> list[PlannedRun]:
-        """Replicate blocks, each a seeded shuffle of all cells (the order is part of the design)."""
+        """Replicate blocks, each a seeded shuffle of all cells (the order is part of the design).
+
+        Open-loop cells need their closed-loop twin's measured peak, so their blocks come after all
+        closed-loop blocks."""
         cells = self.cells()
         runs: list[PlannedRun] = []
-        for block in range(1, self.repetitions + 1):
-            order = list(cells)
-            random.Random(f"{self.seed}:{block}").shuffle(order)
-            for cell in order:
-                runs.append(PlannedRun(cell, block, block, len(runs) + 1))
+        for phase, group in (("", [c for c in cells if not c.open_loop]),
+                             ("open:", [c for c in cells if c.open_loop])):
+            for block in range(1, self.repetitions + 1):
+                order = list(group)
+                random.Random(f"{self.seed}:{phase}{block}").shuffle(order)
+                for cell in order:
+                    runs.append(PlannedRun(cell, block, block, len(runs) + 1))
         return runs
 
     def baseline_cell(self, cell: Cell) -> Cell:
@@ -172,6 +262,19 @@ class Experiment:
     def varied_factors(self) -> list[str]:
         return [f for f in FACTORS if len(self.factors[f]) > 1]
 
+    def design_info(self) -> dict[str, Any]:
+        """What the design is: full, or the fraction's generators and resolution."""
+        varied = self.varied_factors()
+        if self.design == "full":
+            return {"design": "full", "factors": varied, "cells": len(self.cells())}
+        gens = FRACTION_GENERATORS[len(varied)]
+        letters = "ABCDEFGHJK"
+        return {"design": "fractional", "factors": varied, "cells": len(self.cells()),
+                "letters": dict(zip(varied, letters)),
+                "generators": [f"{letters[g]}={''.join(letters[i] for i in word)}" for g, word in gens],
+                "resolution": resolution(len(varied), gens),
+                "fraction": f"2^({len(varied)}-{len(gens)})"}
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["factors"] = {k: list(v) for k, v in self.factors.items()}
@@ -179,6 +282,51 @@ class Experiment:
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+
+
+# Regular two-level fractions of resolution V or more (every main effect and two-way interaction
+# estimable, aliased only with three-way or higher interactions), by number of varied factors:
+# (index of the generated factor, indexes of the base factors whose product gives it).
+# Standard minimum-aberration generators (Montgomery, Design and Analysis of Experiments, table 8.14);
+# their resolution is recomputed by `resolution` and checked by the unit tests.
+FRACTION_GENERATORS: dict[int, list[tuple[int, tuple[int, ...]]]] = {
+    5: [(4, (0, 1, 2, 3))],  # 2^(5-1)_V: E = ABCD
+    6: [(5, (0, 1, 2, 3, 4))],  # 2^(6-1)_VI: F = ABCDE
+    7: [(6, (0, 1, 2, 3, 4, 5))],  # 2^(7-1)_VII: G = ABCDEF
+    8: [(6, (0, 1, 2, 3)), (7, (0, 1, 4, 5))],  # 2^(8-2)_V: G = ABCD, H = ABEF
+    9: [(7, (0, 2, 3, 5, 6)), (8, (1, 2, 4, 5, 6))],  # 2^(9-2)_VI: H = ACDFG, J = BCEFG
+}
+
+
+def resolution(k: int, generators: list[tuple[int, tuple[int, ...]]]) -> int:
+    """Length of the shortest word in the defining relation of a 2^(k-p) fraction."""
+    words = [frozenset((g, *base)) for g, base in generators]
+    shortest = k
+    for mask in range(1, 2 ** len(words)):
+        w: frozenset[int] = frozenset()
+        for i, word in enumerate(words):
+            if mask >> i & 1:
+                w = w ^ word
+        shortest = min(shortest, len(w))
+    return shortest
+
+
+def fractional_runs(factors: Mapping[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The runs of the resolution-V fraction for these two-level factors (first level coded -1)."""
+    names = list(factors)
+    k = len(names)
+    gens = FRACTION_GENERATORS[k]
+    base = k - len(gens)
+    runs = []
+    for bits in range(2 ** base):
+        code = [1 if bits >> (base - 1 - i) & 1 else -1 for i in range(base)] + [0] * len(gens)
+        for g, word in gens:
+            prod = 1
+            for i in word:
+                prod *= code[i]
+            code[g] = prod
+        runs.append({n: factors[n][0 if c < 0 else 1] for n, c in zip(names, code)})
+    return runs
 
 
 def check_combination(cell: Cell) -> None:
@@ -231,6 +379,21 @@ def _levels(name: str, raw: Any) -> tuple[Any, ...]:
         elif name == "threads":
             if isinstance(lv, bool) or not isinstance(lv, int) or lv < 1:
                 raise SpecError(f"factors.threads: {lv!r} must be a positive integer")
+        elif name == "workload":
+            if lv not in WORKLOADS:
+                raise SpecError(f"factors.workload: unknown workload {lv!r}; allowed: {', '.join(WORKLOADS)}")
+        elif name == "log_medium":
+            if not isinstance(lv, str) or not lv:
+                raise SpecError(f"factors.log_medium: {lv!r} must be 'same' (redo log/WAL with the data) "
+                                "or the name of a medium in the inventory")
+        elif name == "rate_fraction":
+            if lv in ("closed", None):
+                lv = 0
+            if isinstance(lv, bool) or not isinstance(lv, (int, float)) or not 0 <= lv <= MAX_RATE_FRACTION:
+                raise SpecError(f"factors.rate_fraction: {lv!r} is not allowed; allowed: 'closed' (or 0) for "
+                                f"closed-loop runs, or a fraction in (0, {MAX_RATE_FRACTION:g}] of the cell's "
+                                "measured closed-loop throughput for open-loop (--rate) runs")
+            lv = int(lv) if float(lv).is_integer() else float(lv)
         if lv in out:
             raise SpecError(f"factors.{name}: level {lv!r} is listed twice")
         out.append(lv)
@@ -257,14 +420,30 @@ def parse_workload(raw: Any) -> Workload:
         raise SpecError(f"workload: unknown key(s) {', '.join(sorted(unknown))}; "
                         "allowed: name, tables, table_size, rand_type")
     name = raw.get("name", "oltp_read_write")
-    if name not in WORKLOADS:
-        raise SpecError(f"workload.name: unknown workload {name!r}; allowed: {', '.join(WORKLOADS)}")
+    names = name if isinstance(name, list) else [name]
+    if not names:
+        raise SpecError("workload.name: needs at least one workload")
+    for n in names:
+        if n not in WORKLOADS:
+            raise SpecError(f"workload.name: unknown workload {n!r}; allowed: {', '.join(WORKLOADS)}")
     rand = raw.get("rand_type", "uniform")
     if rand not in RAND_TYPES:
         raise SpecError(f"workload.rand_type: unknown {rand!r}; allowed: {', '.join(RAND_TYPES)}")
     tables = _positive_int(raw, "tables", 4, where="workload.")
     size = _positive_int(raw, "table_size", 100_000, where="workload.")
-    return Workload(name, tables, size, rand)
+    return Workload(names[0], tables, size, rand)
+
+
+def _workload_levels(raw: Mapping[str, Any], factors_raw: Mapping[str, Any]) -> Any:
+    """Workload levels come from factors.workload, or from workload.name (a name or a list)."""
+    w = raw.get("workload")
+    name = w.get("name") if isinstance(w, dict) else w
+    if "workload" in factors_raw:
+        if isinstance(name, list):
+            raise SpecError("factors.workload: workloads are listed both here and in workload.name; "
+                            "list them in one place")
+        return factors_raw["workload"]
+    return name if name is not None else FACTOR_DEFAULTS["workload"]
 
 
 def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
@@ -283,7 +462,13 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
     unknown = set(factors_raw) - set(FACTORS)
     if unknown:
         raise SpecError(f"factors: unknown factor(s) {', '.join(sorted(unknown))}; allowed: {', '.join(FACTORS)}")
-    factors = {f: _levels(f, factors_raw.get(f, FACTOR_DEFAULTS[f])) for f in FACTORS}
+    workload = parse_workload(raw.get("workload"))  # its errors first: factors.workload builds on it
+    levels_raw = {**{f: factors_raw.get(f, FACTOR_DEFAULTS[f]) for f in FACTORS},
+                  "workload": _workload_levels(raw, factors_raw)}
+    factors = {f: _levels(f, levels_raw[f]) for f in FACTORS}
+    if any(f > 0 for f in factors["rate_fraction"]) and 0 not in factors["rate_fraction"]:
+        raise SpecError("factors.rate_fraction: open-loop levels need the closed-loop level too ('closed'), "
+                        "whose measured peak throughput sets each open-loop cell's --rate")
     options = raw.get("server_options") or {}
     if not isinstance(options, dict):
         raise SpecError("server_options: must be a mapping of MariaDB option name to value")
@@ -306,21 +491,132 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise SpecError(f"seed: {seed!r} must be an integer")
     timeout = raw.get("run_timeout_s")
+    design = raw.get("design", "full")
+    if design not in DESIGNS:
+        raise SpecError(f"design: unknown design {design!r}; allowed: {', '.join(DESIGNS)}")
+    if design == "fractional":
+        _check_fractional(factors)
+    repetitions = _positive_int(raw, "repetitions", 3)
     exp = Experiment(
         name=name,
         description=str(raw.get("description", "")),
-        workload=parse_workload(raw.get("workload")),
+        workload=workload,
         factors=factors,
-        repetitions=_positive_int(raw, "repetitions", 3),
+        repetitions=repetitions,
         seed=seed,
         warmup_s=_positive_int(raw, "warmup_s", 10, minimum=0),
         measure_s=_positive_int(raw, "measure_s", 30),
         server_options={str(k).replace("-", "_"): _option_value(v) for k, v in options.items()},
         baseline=baseline,
         run_timeout_s=None if timeout is None else _positive_int(raw, "run_timeout_s", None),
+        design=design,
+        comparisons=_parse_comparisons(raw.get("comparisons"), factors),
+        noise=_parse_noise(raw.get("noise"), repetitions),
+        cpu_placement=_parse_placement(raw.get("cpu_placement")),
     )
     exp.cells()  # impossible combinations fail here, at plan time
     return exp
+
+
+def _check_fractional(factors: Mapping[str, tuple[Any, ...]]) -> None:
+    varied = [f for f in FACTORS if len(factors[f]) > 1]
+    for f in varied:
+        if len(factors[f]) != 2:
+            raise SpecError(f"factors.{f}: a fractional design needs exactly two levels per varied factor; "
+                            f"{f} has {len(factors[f])}; use design: full")
+    if "rate_fraction" in varied:
+        raise SpecError("factors.rate_fraction: open-loop cells need their closed-loop twin in the design; "
+                        "use design: full with open-loop levels")
+    if len(varied) not in FRACTION_GENERATORS:
+        lo, hi = min(FRACTION_GENERATORS), max(FRACTION_GENERATORS)
+        raise SpecError(f"design: fractional needs {lo} to {hi} varied two-level factors (fewer have no "
+                        f"resolution-V fraction smaller than the full design); this spec varies {len(varied)}"
+                        f" ({', '.join(varied) or 'none'}); use design: full")
+
+
+def _parse_comparisons(raw: Any, factors: Mapping[str, tuple[Any, ...]]) -> tuple[Comparison, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise SpecError("comparisons: must be a list of {factor, levels: [a, b], within: [factors]}")
+    out = []
+    for i, c in enumerate(raw):
+        where = f"comparisons[{i}]"
+        if not isinstance(c, Mapping) or set(c) - {"factor", "levels", "within"}:
+            raise SpecError(f"{where}: must be a mapping with keys factor, levels, within")
+        f = c.get("factor")
+        if f not in FACTORS:
+            raise SpecError(f"{where}.factor: {f!r} is not a factor; allowed: {', '.join(FACTORS)}")
+        levels = c.get("levels")
+        if not isinstance(levels, list) or len(levels) != 2:
+            raise SpecError(f"{where}.levels: must be two levels [a, b] of {f} (a is compared with b)")
+        try:
+            a, b = (_levels(f, lv)[0] for lv in levels)
+        except SpecError as exc:
+            raise SpecError(f"{where}.levels: {exc}") from None
+        for lv in (a, b):
+            if lv not in factors[f]:
+                raise SpecError(f"{where}.levels: {lv!r} is not one of the spec's levels of {f} "
+                                f"{list(factors[f])}")
+        if a == b:
+            raise SpecError(f"{where}.levels: the two levels must differ")
+        within = c.get("within") or []
+        within = [within] if isinstance(within, str) else within
+        for w in within:
+            if w not in FACTORS or w == f:
+                raise SpecError(f"{where}.within: {w!r} is not allowed; allowed: the other factors "
+                                f"({', '.join(x for x in FACTORS if x != f)})")
+        out.append(Comparison(f, a, b, tuple(within)))
+    return tuple(out)
+
+
+def _parse_noise(raw: Any, repetitions: int) -> Noise:
+    if raw is None:
+        return Noise()
+    allowed = ("max_cv_pct", "target_halfwidth_pct", "max_repetitions")
+    if not isinstance(raw, Mapping) or set(raw) - set(allowed):
+        raise SpecError(f"noise: must be a mapping with keys among {', '.join(allowed)}")
+    cv = raw.get("max_cv_pct", 10.0)
+    if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not 0 < cv <= 100:
+        raise SpecError(f"noise.max_cv_pct: {cv!r} must be a percentage in (0, 100]")
+    target = raw.get("target_halfwidth_pct")
+    cap = raw.get("max_repetitions")
+    if target is not None:
+        if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 100:
+            raise SpecError(f"noise.target_halfwidth_pct: {target!r} must be a percentage in (0, 100]")
+        if cap is None:
+            raise SpecError("noise.max_repetitions: the adaptive mode (target_halfwidth_pct) needs a cap")
+    if cap is not None:
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < repetitions:
+            raise SpecError(f"noise.max_repetitions: {cap!r} must be an integer >= repetitions ({repetitions})")
+        if target is None:
+            raise SpecError("noise.max_repetitions: only meaningful with noise.target_halfwidth_pct")
+    return Noise(float(cv), None if target is None else float(target), cap)
+
+
+def _cpu_list(where: str, v: Any) -> str | None:
+    if v is None:
+        return None
+    text = str(v)
+    parts = text.split(",")
+    ok = bool(text) and all(p.isdigit() or (p.count("-") == 1 and all(x.isdigit() for x in p.split("-")))
+                            for p in parts)
+    if not ok:
+        raise SpecError(f"{where}: {v!r} is not a CPU list; allowed: numbers and ranges such as '0', '0-3' "
+                        "or '0,2'")
+    return text
+
+
+def _parse_placement(raw: Any) -> CpuPlacement:
+    if raw is None:
+        return CpuPlacement()
+    if not isinstance(raw, Mapping) or set(raw) - {"server", "client", "tool"}:
+        raise SpecError("cpu_placement: must be a mapping with keys server, client (CPU lists) and tool")
+    tool = raw.get("tool", "taskset")
+    if tool not in PLACEMENT_TOOLS:
+        raise SpecError(f"cpu_placement.tool: unknown {tool!r}; allowed: {', '.join(PLACEMENT_TOOLS)}")
+    return CpuPlacement(_cpu_list("cpu_placement.server", raw.get("server")),
+                        _cpu_list("cpu_placement.client", raw.get("client")), tool)
 
 
 def _option_value(v: Any) -> str:
@@ -342,7 +638,9 @@ def load_spec(path: str | Path) -> Experiment:
 
 def check_media(exp: Experiment, media_names: Iterable[str], host: str) -> None:
     names = sorted(media_names)
-    for m in exp.factors["medium"]:
-        if m not in names:
-            raise SpecError(f"factors.medium: {m!r} is not defined on host {host!r}; "
-                            f"its media are: {', '.join(names) or '(none)'}")
+    for factor, levels in (("medium", exp.factors["medium"]),
+                           ("log_medium", [m for m in exp.factors["log_medium"] if m != "same"])):
+        for m in levels:
+            if m not in names:
+                raise SpecError(f"factors.{factor}: {m!r} is not defined on host {host!r}; "
+                                f"its media are: {', '.join(names) or '(none)'}")

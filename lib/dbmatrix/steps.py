@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +17,49 @@ from .study import Study
 
 
 def setup_hosts(study: Study, roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
-    """Step 00: packages (installed only if missing), host facts, media directories; one row per host."""
+    """Step 00: packages (installed only if missing), host facts, and the media the spec uses
+    (applied and verified; media it does not use are left alone); one row per host."""
+    from .runner import prepare_media
+
     rows = []
     for hs in study.inventory.hosts:
         with hs.connect() as host:
             report = setup_packages(host, roles)
             facts = host_facts(host, study.store)
-            for m in hs.media.values():
-                host.run(f"mkdir -p {shlex.quote(m.path)} && test -w {shlex.quote(m.path)}")
+            states = prepare_media(host, hs, study.experiment)
+            write_json_atomic(study.store.hosts / f"{hs.name}.media.json", {
+                name: {"error": f"{type(st).__name__}: {st}"} if isinstance(st, Exception) else st.to_dict()
+                for name, st in sorted(states.items())})
             rows.append({
                 "host": hs.name, "os": facts.get("os_pretty"), "kernel": facts.get("kernel"),
                 "cpu": facts.get("cpu_model"), "cpus": facts.get("online_cpus"),
                 "mem_GiB": round((facts.get("mem_total_bytes") or 0) / 2**30, 1),
                 "mariadb": facts.get("mariadb_version"), "sysbench": facts.get("sysbench_version"),
                 "installed_now": " ".join(report.missing_before) or "-",
-                "media": ", ".join(f"{m.name}={m.kind}:{m.path}" for m in hs.media.values()),
+                "media": "; ".join(_medium_line(hs.media[n], st) for n, st in sorted(states.items())),
             })
     return pd.DataFrame(rows)
+
+
+def _medium_line(medium: Any, state: Any) -> str:
+    label = f"{medium.name}={medium.kind}:{medium.path}"
+    if medium.emulates:
+        label += f" (emulates {medium.emulates})"
+    if isinstance(state, Exception):
+        return f"{label} FAILED: {state}"
+    return label + (f" on {state.device}" if getattr(state, "device", None) else "")
 
 
 def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
     from .runner import format_duration
 
-    s = summarize_plan(study.experiment)
-    return pd.DataFrame(s.table()), (f"{len(s.runs)} runs, datasets {', '.join(s.datasets)}, "
+    exp = study.experiment
+    s = summarize_plan(exp)
+    info = exp.design_info()
+    design = (f"{info['fraction']} fraction, resolution {info['resolution']} ({', '.join(info['generators'])})"
+              if info["design"] == "fractional" else "full factorial")
+    return pd.DataFrame(s.table()), (f"{len(exp.cells())} cells ({design}) x {exp.repetitions} repetitions = "
+                                     f"{len(s.runs)} runs, datasets {', '.join(s.datasets)}, "
                                      f"estimated {format_duration(s.estimated_s)}")
 
 

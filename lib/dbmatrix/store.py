@@ -27,7 +27,12 @@ from typing import Any, Iterator
 import pandas as pd
 
 from . import sysbench
-from .spec import FACTORS
+from .spec import FACTOR_DEFAULTS, FACTORS
+
+# Keys of manifest["system"]: exact counter deltas over the measured window (see dbmatrix.collect).
+SYSTEM_COUNTERS = ("window_s", "host_cpu_busy_s", "host_cpu_iowait_s", "cpu_user_s", "cpu_sys_s",
+                   "proc_read_bytes", "proc_write_bytes", "dev_read_ios", "dev_write_ios",
+                   "dev_read_bytes", "dev_write_bytes", "dev_io_ms")
 
 MANIFEST = "manifest.json"
 SCHEMA_VERSION = 1
@@ -154,13 +159,19 @@ class ResultStore:
                 continue
             row: dict[str, Any] = {
                 "run_id": m["run_id"], "experiment": m["experiment"], "cell_id": m["cell_id"],
-                **{f: m["cell"][f] for f in FACTORS},
+                **{f: m["cell"].get(f, FACTOR_DEFAULTS[f]) for f in FACTORS},
                 "repetition": m["repetition"], "block": m["block"], "order": m["order"],
                 "host": m["host"], "status": m["status"], "emulated": m.get("medium", {}).get("emulates"),
                 "cache_bytes": m.get("cache_bytes"),
+                "cache_bytes_effective": m.get("cache_bytes_effective"),
+                "cache_clamped_to_minimum": m.get("cache_clamped_to_minimum"),
+                "rate_tps": m.get("rate_tps"),
+                "adaptive": bool(m.get("adaptive", False)),
                 "data_physical_bytes": m.get("dataset", {}).get("data_physical_bytes"),
                 "data_logical_bytes": m.get("dataset", {}).get("data_logical_bytes"),
                 "started_utc": m.get("started_utc"),
+                # Exact counter deltas over the measured window (None where not measurable).
+                **{k: (m.get("system") or {}).get(k) for k in SYSTEM_COUNTERS},
             }
             if m.get("status") == "ok":
                 s = self.parsed(m["run_id"]).summary

@@ -64,7 +64,7 @@ def ran(study):
 
 
 def test_runs_complete_and_the_failing_cell_is_recorded(study, ran):
-    assert ran == {"planned": 8, "already_done": 0, "ok": 4, "failed": 4}
+    assert ran == {"planned": 8, "already_done": 0, "ok": 4, "failed": 4, "adaptive": 0}
     store: ResultStore = study.store
     manifests = {m["run_id"]: m for m in store.iter_manifests()}
     assert len(manifests) == 8

@@ -9,10 +9,12 @@ import pytest
 from dbmatrix.mysqld import (
     INNODB_MIN_BUFFER_POOL,
     ROCKSDB_MIN_BLOCK_CACHE,
+    MariaDBServer,
     MiB,
     ServerPaths,
     cache_bytes,
     client_command,
+    constants_for,
     engine_options,
     install_db_command,
     parse_tsv_pairs,
@@ -194,3 +196,63 @@ def test_parse_tsv_pairs() -> None:
         "lonely_name": "",
     }
     assert parse_tsv_pairs("") == {}
+
+
+# -- every engine x factor level renders, redo/WAL on another medium, engine-specific constants -----
+
+
+ENGINE_LEVELS = [
+    (e, c, b, pct)
+    for e, comps in (("innodb", ("none", "lz4", "zlib", "row_compressed")),
+                     ("myrocks", ("none", "lz4", "zlib", "zstd", "snappy")))
+    for c in comps for b in ("4k", "8k", "16k", "32k", "64k") for pct in (0, 25, 100)
+    if not (c == "row_compressed" and b in ("32k", "64k"))  # rejected at plan time (test_spec)
+]
+
+
+@pytest.mark.parametrize(("engine", "compression", "block_size", "cache_pct"), ENGINE_LEVELS)
+def test_every_engine_and_level_renders(engine: str, compression: str, block_size: str, cache_pct: float) -> None:
+    c = cell(engine, cache_pct, block_size, compression)
+    o = opts(c, cache=cache_bytes(c, 100 * MiB))
+    assert o[0] == "--no-defaults" and len(o) == len(set(o))
+    size = int(block_size[:-1]) * 1024
+    if engine == "innodb":
+        assert f"--innodb-page-size={block_size}" in o
+        assert not any(x.startswith("--rocksdb") for x in o)
+        assert ("--plugin-load-add=provider_lz4" in o) == (compression == "lz4")
+        if compression in ("lz4", "zlib"):
+            assert f"--innodb-compression-algorithm={compression}" in o
+        pool = next(x for x in o if x.startswith("--innodb-buffer-pool-size="))
+        assert int(pool.split("=")[1]) >= INNODB_MIN_BUFFER_POOL[block_size]
+    else:
+        assert "--plugin-load-add=ha_rocksdb.so" in o and f"--rocksdb-block-size={size}" in o
+        cf = next(x for x in o if x.startswith("--rocksdb-default-cf-options="))
+        assert cf.endswith({"none": "kNoCompression", "lz4": "kLZ4Compression", "zlib": "kZlibCompression",
+                            "zstd": "kZSTD", "snappy": "kSnappyCompression"}[compression])
+        cache = next(x for x in o if x.startswith("--rocksdb-block-cache-size="))
+        assert int(cache.split("=")[1]) >= ROCKSDB_MIN_BLOCK_CACHE
+        assert "--rocksdb-use-direct-reads=ON" in o
+
+
+def test_log_dir_moves_redo_or_wal() -> None:
+    inno = render_options(cell(), PATHS, user="root", cache=None, log_dir="/mnt/log/logdir")
+    assert "--innodb-log-group-home-dir=/mnt/log/logdir" in inno
+    rocks = render_options(cell("myrocks"), PATHS, user="root", cache=None, log_dir="/mnt/log/logdir")
+    assert "--rocksdb-wal-dir=/mnt/log/logdir" in rocks
+    assert not any("log-group-home" in x for x in rocks)
+    assert not any("wal-dir" in x or "log-group-home" in x for x in opts(cell()))
+
+
+def test_rocksdb_constants_apply_to_myrocks_cells_only() -> None:
+    constants = {"rocksdb_flush_log_at_trx_commit": "1", "innodb_flush_log_at_trx_commit": "1"}
+    assert constants_for(cell(), constants) == {"innodb_flush_log_at_trx_commit": "1"}
+    assert constants_for(cell("myrocks"), constants) == constants
+    assert "--rocksdb-flush-log-at-trx-commit=1" in opts(cell("myrocks"), constants=constants)
+    assert "--rocksdb-flush-log-at-trx-commit=1" not in opts(cell(), constants=constants)
+    with pytest.raises(SpecError, match="server_options.rocksdb_wal_dir"):
+        opts(cell(), constants={"rocksdb_wal_dir": "/x"})
+
+
+def test_server_command_prefix_keeps_mariadbd_the_exec_target() -> None:
+    server = MariaDBServer(None, PATHS, ["--no-defaults"], prefix=["taskset", "-c", "0"])  # type: ignore[arg-type]
+    assert server.command == "taskset -c 0 mariadbd --no-defaults"

@@ -70,10 +70,15 @@ def test_every_profile_loads_and_plans(profile: str, tmp_path: Path):
     assert set(params) <= {"spec", "inventory", "results_dir"}
 
 
-def test_quick_profile_is_the_first_experiment():
-    """Issue contract: InnoDB oltp_read_write, ~25 % and 100 % buffer pool, >= 3 reps, uniform."""
+def test_quick_profile_is_the_storage_matrix():
+    """Issue contract: both engines, >= 2 levels of every storage factor, >= 3 repetitions, uniform
+    access; a fraction keeps every main effect and two-way interaction estimable."""
     exp = load_study("quick").experiment
-    assert exp.factors["engine"] == ("innodb",)
-    assert exp.workload.name == "oltp_read_write" and exp.workload.rand_type == "uniform"
+    assert exp.factors["engine"] == ("innodb", "myrocks")
+    for f in ("cache_pct", "block_size", "compression", "medium"):
+        assert len(exp.factors[f]) >= 2, f
     assert set(exp.factors["cache_pct"]) == {25, 100}
+    assert exp.workload.name == "oltp_read_write" and exp.workload.rand_type == "uniform"
     assert exp.repetitions >= 3
+    info = exp.design_info()
+    assert info["design"] == "full" or info["resolution"] >= 5

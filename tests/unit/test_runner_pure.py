@@ -13,11 +13,15 @@ from dbmatrix.runner import (
     DATASET_OVERHEAD_S,
     LOAD_ROWS_PER_S,
     RUN_OVERHEAD_S,
+    RunFailed,
     format_duration,
+    media_used,
+    open_loop_rate,
     parse_listening_ports,
     record_plan,
     summarize_plan,
     sysbench_seed,
+    time_accounting,
 )
 from dbmatrix.spec import Experiment, SpecError, parse_experiment
 from dbmatrix.store import ResultStore
@@ -144,3 +148,40 @@ def test_record_plan_refuses_a_changed_spec(tmp_path: Path) -> None:
     assert msg.startswith("spec:") and "different spec" in msg
     assert changed.digest() in msg and exp().digest() in msg
     assert (tmp_path / "plan.json").read_bytes() == before
+
+
+def _commit(store: ResultStore, run_id: str, cell_id: str, tps: float | None, status: str = "ok",
+            steps: dict[str, float] | None = None) -> None:
+    staging = store.begin_run(run_id)
+    store.commit_run(staging, {"run_id": run_id, "cell_id": cell_id, "status": status,
+                               "summary": {"tps": tps}, "steps": steps or {}})
+
+
+def test_open_loop_rate_is_the_fraction_of_the_twins_mean(tmp_path: Path) -> None:
+    e = exp(factors={"rate_fraction": ["closed", 0.5]}, repetitions=2)
+    open_cell = next(c for c in e.cells() if c.open_loop)
+    twin = open_cell.closed_loop_twin().cell_id
+    store = ResultStore(tmp_path)
+    with pytest.raises(RunFailed, match=f"no completed closed-loop run of {twin}"):
+        open_loop_rate(store, open_cell)
+    _commit(store, f"{twin}-r1", twin, 1000.0)
+    _commit(store, f"{twin}-r2", twin, 1200.0)
+    _commit(store, f"{twin}-r3", twin, None, status="failed")
+    assert open_loop_rate(store, open_cell) == (550, 1100.0)
+
+
+def test_media_used_lists_data_and_log_media() -> None:
+    assert media_used(exp(factors={"medium": ["b", "a"], "log_medium": ["same", "c"]})) == ["a", "b", "c"]
+    assert media_used(exp()) == ["disk"]
+
+
+def test_time_accounting_sums_steps_and_preparation(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    _commit(store, "x-r1", "x", 1.0, steps={"measure": 10.0, "warmup": 5.0, "stop": 2.0})
+    _commit(store, "x-r2", "x", 1.0, steps={"measure": 10.0, "warmup": 5.0, "stop": 1.0})
+    ds = tmp_path / "datasets" / "localhost"
+    ds.mkdir(parents=True)
+    (ds / "k.json").write_text(json.dumps({"prepare_s": 7.0}))
+    t = time_accounting(store)
+    assert t["measure_s"] == 20.0 and t["prepare_datasets_s"] == 7.0 and t["total_s"] == 40.0
+    assert t["measure_fraction"] == 0.5

@@ -17,14 +17,20 @@ from dbmatrix.spec import (
     RAND_TYPES,
     TOP_LEVEL_KEYS,
     WORKLOADS,
+    FRACTION_GENERATORS,
     Cell,
+    Comparison,
+    CpuPlacement,
     DatasetKey,
     Experiment,
+    Noise,
     SpecError,
     Workload,
     check_media,
+    fractional_runs,
     load_spec,
     parse_experiment,
+    resolution,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -79,6 +85,7 @@ def test_parse_valid_mapping() -> None:
     assert exp.factors == {
         "engine": ("innodb",), "cache_pct": (25, 100), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
+        "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
     }
     assert exp.repetitions == 3 and exp.seed == 20261122
     assert (exp.warmup_s, exp.measure_s) == (10, 30)
@@ -99,6 +106,7 @@ def test_defaults_fill_missing_factors_and_workload() -> None:
     assert exp.factors == {
         "engine": ("innodb",), "cache_pct": (100,), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
+        "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
     }
     assert exp.repetitions == 3
     assert len(exp.cells()) == 1
@@ -352,7 +360,8 @@ def test_cell_id_and_levels() -> None:
     cell = Cell("innodb", 12.5, "16k", "lz4", "disk", 8)
     assert cell.cell_id == "innodb-c12p5-b16k-lz4-disk-t8"
     assert cell.levels() == {"engine": "innodb", "cache_pct": 12.5, "block_size": "16k",
-                             "compression": "lz4", "medium": "disk", "threads": 8}
+                             "compression": "lz4", "medium": "disk", "threads": 8,
+                             "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0}
     assert set(cell.levels()) == set(FACTORS)
 
 
@@ -485,3 +494,125 @@ def test_baseline_levels_are_normalised_like_factor_levels() -> None:
     raw["factors"] = {**raw.get("factors", {}), "block_size": ["8k", "16K"]}
     raw["baseline"] = {"block_size": "16K"}
     assert parse_experiment(raw).baseline == {"block_size": "16k"}
+
+
+# -- the matrix of issue 3: workloads, log media, open loop, fractional designs ------------------
+
+
+FIVE_TWO_LEVEL = {"engine": ["innodb", "myrocks"], "cache_pct": [25, 100], "block_size": ["4k", "16k"],
+                  "compression": ["none", "lz4"], "medium": ["disk", "tmpfs"]}
+
+
+def test_workload_levels_from_factors_or_workload_name() -> None:
+    exp = parse_experiment(with_factors(workload=["oltp_read_only", "oltp_point_select"]))
+    assert exp.factors["workload"] == ("oltp_read_only", "oltp_point_select")
+    raw = base_raw()
+    raw["workload"] = {**raw["workload"], "name": ["oltp_write_only", "oltp_read_write"]}
+    exp = parse_experiment(raw)
+    assert exp.factors["workload"] == ("oltp_write_only", "oltp_read_write")
+    assert exp.workload.name == "oltp_write_only"
+    raw["factors"]["workload"] = ["oltp_read_only"]
+    assert "listed both here and in workload.name" in spec_error(raw)
+    assert spec_error(with_factors(workload="tpcc")).startswith("factors.workload: unknown workload 'tpcc'")
+
+
+def test_workloads_share_one_dataset_and_tag_cell_ids() -> None:
+    exp = parse_experiment(with_factors(workload=["oltp_read_write", "oltp_read_only", "oltp_write_only"]))
+    cells = exp.cells()
+    assert {exp.dataset_key(c) for c in cells} == {exp.dataset_key(cells[0])}
+    ids = {c.cell_id for c in cells}
+    assert "innodb-c25-b16k-none-disk-t4" in ids and "innodb-c25-b16k-none-disk-t4-ro" in ids
+    assert "innodb-c25-b16k-none-disk-t4-wo" in ids
+
+
+def test_log_medium_levels_and_media_check() -> None:
+    exp = parse_experiment(with_factors(log_medium=["same", "fast"]))
+    assert {c.cell_id for c in exp.cells()} >= {"innodb-c25-b16k-none-disk-t4-logfast"}
+    check_media(exp, ["disk", "fast"], "h1")
+    with pytest.raises(SpecError, match=r"factors.log_medium: 'fast' is not defined on host 'h1'"):
+        check_media(exp, ["disk"], "h1")
+    assert spec_error(with_factors(log_medium=[""])).startswith("factors.log_medium:")
+
+
+def test_rate_fraction_open_loop_needs_closed_twin_and_runs_after_it() -> None:
+    exp = parse_experiment(with_factors(rate_fraction=["closed", 0.5, 0.8]))
+    assert exp.factors["rate_fraction"] == (0, 0.5, 0.8)
+    plan = exp.plan()
+    kinds = [r.cell.open_loop for r in plan]
+    assert kinds == sorted(kinds)  # every closed-loop run comes first
+    cell = next(r.cell for r in plan if r.cell.rate_fraction == 0.5)
+    assert cell.cell_id.endswith("-o50") and cell.closed_loop_twin().rate_fraction == 0
+    assert "need the closed-loop level" in spec_error(with_factors(rate_fraction=[0.5]))
+    msg = spec_error(with_factors(rate_fraction=[0, 3]))
+    assert msg.startswith("factors.rate_fraction: 3 is not allowed") and "'closed'" in msg
+
+
+def test_fractional_design_is_resolution_v_half_of_five_factors() -> None:
+    raw = with_factors(**FIVE_TWO_LEVEL)
+    full = parse_experiment(raw)
+    raw["design"] = "fractional"
+    frac = parse_experiment(raw)
+    cells = frac.cells()
+    assert len(full.cells()) == 32 and len(cells) == 16
+    info = frac.design_info()
+    assert info["resolution"] == 5 and info["fraction"] == "2^(5-1)" and info["generators"] == ["E=ABCD"]
+    # Balanced: every level of every factor, and every pair of levels of every two factors, equally often.
+    for f, g in itertools.combinations(FIVE_TWO_LEVEL, 2):
+        pairs = Counter((getattr(c, f), getattr(c, g)) for c in cells)
+        assert len(pairs) == 4 and set(pairs.values()) == {4}
+    # The cells are a subset of the full design, and the plan repeats each once per block.
+    assert {c.cell_id for c in cells} <= {c.cell_id for c in full.cells()}
+    assert Counter(r.cell.cell_id for r in frac.plan()) == {c.cell_id: 3 for c in cells}
+
+
+@pytest.mark.parametrize("k", sorted(FRACTION_GENERATORS))
+def test_fraction_generators_reach_resolution_v(k: int) -> None:
+    gens = FRACTION_GENERATORS[k]
+    assert resolution(k, gens) >= 5
+    runs = fractional_runs({f"f{i}": ("lo", "hi") for i in range(k)})
+    assert len(runs) == 2 ** (k - len(gens)) and len({tuple(r.values()) for r in runs}) == len(runs)
+
+
+def test_fractional_design_errors_name_the_field() -> None:
+    raw = with_factors(**FIVE_TWO_LEVEL)
+    raw["design"] = "fractional"
+    raw["factors"]["threads"] = [1, 2, 4]
+    assert "a fractional design needs exactly two levels" in spec_error(raw)
+    raw = with_factors(cache_pct=[25, 100])
+    raw["design"] = "fractional"
+    assert spec_error(raw).startswith("design: fractional needs 5 to 9 varied two-level factors")
+    raw["design"] = "half"
+    assert spec_error(raw) == "design: unknown design 'half'; allowed: full, fractional"
+
+
+def test_comparisons_noise_and_cpu_placement() -> None:
+    raw = with_factors(block_size=["4k", "16k"])
+    raw["comparisons"] = [{"factor": "block_size", "levels": ["4K", "16k"], "within": ["cache_pct"]}]
+    raw["noise"] = {"max_cv_pct": 8, "target_halfwidth_pct": 5, "max_repetitions": 6}
+    raw["cpu_placement"] = {"server": "0", "client": "1"}
+    exp = parse_experiment(raw)
+    assert exp.comparisons == (Comparison("block_size", "4k", "16k", ("cache_pct",)),)
+    assert exp.noise == Noise(8.0, 5.0, 6) and exp.noise.adaptive
+    assert exp.cpu_placement == CpuPlacement("0", "1", "taskset")
+    assert exp.cpu_placement.prefix("server") == ["taskset", "-c", "0"]
+    assert CpuPlacement("0-1", None, "numactl").prefix("server") == ["numactl", "--physcpubind=0-1"]
+    assert CpuPlacement().prefix("client") == []
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("comparisons", [{"factor": "colour", "levels": [1, 2]}], "comparisons[0].factor: 'colour' is not a factor"),
+    ("comparisons", [{"factor": "cache_pct", "levels": [25]}], "comparisons[0].levels: must be two levels"),
+    ("comparisons", [{"factor": "cache_pct", "levels": [25, 50]}], "comparisons[0].levels: 50 is not one of"),
+    ("comparisons", [{"factor": "cache_pct", "levels": [25, 100], "within": ["cache_pct"]}],
+     "comparisons[0].within: 'cache_pct' is not allowed"),
+    ("noise", {"max_cv_pct": 0}, "noise.max_cv_pct: 0 must be a percentage"),
+    ("noise", {"target_halfwidth_pct": 5}, "noise.max_repetitions: the adaptive mode"),
+    ("noise", {"target_halfwidth_pct": 5, "max_repetitions": 2}, "noise.max_repetitions: 2 must be an integer >= repetitions (3)"),
+    ("noise", {"max_repetitions": 5}, "noise.max_repetitions: only meaningful"),
+    ("cpu_placement", {"server": "zero"}, "cpu_placement.server: 'zero' is not a CPU list"),
+    ("cpu_placement", {"tool": "hwloc"}, "cpu_placement.tool: unknown 'hwloc'; allowed: taskset, numactl"),
+])
+def test_invalid_matrix_options(key: str, value: Any, message: str) -> None:
+    raw = base_raw()
+    raw[key] = value
+    assert message in spec_error(raw)

@@ -1,0 +1,180 @@
+"""A tiny storage matrix for real: InnoDB and MyRocks, a compressed level, the datadir on disk and on
+tmpfs, the redo log/WAL on another medium, an open-loop cell; system collectors in every run; a server
+killed mid-run is recorded as failed with its logs, and the rerun resumes only that run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+import yaml
+
+from dbmatrix import collect, media
+from dbmatrix.runner import run_study, study_status
+from dbmatrix.store import ResultStore
+from dbmatrix.study import load_study
+
+pytestmark = pytest.mark.integration
+
+SPEC = {
+    "experiment": "it-matrix",
+    "workload": {"name": "oltp_read_write", "tables": 2, "table_size": 5000},
+    "factors": {"engine": ["innodb", "myrocks"], "compression": ["none", "lz4"], "cache_pct": 50,
+                "threads": 2},
+    "repetitions": 1,
+    "seed": 11,
+    "warmup_s": 1,
+    "measure_s": 3,
+    "server_options": {"innodb_flush_log_at_trx_commit": 1, "rocksdb_flush_log_at_trx_commit": 1},
+}
+
+
+class Killer(threading.Thread):
+    """Kills the benchmark's mariadbd (SIGKILL, by the PID in its pid file) once the first measured
+    sysbench (the one with --histogram=on) is running: a server crash in the middle of a run."""
+
+    def __init__(self, workdir: str):
+        super().__init__(daemon=True)
+        self.workdir = workdir
+        self.killed: int | None = None
+        self.stop_flag = threading.Event()
+
+    def run(self) -> None:
+        pid_file = f"{self.workdir}/run/bench.pid"
+        while not self.stop_flag.is_set():
+            ps = subprocess.run(["ps", "-ww", "-C", "sysbench", "-o", "args="], capture_output=True,
+                                text=True).stdout
+            if "--histogram=on" in ps and os.path.isfile(pid_file):
+                time.sleep(1.0)
+                pid = int(open(pid_file).read().strip())
+                os.kill(pid, 9)
+                self.killed = pid
+                return
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    d = tmp_path_factory.mktemp("matrix")
+    spec = d / "spec.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    return load_study("smoke", spec=spec, results_dir=d / "results")
+
+
+@pytest.fixture(scope="module")
+def first_pass(study):
+    killer = Killer(os.environ["DBMATRIX_WORKDIR"])
+    killer.start()
+    try:
+        counts = run_study(study, progress=False)
+    finally:
+        killer.stop_flag.set()
+        killer.join(5)
+    return counts, killer.killed
+
+
+def test_killed_server_is_recorded_and_the_matrix_goes_on(study, first_pass):
+    counts, killed = first_pass
+    assert killed is not None
+    assert counts["planned"] == 4 and counts["ok"] == 3 and counts["failed"] == 1
+    store: ResultStore = study.store
+    failed = [m for m in store.iter_manifests() if m["status"] == "failed"]
+    assert len(failed) == 1
+    m = failed[0]
+    assert m["failed_step"] == "measure" and m["server"]["pid"] == killed
+    files = set(m["files"])
+    assert {"sysbench.out", "mariadbd.err", "traceback.txt", "variables.tsv"} <= files
+    assert "sysbench" in m["error"]
+
+
+def test_myrocks_and_compression_ran_with_their_options(study, first_pass):
+    store: ResultStore = study.store
+    ok = [m for m in store.iter_manifests() if m["status"] == "ok"]
+    engines = {m["cell"]["engine"] for m in ok}
+    assert engines == {"innodb", "myrocks"}
+    for m in ok:
+        variables = dict(line.split("\t", 1) for line in
+                         (store.raw / m["run_id"] / "variables.tsv").read_text().splitlines() if "\t" in line)
+        if m["cell"]["engine"] == "myrocks":
+            cf = variables["rocksdb_default_cf_options"]
+            assert ("kLZ4Compression" in cf) == (m["cell"]["compression"] == "lz4")
+            assert variables["rocksdb_block_cache_size"] == str(m["cache_bytes"])
+            assert variables["rocksdb_flush_log_at_trx_commit"] == "1"
+            # MyRocks size is its SST files after flush + compaction.
+            assert m["dataset"]["data_physical_bytes"] > 0
+        else:
+            assert variables["innodb_buffer_pool_size"] == str(m["cache_bytes"])
+            assert "rocksdb_flush_log_at_trx_commit" not in m["server_constants"]
+        assert m["summary"]["tps"] > 0
+
+
+def test_collectors_ran_during_every_measured_run(study, first_pass):
+    store: ResultStore = study.store
+    for m in store.iter_manifests():
+        if m["status"] != "ok":
+            continue
+        d = store.raw / m["run_id"]
+        for name in ("mpstat", "vmstat", "pidstat"):
+            df = collect.parse_collector(name, (d / f"{name}.txt").read_text())
+            assert len(df) >= 2, (m["run_id"], name)
+        sysm = m["system"]
+        assert sysm["window_s"] >= 2 and sysm["cpu_user_s"] + sysm["cpu_sys_s"] > 0
+        assert sysm["host_cpu_busy_s"] > 0
+
+
+def test_rerun_resumes_only_the_failed_run(study, first_pass):
+    store: ResultStore = study.store
+    before = {m["run_id"]: m["finished_utc"] for m in store.iter_manifests() if m["status"] == "ok"}
+    again = run_study(study, progress=False)
+    assert again["already_done"] == 3 and again["ok"] == 1 and again["failed"] == 0
+    after = {m["run_id"]: m["finished_utc"] for m in store.iter_manifests()}
+    assert all(after[k] == v for k, v in before.items())  # completed runs untouched
+    assert len(list((store.root / "failed").iterdir())) == 1  # the failed attempt is kept
+    assert study_status(study)["pending"] == 0
+
+
+LOG_SPEC = {
+    "experiment": "it-media",
+    "workload": {"name": ["oltp_read_write", "oltp_point_select"], "tables": 2, "table_size": 5000},
+    "factors": {"engine": ["innodb", "myrocks"], "medium": "tmpfs", "log_medium": "disk",
+                "rate_fraction": ["closed", 0.5], "cache_pct": 100, "threads": 2},
+    "repetitions": 1,
+    "seed": 12,
+    "warmup_s": 1,
+    "measure_s": 2,
+    "cpu_placement": {"server": "0", "client": "1"},
+}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting tmpfs needs root")
+def test_tmpfs_data_with_log_on_disk_and_open_loop(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(LOG_SPEC))
+    study = load_study("smoke", spec=spec, results_dir=tmp_path / "results")
+    hostspec = study.inventory.hosts[0]
+    try:
+        counts = run_study(study, progress=False)
+    finally:
+        with hostspec.connect() as host:
+            media.teardown(host, hostspec.media["tmpfs"])
+    assert counts["failed"] == 0 and counts["ok"] == 8
+    runs = study.store.load_runs()
+    assert set(runs["workload"]) == {"oltp_read_write", "oltp_point_select"}
+    for m in study.store.iter_manifests():
+        assert m["media_state"]["tmpfs"]["fstype"] == "tmpfs"
+        assert m["log_dir"].endswith("/logdir")
+        opts = m["server"]["options"]
+        if m["cell"]["engine"] == "innodb":
+            assert f"--innodb-log-group-home-dir={m['log_dir']}" in opts
+        else:
+            assert f"--rocksdb-wal-dir={m['log_dir']}" in opts
+        assert m["cpu_placement"]["server_affinity"].endswith("list: 0")
+        assert m["sysbench"]["command"].startswith("taskset -c 1 sysbench ")
+        if m["cell"]["rate_fraction"]:
+            assert m["rate_tps"] == max(1, round(0.5 * m["closed_loop_peak_tps"]))
+            assert f"--rate={m['rate_tps']}" in m["sysbench"]["command"]
+            # Open loop: the measured throughput follows the rate, not the peak.
+            assert m["summary"]["tps"] < 0.8 * m["closed_loop_peak_tps"]
