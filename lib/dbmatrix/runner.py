@@ -365,10 +365,10 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     store.clean_staging()
     plan = exp.plan()
     pending = [r for r in plan if store.status(r.run_id) != "ok"]
-    if max_runs is not None:
-        pending = pending[:max_runs]
     counts = {"planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0, "failed": 0,
               "adaptive": 0}
+    if max_runs is not None:
+        pending = pending[:max_runs]
     if not pending and not exp.noise.adaptive:
         return counts
     from tqdm.auto import tqdm

@@ -82,3 +82,12 @@ def test_quick_profile_is_the_storage_matrix():
     assert exp.repetitions >= 3
     info = exp.design_info()
     assert info["design"] == "full" or info["resolution"] >= 5
+
+
+def test_full_profile_is_the_seed_003_matrix_on_its_example_inventory():
+    study = load_study("full")
+    exp = study.experiment
+    assert set(exp.factors["engine"]) == {"innodb", "myrocks"} and 0 in exp.factors["cache_pct"]
+    assert {"nvme", "pmem-fsdax", "pmem-sector"} <= set(study.inventory.hosts[0].media)
+    kinds = {m.options.get("mode") for m in study.inventory.hosts[0].media.values() if m.kind == "pmem"}
+    assert kinds == {"fsdax", "sector"}
