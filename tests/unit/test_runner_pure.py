@@ -185,3 +185,19 @@ def test_time_accounting_sums_steps_and_preparation(tmp_path: Path) -> None:
     t = time_accounting(store)
     assert t["measure_s"] == 20.0 and t["prepare_datasets_s"] == 7.0 and t["total_s"] == 40.0
     assert t["measure_fraction"] == 0.5
+
+
+def test_adaptive_runs_add_a_repetition_until_the_target_or_the_cap(tmp_path: Path) -> None:
+    from test_analysis import SPEC as ANALYSIS_SPEC, build_store
+
+    from dbmatrix.runner import adaptive_runs
+
+    tight = parse_experiment({**ANALYSIS_SPEC, "noise": {"target_halfwidth_pct": 0.01, "max_repetitions": 4}})
+    store, _ = build_store(tmp_path / "a", tight)
+    extra = adaptive_runs(store, tight)
+    assert sorted(r.run_id for r in extra) == sorted(f"{c.cell_id}-r4" for c in tight.cells())
+    assert all(r.adaptive and r.repetition == 4 for r in extra)
+    capped = parse_experiment({**ANALYSIS_SPEC, "noise": {"target_halfwidth_pct": 0.01, "max_repetitions": 3}})
+    assert adaptive_runs(store, capped) == []  # the cap is reached
+    loose = parse_experiment({**ANALYSIS_SPEC, "noise": {"target_halfwidth_pct": 90, "max_repetitions": 4}})
+    assert adaptive_runs(store, loose) == []  # every cell meets the target

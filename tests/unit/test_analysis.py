@@ -1,0 +1,344 @@
+"""Tests of dbmatrix.analysis on synthetic data: a small result store written in the layout store.py
+reads (manifests + sysbench.out texts), analysed and published twice (byte-identical), and the pure
+analysis of in-memory tables with several varied factors (the headline comparison, exclusions)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dbmatrix import analysis, sysbench
+from dbmatrix.spec import Experiment, parse_experiment
+from dbmatrix.store import ResultStore
+
+ROOT = Path(__file__).resolve().parents[2]
+LEVEL = {25: 400.0, 50: 700.0, 100: 1000.0}  # tps by cache %
+PAGE = {"4k": 1.25, "16k": 1.0}  # multiplicative effect of the page size
+SPEC: dict[str, Any] = {
+    "experiment": "unit-analysis",
+    "workload": {"name": "oltp_read_write", "tables": 2, "table_size": 1000},
+    "factors": {"cache_pct": [25, 100], "block_size": ["4k", "16k"]},
+    "repetitions": 3, "seed": 3, "warmup_s": 1, "measure_s": 40,
+    "baseline": {"cache_pct": 100},
+    "comparisons": [{"factor": "block_size", "levels": ["4k", "16k"], "within": ["cache_pct"]}],
+    "noise": {"max_cv_pct": 10},
+}
+RAMP_RUN = "innodb-c25-b16k-none-disk-t4-r2"
+
+
+def histogram_text(latencies: np.ndarray) -> tuple[str, list[tuple[float, int]]]:
+    idx, counts = np.unique(np.vectorize(sysbench.bucket_index)(latencies), return_counts=True)
+    hist = [(round(sysbench.bucket_value(int(i)), 3), int(c)) for i, c in zip(idx, counts)]
+    top = max(c for _, c in hist)
+    rows = [f"{v:12.3f} |{'*' * int(40 * c / top):<40} {c}" for v, c in hist]
+    return "\n".join(["Latency histogram (values are in milliseconds)",
+                      "       value  ------------- distribution ------------- count", *rows]), hist
+
+
+def sysbench_out(tps: np.ndarray, latencies: np.ndarray, threads: int = 4) -> tuple[str, list[tuple[float, int]]]:
+    """A sysbench 1.0.20 run report: per-second lines, the histogram block and the summary."""
+    per_s = [f"[ {i}s ] thds: {threads} tps: {x:.2f} qps: {20 * x:.2f} (r/w/o: {14 * x:.2f}/{4 * x:.2f}/"
+             f"{2 * x:.2f}) lat (ms,95%): 5.00 err/s: 0.00 reconn/s: 0.00" for i, x in enumerate(tps, 1)]
+    hist_block, hist = histogram_text(latencies)
+    n, secs = int(round(tps.sum())), float(tps.size)
+    summary = f"""
+SQL statistics:
+    queries performed:
+        read:                            {14 * n}
+        write:                           {4 * n}
+        other:                           {2 * n}
+        total:                           {20 * n}
+    transactions:                        {n}   ({n / secs:.2f} per sec.)
+    queries:                             {20 * n}  ({20 * n / secs:.2f} per sec.)
+    ignored errors:                      4      ({4 / secs:.2f} per sec.)
+    reconnects:                          0      (0.00 per sec.)
+
+General statistics:
+    total time:                          {secs:.4f}s
+    total number of events:              {n}
+
+Latency (ms):
+         min:                                    {latencies.min():.2f}
+         avg:                                    {latencies.mean():.2f}
+         max:                                   {latencies.max():.2f}
+         95th percentile:                        {np.quantile(latencies, 0.95):.2f}
+         sum:                                 {latencies.sum():.2f}
+
+Threads fairness:
+    events (avg/stddev):           {n / threads:.4f}/1.00
+    execution time (avg/stddev):   {secs:.4f}/0.00
+"""
+    head = ["sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)", "", "Running the test with following options:",
+            f"Number of threads: {threads}", "Report intermediate results every 1 second(s)",
+            "Initializing random number generator from seed (7).", "", "", "Initializing worker threads...", "",
+            "Threads started!", ""]
+    return "\n".join([*head, *per_s, hist_block, summary]), hist
+
+
+def build_store(root: Path, exp: Experiment) -> tuple[ResultStore, dict[str, list[tuple[float, int]]]]:
+    """Every planned run of `exp`, written as the runner would; one run of one cell never settles."""
+    store = ResultStore(root)
+    hists = {}
+    for run in exp.plan():
+        c = run.cell
+        rng = np.random.default_rng(run.order)
+        level = LEVEL[c.cache_pct] * PAGE[c.block_size] * math.exp(rng.normal(0, 0.02))
+        tps = level * (1 + 0.05 * rng.normal(size=exp.measure_s))
+        tps[:4] *= np.linspace(0.3, 1.0, 4)  # residual warm-up
+        if run.run_id == RAMP_RUN:
+            tps = np.linspace(0.3, 1.0, exp.measure_s) * level * (1 + 0.02 * rng.normal(size=exp.measure_s))
+        text, hists[run.run_id] = sysbench_out(tps, rng.lognormal(math.log(4000 / level), 0.4, 3000))
+        staging = store.begin_run(run.run_id)
+        (staging / "sysbench.out").write_text(text)
+        n = int(round(tps.sum()))
+        store.commit_run(staging, {
+            "run_id": run.run_id, "experiment": exp.name, "cell_id": c.cell_id, "cell": c.levels(),
+            "repetition": run.repetition, "block": run.block, "order": run.order, "host": "db1",
+            "status": "ok", "medium": {"name": "disk", "emulates": None}, "cache_bytes": 2**20,
+            "dataset": {"data_physical_bytes": 2 * 1000 * 188 * 3, "data_logical_bytes": 2 * 1000 * 188 * 3},
+            "started_utc": "2026-01-01T00:00:00+00:00",
+            "system": {"window_s": float(exp.measure_s), "cpu_user_s": 2e-4 * n, "cpu_sys_s": 1e-4 * n,
+                       "host_cpu_busy_s": 5e-4 * n, "dev_write_bytes": 4 * 188 * 3.0 * n,
+                       "dev_read_ios": 0.5 * n if c.cache_pct == 25 else 0.0},
+        })
+    failed = store.begin_run("innodb-c25-b4k-none-disk-t4-r9")
+    store.commit_run(failed, {"run_id": "innodb-c25-b4k-none-disk-t4-r9", "experiment": exp.name,
+                              "cell_id": "innodb-c25-b4k-none-disk-t4", "cell": exp.cells()[0].levels(),
+                              "repetition": 9, "block": 9, "order": 99, "host": "db1", "status": "failed"})
+    return store, hists
+
+
+@pytest.fixture(scope="module")
+def exp() -> Experiment:
+    return parse_experiment(SPEC)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, exp: Experiment):
+    root = tmp_path_factory.mktemp("store")
+    store, hists = build_store(root, exp)
+    return store, hists
+
+
+def test_analyse_writes_every_table_byte_identical_twice(built, exp: Experiment) -> None:
+    store, _ = built
+    analysis.analyse(store, exp)
+    first = {p.name: p.read_bytes() for p in sorted(store.processed.iterdir())}
+    analysis.analyse(store, exp)
+    second = {p.name: p.read_bytes() for p in sorted(store.processed.iterdir())}
+    assert first == second
+    expected = {f"{t}.csv" for t in analysis.CSV_TABLES} | {"model.json", "intervals.parquet",
+                                                             "histograms.parquet", "steady.parquet"}
+    assert set(first) == expected
+
+
+def test_analysis_results_on_known_data(built, exp: Experiment) -> None:
+    store, hists = built
+    a = analysis.analyse(store, exp)
+    assert len(a.runs) == 12 and len(a.failed) == 1
+    runs = a.runs.set_index("run_id")
+    assert runs.loc[RAMP_RUN, "steady_reason"] == "drift" and not runs.loc[RAMP_RUN, "steady"]
+    assert runs.loc[RAMP_RUN, "tps"] == runs.loc[RAMP_RUN, "tps_sysbench"]  # not silently trimmed
+    ok = runs.drop(index=RAMP_RUN)
+    assert ok["steady"].all() and (ok["trim_s"] >= 0).all()
+    assert (ok["tps"] > ok["tps_sysbench"]).mean() > 0.8  # trimming the warm-up raises the mean
+    assert runs["mysqld_cpu_us_per_txn"].to_numpy() == pytest.approx(300.0, rel=1e-3)
+    assert runs["write_amp"].to_numpy() == pytest.approx(3.0, rel=1e-3)
+    assert runs["space_amp"].to_numpy() == pytest.approx(3.0)
+    assert runs["err_ps"].to_numpy() == pytest.approx(0.1)
+
+    cells = a.cells.set_index("cell_id")
+    assert (cells["n"] == 3).all()
+    assert cells.loc["innodb-c25-b16k-none-disk-t4", "n_not_steady"] == 1
+    for cid, c in cells.iterrows():
+        assert c["mean"] == pytest.approx(LEVEL[c["cache_pct"]] * PAGE[c["block_size"]], rel=0.15)
+        assert c["ci_lo"] < c["mean"] < c["ci_hi"]  # Student-t, the primary interval
+        assert c["boot_ci_lo"] < c["mean"] < c["boot_ci_hi"]  # the seeded bootstrap, kept beside it
+        pooled = [(v, n) for rid, h in hists.items() if rid.startswith(cid + "-r") for v, n in h]
+        assert c["p95_ms"] == sysbench.histogram_percentile(sysbench.merge_histograms(pooled), 95)
+
+    r = a.ratios.set_index("cell_id")
+    assert r.loc["innodb-c25-b4k-none-disk-t4", "baseline_cell_id"] == "innodb-c100-b4k-none-disk-t4"
+    assert r.loc["innodb-c25-b4k-none-disk-t4", "ratio"] == pytest.approx(0.4, rel=0.1)
+
+    p = a.pairwise
+    assert len(p) == 2 and set(p["cache_pct"]) == {25, 100}
+    assert p.loc[p["cache_pct"] == 100, "ratio"].iloc[0] == pytest.approx(1.25, rel=0.08)
+
+    top = a.anova.iloc[0]
+    assert top["term"] == "cache_pct" and top["rank"] == 1
+    assert a.model["model"] == "main+2way" and a.model["factors"] == ["cache_pct", "block_size"]
+
+    noise = a.noise.set_index("cell_id")
+    assert "not_steady_runs" in noise.loc["innodb-c25-b16k-none-disk-t4", "flags"]
+    assert noise.loc["innodb-c25-b16k-none-disk-t4", "noisy"]  # the ramp run makes its CV large
+
+    eff = a.efficiency
+    cpu = eff[eff["metric"] == "mysqld_cpu_us_per_txn"]
+    assert len(cpu) == 4 and cpu["mean"].to_numpy() == pytest.approx(300.0, rel=1e-3)
+    assert cpu["ratio"].to_numpy() == pytest.approx(1.0, rel=1e-3)
+    assert "read_kb_per_txn" not in set(eff["metric"])  # never measured: left out, not zero
+
+    h = a.headline.iloc[0]
+    assert (h["low"], h["high"]) == (25, 100) and h["held"] == "block_size=4k"
+    row = r.loc[h["low_cell_id"]]
+    assert (h["ratio"], h["ci_lo"], h["ci_hi"]) == (row["ratio"], row["ci_lo"], row["ci_hi"])
+
+
+def test_publish_writes_tables_and_macros_byte_identical(built, exp: Experiment, tmp_path: Path) -> None:
+    store, _ = built
+    analysis.analyse(store, exp)
+    outs = []
+    for name in ("a", "b"):
+        written = analysis.publish(store, exp, "unit", tmp_path / name / "fig", tmp_path / name / "gen")
+        outs.append({p.name: p.read_bytes() for p in written})
+    assert outs[0] == outs[1]
+    macros = outs[0]["macros.tex"].decode()
+    used = {"cacheRatio", "cacheRatioLo", "cacheRatioHi", "lowCachePct", "highCachePct", "cacheVerdict",
+            "maxCvPct", "nRuns", "topFactor", "nComparisons", "nNotSteadyRuns", "cacheRatioBootLo"}
+    for name in used:
+        assert f"\\newcommand{{\\{name}}}" in macros, name
+    assert "\\newcommand{\\topFactor}{Cache \\%}" in macros
+    assert "\\newcommand{\\nNotSteadyRuns}{1}" in macros and "\\newcommand{\\nUntestedRuns}{0}" in macros
+    effects = outs[0]["table-effects.tex"].decode()
+    assert "\\label{tab:effects}" in effects and "Cache \\% x Page" in effects
+    pairwise = outs[0]["table-pairwise.tex"].decode()
+    assert "Page 4k / 16k" in pairwise and "Cache \\% 25" in pairwise
+    assert pairwise.count("\\begin{table*}") == 1 and pairwise.count("\\end{table*}") == 1
+
+
+def test_publish_from_processed_tables_of_an_older_analysis(built, exp: Experiment, tmp_path: Path) -> None:
+    """Processed directories written before this analysis existed (runs, cells, ratios, failed) still
+    publish: the headline falls back to the ratios, and the new tables are empty."""
+    store, _ = built
+    analysis.analyse(store, exp)
+    old = ResultStore(tmp_path / "old")
+    old.processed.mkdir(parents=True)
+    for name in ("runs", "cells", "ratios", "failed"):
+        shutil.copyfile(store.processed / f"{name}.csv", old.processed / f"{name}.csv")
+    written = analysis.publish(old, exp, "unit", tmp_path / "fig", tmp_path / "gen")
+    macros = (tmp_path / "gen" / "macros.tex").read_text()
+    assert "\\newcommand{\\lowCachePct}{25}" in macros and "\\newcommand{\\topFactor}{--}" in macros
+    assert (tmp_path / "gen" / "table-pairwise.tex").read_text().startswith("% Generated")
+    assert len(written) == 8
+
+
+def test_exclude_not_steady(built, exp: Experiment) -> None:
+    store, _ = built
+    a = analysis.analyse(store, exp, exclude_not_steady=True)
+    cells = a.cells.set_index("cell_id")
+    assert cells.loc["innodb-c25-b16k-none-disk-t4", "n"] == 2
+    assert len(a.runs) == 12  # the runs table keeps every run, flagged
+    analysis.analyse(store, exp)  # leave the default tables for the other tests
+
+
+# ------------------------------------------------------------------------------------ pure analysis
+
+
+def frames(exp: Experiment, skip: set[tuple[Any, ...]] = frozenset()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runs and per-second intervals (40 s, stationary) for every planned run of `exp`."""
+    rng = np.random.default_rng(1)
+    runs, intervals = [], []
+    eng = {"innodb": 1.0, "myrocks": 0.7}
+    for run in exp.plan():
+        c = run.cell
+        if (c.engine, c.cache_pct, c.block_size) in skip:
+            continue
+        level = LEVEL[c.cache_pct] * PAGE[c.block_size] * eng[c.engine] * math.exp(rng.normal(0, 0.02))
+        tps = level * (1 + 0.03 * rng.normal(size=40))
+        runs.append({"run_id": run.run_id, "cell_id": c.cell_id, **c.levels(), "repetition": run.repetition,
+                     "status": "ok", "tps": tps.mean(), "transactions": int(tps.sum()), "total_time_s": 40.0,
+                     "data_physical_bytes": 1e6, "data_logical_bytes": 1e6})
+        intervals.append(pd.DataFrame({"run_id": run.run_id, "cell_id": c.cell_id, "t_s": np.arange(1, 41),
+                                       "tps": tps}))
+    return pd.DataFrame(runs), pd.concat(intervals, ignore_index=True)
+
+
+def test_headline_holds_the_other_factors_at_their_reference_levels() -> None:
+    exp = parse_experiment({**SPEC, "factors": {"engine": ["myrocks", "innodb"], "cache_pct": [25, 50, 100],
+                                                "block_size": ["16k", "4k"]},
+                            "baseline": {"cache_pct": 100, "engine": "innodb"}})
+    runs, intervals = frames(exp)
+    a = analysis.analyse_frames(runs, intervals, pd.DataFrame(), exp)
+    h = a.headline.iloc[0]
+    assert (h["low"], h["high"]) == (25, 100)
+    assert h["held"] == "engine=innodb;block_size=16k"  # the baseline's engine, the spec's first page size
+    assert h["low_mean"] == pytest.approx(400, rel=0.1) and h["high_mean"] == pytest.approx(1000, rel=0.1)
+    row = a.ratios.set_index("cell_id").loc[h["low_cell_id"]]
+    assert row["baseline_cell_id"] == h["high_cell_id"] and row["ratio"] == h["ratio"]
+    assert a.cells["p95_ms"].isna().all()  # no histograms: no percentiles, and no error
+    # without the reference cells, the pair that matches the most reference levels
+    runs2, intervals2 = frames(exp, skip={("innodb", 25, "16k")})
+    h2 = analysis.analyse_frames(runs2, intervals2, pd.DataFrame(), exp).headline.iloc[0]
+    assert h2["held"] in ("engine=innodb;block_size=4k", "engine=myrocks;block_size=16k")
+
+
+def test_headline_in_a_fraction_without_matched_cells_pools() -> None:
+    exp = parse_experiment({**SPEC, "factors": {"engine": ["innodb", "myrocks"], "cache_pct": [25, 100],
+                                                "block_size": ["4k", "16k"]}})
+    runs, intervals = frames(exp, skip={("innodb", 25, "4k"), ("myrocks", 25, "16k"),
+                                        ("innodb", 100, "16k"), ("myrocks", 100, "4k")})
+    a = analysis.analyse_frames(runs, intervals, pd.DataFrame(), exp)
+    h = a.headline.iloc[0]
+    assert h["pooled_over"] == "engine,block_size" and h["low_cell_id"] == "pooled"
+    assert a.model["model"] == "main"  # a 2^(3-1) half fraction aliases the two-way interactions
+    assert "not estimable" in a.model["note"]
+    # Pooled cells mix the other factors' effects in: the headline takes the model's main effect instead.
+    assert h["estimate"] == "factorial model main effect"
+    main = a.effects[a.effects["term"] == "cache_pct"].set_index("level_1")["log_effect"]
+    assert h["ratio"] == pytest.approx(math.exp(main[25] - main[100]))
+    assert h["ci_lo"] < h["ratio"] < h["ci_hi"] and pd.notna(h["pooled_ci_lo"])
+
+
+def test_cells_table_shows_the_varied_factors() -> None:
+    exp = parse_experiment({**SPEC, "factors": {"engine": ["innodb", "myrocks"], "cache_pct": [25, 100]},
+                            "comparisons": None})
+    runs, intervals = frames(exp)
+    a = analysis.analyse_frames(runs, intervals, pd.DataFrame(), exp)
+    t = analysis.cells_table(a)
+    assert list(t.columns[:2]) == ["Engine", "Cache %"] and "Page" not in t.columns
+    assert list(t["Cache %"][:2]) == [25, 100] and len(t) == 4
+
+
+def test_closed_loop_only_in_the_model() -> None:
+    df = pd.DataFrame({"rate_fraction": [0, 0.5, None, 0.0], "x": range(4)})
+    assert list(analysis.closed_loop(df)["x"]) == [0, 2, 3]
+    assert analysis.closed_loop(df.drop(columns="rate_fraction")).shape == (4, 1)
+
+
+def test_steady_state_settings_follow_the_run_length() -> None:
+    assert analysis.steady_params(900) == {"batch_s": 5, "min_seconds": 20}
+    assert analysis.steady_params(10) == {"batch_s": 2, "min_seconds": 10}  # the quick profile: tested
+    assert analysis.steady_params(3) == {"batch_s": 2, "min_seconds": 10}  # smoke: too short, untested
+
+
+def test_benchmark_script_runs_small() -> None:
+    spec = importlib.util.spec_from_file_location("analysis_scale", ROOT / "benchmarks" / "analysis_scale.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    report = mod.run(n_runs=60, seconds=40, repetitions=3, seed=1)
+    assert report["runs"] == 60 and report["interval_rows"] == 60 * 40
+    assert report["steady_s"] >= 0 and report["peak_rss_mib"] > 0
+    assert 0 < report["steady_fraction"] <= 1
+
+
+def test_short_runs_are_untested_and_keep_the_sysbench_throughput() -> None:
+    exp = parse_experiment({**SPEC, "measure_s": 8})
+    runs, intervals = frames(exp)
+    intervals = intervals[intervals["t_s"] <= 8]
+    intervals = intervals[intervals["run_id"] != runs["run_id"].iloc[0]]  # one run without per-second rows
+    a = analysis.analyse_frames(runs, intervals, pd.DataFrame(), exp)
+    r = a.runs.set_index("run_id")
+    assert r.loc[runs["run_id"].iloc[0], "steady_reason"] == "no_intervals"
+    assert set(r["steady_reason"]) == {"too_short", "no_intervals"} and not r["steady"].any()
+    assert (r["tps"] == r["tps_sysbench"]).all()
+    assert (a.cells["n_untested"] == 3).all() and (a.cells["n_not_steady"] == 0).all()
+    assert a.noise["flags"].str.contains("steady_state_untested").all()
