@@ -142,6 +142,40 @@ def cmd_paper(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_media(args: argparse.Namespace) -> int:
+    """Show the plan, verify, apply or tear down the inventory's media (all, or those named)."""
+    from . import media
+    from .inventory import load_inventory
+
+    inv = load_inventory(args.inventory)
+    failed = 0
+    for hs in inv.hosts:
+        names = args.names or sorted(hs.media)
+        unknown = sorted(set(names) - set(hs.media))
+        if unknown:
+            raise SpecError(f"media: {', '.join(unknown)} not defined on host {hs.name!r}; its media are: "
+                            f"{', '.join(sorted(hs.media))}")
+        if args.action == "plan":
+            for n in names:
+                print(f"# {hs.name} {n} ({hs.media[n].kind})")
+                print("\n".join(media.plan(hs.media[n])))
+            continue
+        with hs.connect() as host:
+            for n in names:
+                m = hs.media[n]
+                try:
+                    if args.action == "teardown":
+                        media.teardown(host, m)
+                        print(f"{hs.name} {n}: torn down")
+                        continue
+                    st = media.ensure(host, m) if args.action == "ensure" else media.verify(host, m)
+                    print(f"{hs.name} {n}: ok {json.dumps(st.to_dict(), sort_keys=True)}")
+                except media.MediaError as exc:
+                    failed += 1
+                    print(f"{hs.name} {n}: {exc}")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dbmatrix", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -172,6 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
     study_args(sp)
     sp.add_argument("--only", help="comma list of notebook numbers, e.g. 20,30")
     sp.set_defaults(func=cmd_notebooks)
+    sp = sub.add_parser("media", help="plan, verify, ensure (apply) or tear down storage media")
+    sp.add_argument("action", choices=("plan", "verify", "ensure", "teardown"))
+    sp.add_argument("names", nargs="*", help="media names (default: all of each host)")
+    sp.add_argument("--inventory", help="inventory YAML (default: localhost)")
+    sp.set_defaults(func=cmd_media)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.set_defaults(func=cmd_paper)
     return p

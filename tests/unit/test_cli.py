@@ -75,3 +75,21 @@ def test_parser_requires_a_command() -> None:
     with pytest.raises(SystemExit) as ei:
         build_parser().parse_args([])
     assert ei.value.code == 2
+
+
+def test_media_plan_prints_the_exact_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["media", "plan", "tmpfs"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# localhost tmpfs (tmpfs)\n") and "mount -t tmpfs -o size=" in out
+
+
+def test_media_unknown_name_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["media", "verify", "nvme"]) == 2
+    assert "media: nvme not defined on host 'localhost'" in capsys.readouterr().err
+
+
+def test_plan_of_the_quick_profile_names_the_fraction(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--profile", "quick"]) == 0
+    out = capsys.readouterr().out
+    assert "design: 2^(5-1) fraction of resolution 5 (generators E=ABCD" in out
+    assert "media: disk, tmpfs (emulates pmem-fsdax)" in out
