@@ -277,8 +277,9 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
         cmd = bench(exp.measure_s, True, rate)
         collectors = collect.CollectorSet(host, f"{hostspec.workdir}/run/collect", interval_s=1,
                                           devices=devices, pid=server.pid)
-        before = collect.snapshot_counters(host, pid=server.pid, devices=devices)
         collectors.start()
+        # Counters bracket the measured sysbench only (not the collectors' start and stop).
+        before = collect.snapshot_counters(host, pid=server.pid, devices=devices)
         r = host.run(cmd, check=False, timeout=exp.run_timeout_s or exp.measure_s + 600)
         after = collect.snapshot_counters(host, pid=server.pid, devices=devices)
         collectors.stop()

@@ -34,7 +34,8 @@ SPEC = {
 
 class Killer(threading.Thread):
     """Kills the benchmark's mariadbd (SIGKILL, by the PID in its pid file) once the first measured
-    sysbench (the one with --histogram=on) is running: a server crash in the middle of a run."""
+    sysbench of this session's workdir (the one with --histogram=on) is running: a server crash in the
+    middle of a run."""
 
     def __init__(self, workdir: str):
         super().__init__(daemon=True)
@@ -47,7 +48,8 @@ class Killer(threading.Thread):
         while not self.stop_flag.is_set():
             ps = subprocess.run(["ps", "-ww", "-C", "sysbench", "-o", "args="], capture_output=True,
                                 text=True).stdout
-            if "--histogram=on" in ps and os.path.isfile(pid_file):
+            ours = [line for line in ps.splitlines() if f"{self.workdir}/run/bench.sock" in line]
+            if any("--histogram=on" in line for line in ours) and os.path.isfile(pid_file):
                 time.sleep(1.0)
                 pid = int(open(pid_file).read().strip())
                 os.kill(pid, 9)
