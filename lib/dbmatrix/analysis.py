@@ -331,7 +331,6 @@ def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.D
     factors = factor_columns(used)
     base = baseline_levels(exp)
     cells = cell_table(used, histograms, factors)
-    latency = cells
     ratios = ratios_to_baseline_cells(used, base, factors)
     pairwise = pairwise_comparisons(used, getattr(exp, "comparisons", ()) or (), factors)
     fit: FactorialFit = factorial_model(closed_loop(used), factors, level_order=exp.factors)

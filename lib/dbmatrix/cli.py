@@ -22,7 +22,7 @@ def _study(args: argparse.Namespace):
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .runner import format_duration, summarize_plan
+    from .runner import format_duration, media_used, summarize_plan
 
     study = _study(args)
     exp = study.experiment
@@ -38,10 +38,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"design: {info['fraction']} fraction of resolution {info['resolution']} "
               f"(generators {', '.join(info['generators'])}; "
               + ", ".join(f"{k}={v}" for k, v in info["letters"].items()) + ")")
-    used = [f"{m}" + (f" (emulates {hs.media[m].emulates})" if m in hs.media and hs.media[m].emulates else "")
-            for hs in study.inventory.hosts[:1] for m in sorted({*exp.factors["medium"],
-                                                                  *exp.factors["log_medium"]} - {"same"})]
-    print("media: " + ", ".join(used))
+    media = study.inventory.hosts[0].media  # every host defines the spec's media (checked at load)
+    print("media: " + ", ".join(m + (f" (emulates {media[m].emulates})" if media[m].emulates else "")
+                                for m in media_used(exp)))
     if exp.comparisons:
         print("comparisons: " + "; ".join(f"{c.factor} {c.a} vs {c.b}" + (f" within {', '.join(c.within)}"
                                                                         if c.within else "")

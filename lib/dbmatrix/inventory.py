@@ -315,36 +315,33 @@ def _backing_default(workdir: str | None, suffix: str, where: str) -> str:
     return f"{workdir}/media-backing/{suffix}"
 
 
-def _opts_loop(raw: dict[str, Any], where: str, name: str, workdir: str | None) -> dict[str, Any]:
+def _opts_file_backed(raw: dict[str, Any], where: str, name: str, workdir: str | None, *, kind: str,
+                      backing_key: str, backing_name: str, direct_io: bool) -> dict[str, Any]:
+    """loop and ram-block: a sized backing file (or a tmpfs holding it), a loop device, a file system."""
     if "size" not in raw:
-        raise SpecError(f"{where}.size: required for kind loop (e.g. 2G)")
+        raise SpecError(f"{where}.size: required for kind {kind} (e.g. 2G)")
     size = _page_size(raw["size"], f"{where}.size")
-    backing = raw.get("backing_file") or _backing_default(workdir, f"{name}.img", f"{where}.backing_file")
+    backing = raw.get(backing_key) or _backing_default(workdir, backing_name, f"{where}.{backing_key}")
     out: dict[str, Any] = {
         "size": size,
-        "backing_file": _abs_path(backing, f"{where}.backing_file"),
-        "direct_io": _bool(raw.get("direct_io", True), f"{where}.direct_io"),
+        backing_key: _abs_path(backing, f"{where}.{backing_key}"),
+        "direct_io": _bool(raw.get("direct_io", direct_io), f"{where}.direct_io"),
         "partition_pct": _partition_pct(raw.get("partition_pct"), f"{where}.partition_pct"),
     }
-    out.update(_fs_options(raw, where, "loop"))
+    out.update(_fs_options(raw, where, kind))
     _check_fs_size(out, size, where)
     return out
+
+
+def _opts_loop(raw: dict[str, Any], where: str, name: str, workdir: str | None) -> dict[str, Any]:
+    # Direct I/O on the backing file by default: no second copy in the host's page cache.
+    return _opts_file_backed(raw, where, name, workdir, kind="loop", backing_key="backing_file",
+                             backing_name=f"{name}.img", direct_io=True)
 
 
 def _opts_ram_block(raw: dict[str, Any], where: str, name: str, workdir: str | None) -> dict[str, Any]:
-    if "size" not in raw:
-        raise SpecError(f"{where}.size: required for kind ram-block (e.g. 2G)")
-    size = _page_size(raw["size"], f"{where}.size")
-    backing = raw.get("backing_dir") or _backing_default(workdir, name, f"{where}.backing_dir")
-    out: dict[str, Any] = {
-        "size": size,
-        "backing_dir": _abs_path(backing, f"{where}.backing_dir"),
-        "direct_io": _bool(raw.get("direct_io", False), f"{where}.direct_io"),
-        "partition_pct": _partition_pct(raw.get("partition_pct"), f"{where}.partition_pct"),
-    }
-    out.update(_fs_options(raw, where, "ram-block"))
-    _check_fs_size(out, size, where)
-    return out
+    return _opts_file_backed(raw, where, name, workdir, kind="ram-block", backing_key="backing_dir",
+                             backing_name=name, direct_io=False)
 
 
 def _opts_blockdev(raw: dict[str, Any], where: str, name: str, workdir: str | None) -> dict[str, Any]:

@@ -9,7 +9,6 @@ a rerun skips completed runs and retries failed ones. Ctrl-C stops the server be
 from __future__ import annotations
 
 import json
-import shlex
 import signal
 import time
 import traceback
@@ -225,7 +224,7 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
         "sysbench_seed": seed, "steps": {}, "adaptive": run.adaptive,
         "server": {"command": server.command, "options": options},
     }
-    devices = sorted({d for st in states.values() for d in [getattr(st, "device", None)] if d})
+    devices = sorted({st.device for st in states.values() if st.device})
     step = "restore"
     t_step = time.monotonic()
 
@@ -435,20 +434,22 @@ def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
     if runs.empty:
         return []
     more = adaptive_additions(runs, exp.noise.target_halfwidth_pct, exp.noise.max_repetitions)
-    by_id = {c.cell_id: c for c in exp.cells()}
+    cells = exp.cells()
+    by_id = {c.cell_id: c for c in cells}
     done = runs.groupby("cell_id")["repetition"].max().to_dict()
-    attempted = {m["run_id"] for m in store.iter_manifests()}
+    manifests = list(store.iter_manifests())
+    attempted = {m["run_id"] for m in manifests}
+    first_order = len(cells) * exp.repetitions + sum(bool(m.get("adaptive")) for m in manifests) + 1
     extra = []
     for cell_id in sorted(more):
         if more[cell_id] <= 0 or cell_id not in by_id:
             continue
         rep = int(done.get(cell_id, exp.repetitions)) + 1
-        while f"{cell_id}-r{rep}" in attempted and store.status(f"{cell_id}-r{rep}") != "ok":
+        while f"{cell_id}-r{rep}" in attempted:
             rep += 1  # a failed adaptive attempt is not retried forever: move on to the next number
         if rep > exp.noise.max_repetitions:
             continue
-        extra.append(PlannedRun(by_id[cell_id], rep, rep, len(exp.cells()) * exp.repetitions + len(extra) + 1,
-                                adaptive=True))
+        extra.append(PlannedRun(by_id[cell_id], rep, rep, first_order + len(extra), adaptive=True))
     return extra
 
 

@@ -47,7 +47,7 @@ def _medium_line(medium: Any, state: Any) -> str:
         label += f" (emulates {medium.emulates})"
     if isinstance(state, Exception):
         return f"{label} FAILED: {state}"
-    return label + (f" on {state.device}" if getattr(state, "device", None) else "")
+    return label + (f" on {state.device}" if state.device else "")
 
 
 def plan_table(study: Study) -> tuple[pd.DataFrame, str]:

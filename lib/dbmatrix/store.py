@@ -27,12 +27,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from . import sysbench
+from .collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
 from .spec import FACTOR_DEFAULTS, FACTORS
-
-# Keys of manifest["system"]: exact counter deltas over the measured window (see dbmatrix.collect).
-SYSTEM_COUNTERS = ("window_s", "host_cpu_busy_s", "host_cpu_iowait_s", "cpu_user_s", "cpu_sys_s",
-                   "proc_read_bytes", "proc_write_bytes", "dev_read_ios", "dev_write_ios",
-                   "dev_read_bytes", "dev_write_bytes", "dev_io_ms")
 
 MANIFEST = "manifest.json"
 SCHEMA_VERSION = 1

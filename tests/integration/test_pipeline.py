@@ -3,14 +3,12 @@ Ctrl-C without orphans -> analysis -> figure and macros (byte-identical twice) -
 
 from __future__ import annotations
 
-import filecmp
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
