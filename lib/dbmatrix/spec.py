@@ -34,12 +34,17 @@ WHY_NOT = {
                           "which Debian does not package",
     ("myrocks", "row_compressed"): "ROW_FORMAT=COMPRESSED is an InnoDB table format",
 }
-WORKLOADS = ("oltp_read_write", "oltp_read_only", "oltp_point_select", "oltp_write_only")
+WORKLOADS = ("oltp_read_write", "oltp_read_only", "oltp_point_select", "oltp_write_only", "tpcc")
 # Short tags in cell ids (the default workload has none, so ids of read-write cells stay short).
 WORKLOAD_TAGS = {"oltp_read_write": "", "oltp_read_only": "ro", "oltp_point_select": "ps",
-                 "oltp_write_only": "wo"}
+                 "oltp_write_only": "wo", "tpcc": "tpcc"}
 # Workloads that share a table schema share prepared datasets.
-WORKLOAD_SCHEMAS = {w: "oltp" for w in WORKLOADS}
+WORKLOAD_SCHEMAS = {**{w: "oltp" for w in WORKLOADS}, "tpcc": "tpcc"}
+# Transaction isolation levels of the TPC-C workload (sysbench option --trx_level); the seed used RC.
+ISOLATION_LEVELS = ("RC", "RR", "SER", "RU")
+TOPOLOGIES = ("standalone", "galera")
+SST_METHODS = ("rsync", "mariabackup")
+MAX_GALERA_NODES = 9
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 DESIGNS = ("full", "fractional")
 PLACEMENT_TOOLS = ("taskset", "numactl")
@@ -56,8 +61,12 @@ FACTOR_DEFAULTS: dict[str, Any] = {
     "workload": "oltp_read_write",  # default: the spec's workload.name
     "log_medium": "same",  # redo log / RocksDB WAL: "same" as the data, or another medium's name
     "rate_fraction": 0,  # 0: closed loop; f > 0: open loop at f x the cell's measured closed-loop peak
+    "slave_threads": 1,  # galera topology: wsrep_slave_threads on every node
+    "write_to": "node1",  # galera topology: the node the client writes to ("nodeN"), or "all" (round robin)
 }
 FACTORS = tuple(FACTOR_DEFAULTS)
+# Factors that only exist for a galera topology; a standalone spec keeps them at their defaults.
+GALERA_FACTORS = ("slave_threads", "write_to")
 
 # Server options set by a factor or by the harness itself: a spec may not hold them constant.
 HARNESS_OPTIONS = frozenset({
@@ -66,12 +75,15 @@ HARNESS_OPTIONS = frozenset({
     "socket", "port", "bind_address", "pid_file", "log_error", "user", "no_defaults",
     "innodb_buffer_pool_load_at_startup", "innodb_buffer_pool_dump_at_shutdown", "plugin_load_add",
     "innodb_log_group_home_dir", "rocksdb_wal_dir",
+    "wsrep_on", "wsrep_provider", "wsrep_cluster_address", "wsrep_node_address", "wsrep_provider_options",
+    "wsrep_sst_receive_address", "wsrep_sst_method", "wsrep_slave_threads", "wsrep_cluster_name",
+    "wsrep_node_name", "binlog_format", "innodb_autoinc_lock_mode",
 })
 
 TOP_LEVEL_KEYS = (
     "experiment", "description", "workload", "factors", "repetitions", "seed", "warmup_s",
     "measure_s", "server_options", "baseline", "run_timeout_s", "design", "comparisons", "noise",
-    "cpu_placement",
+    "cpu_placement", "topology",
 )
 
 
@@ -84,9 +96,11 @@ class Workload:
     """A sysbench workload and the size of its schema."""
 
     name: str = "oltp_read_write"
-    tables: int = 4
+    tables: int = 4  # TPC-C: table sets
     table_size: int = 100_000
     rand_type: str = "uniform"
+    warehouses: int = 1  # TPC-C scale: warehouses per table set
+    isolation: str = "RC"  # TPC-C transaction isolation (--trx_level)
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,8 @@ class Cell:
     workload: str = "oltp_read_write"
     log_medium: str = "same"
     rate_fraction: float = 0
+    slave_threads: int = 1
+    write_to: str = "node1"
 
     @property
     def cell_id(self) -> str:
@@ -113,6 +129,10 @@ class Cell:
             cid += f"-log{self.log_medium}"
         if self.rate_fraction:
             cid += f"-o{self.rate_fraction * 100:g}".replace(".", "p")
+        if self.slave_threads != 1:
+            cid += f"-st{self.slave_threads}"
+        if self.write_to != "node1":
+            cid += f"-w{self.write_to.removeprefix('node')}"
         return cid
 
     @property
@@ -140,8 +160,8 @@ class DatasetKey:
 
     @property
     def name(self) -> str:
-        return (f"{self.engine}-b{self.block_size}-{self.compression}-{self.schema}-"
-                f"{self.tables}x{self.table_size}")
+        scale = f"{self.table_size}w" if self.schema == "tpcc" else f"{self.table_size}"
+        return f"{self.engine}-b{self.block_size}-{self.compression}-{self.schema}-{self.tables}x{scale}"
 
 
 @dataclass(frozen=True)
@@ -201,6 +221,22 @@ class CpuPlacement:
 
 
 @dataclass(frozen=True)
+class Topology:
+    """Standalone servers (one per run), or a Galera cluster of `nodes` nodes per run.
+
+    `hosts` places node i on inventory host hosts[i]; empty: every node on the run's host."""
+
+    kind: str = "standalone"
+    nodes: int = 1
+    hosts: tuple[str, ...] = ()
+    sst_method: str = "rsync"
+
+    @property
+    def galera(self) -> bool:
+        return self.kind == "galera"
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     description: str
@@ -217,6 +253,7 @@ class Experiment:
     comparisons: tuple[Comparison, ...] = ()
     noise: Noise = field(default_factory=Noise)
     cpu_placement: CpuPlacement = field(default_factory=CpuPlacement)
+    topology: Topology = field(default_factory=Topology)
 
     def cells(self) -> list[Cell]:
         """The design's cells in spec order (the last factor varies fastest): every combination of the
@@ -235,9 +272,9 @@ class Experiment:
         return cells
 
     def dataset_key(self, cell: Cell) -> DatasetKey:
-        return DatasetKey(cell.engine, cell.block_size, cell.compression,
-                          self.workload.tables, self.workload.table_size,
-                          WORKLOAD_SCHEMAS.get(cell.workload, cell.workload))
+        schema = WORKLOAD_SCHEMAS.get(cell.workload, cell.workload)
+        size = self.workload.warehouses if schema == "tpcc" else self.workload.table_size
+        return DatasetKey(cell.engine, cell.block_size, cell.compression, self.workload.tables, size, schema)
 
     def plan(self) -> list[PlannedRun]:
         """Replicate blocks, each a seeded shuffle of all cells (the order is part of the design).
@@ -276,8 +313,17 @@ class Experiment:
                 "fraction": f"2^({len(varied)}-{len(gens)})"}
 
     def to_dict(self) -> dict[str, Any]:
+        """The spec as data. Keys added after the first studies are left out at their defaults, so the
+        digest of a spec that does not use them (and the results bound to it) stays the same."""
         d = asdict(self)
-        d["factors"] = {k: list(v) for k, v in self.factors.items()}
+        d["factors"] = {k: list(v) for k, v in self.factors.items()
+                        if not (k in GALERA_FACTORS and list(v) == [FACTOR_DEFAULTS[k]])}
+        if self.topology.galera:
+            d["topology"]["hosts"] = list(self.topology.hosts)
+        else:
+            del d["topology"]
+        if "tpcc" not in self.factors["workload"]:
+            del d["workload"]["warehouses"], d["workload"]["isolation"]
         return d
 
     def digest(self) -> str:
@@ -394,6 +440,16 @@ def _levels(name: str, raw: Any) -> tuple[Any, ...]:
                                 f"closed-loop runs, or a fraction in (0, {MAX_RATE_FRACTION:g}] of the cell's "
                                 "measured closed-loop throughput for open-loop (--rate) runs")
             lv = int(lv) if float(lv).is_integer() else float(lv)
+        elif name == "slave_threads":
+            if isinstance(lv, bool) or not isinstance(lv, int) or not 1 <= lv <= 512:
+                raise SpecError(f"factors.slave_threads: {lv!r} must be an integer from 1 to 512 "
+                                "(wsrep_slave_threads of every Galera node)")
+        elif name == "write_to":
+            lv = f"node{lv}" if isinstance(lv, int) and not isinstance(lv, bool) else lv
+            if not isinstance(lv, str) or not (lv == "all" or (lv.startswith("node") and lv[4:].isdigit()
+                                                               and int(lv[4:]) >= 1)):
+                raise SpecError(f"factors.write_to: {lv!r} is not allowed; allowed: 'node1', 'node2', ... "
+                                "(the client writes to that node) or 'all' (client threads spread over every node)")
         if lv in out:
             raise SpecError(f"factors.{name}: level {lv!r} is listed twice")
         out.append(lv)
@@ -415,10 +471,10 @@ def parse_workload(raw: Any) -> Workload:
         raw = {"name": raw}
     if not isinstance(raw, dict):
         raise SpecError("workload: must be a workload name or a mapping with name, tables, table_size, rand_type")
-    unknown = set(raw) - {"name", "tables", "table_size", "rand_type"}
+    keys = ("name", "tables", "table_size", "rand_type", "warehouses", "isolation")
+    unknown = set(raw) - set(keys)
     if unknown:
-        raise SpecError(f"workload: unknown key(s) {', '.join(sorted(unknown))}; "
-                        "allowed: name, tables, table_size, rand_type")
+        raise SpecError(f"workload: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(keys)}")
     name = raw.get("name", "oltp_read_write")
     names = name if isinstance(name, list) else [name]
     if not names:
@@ -429,9 +485,14 @@ def parse_workload(raw: Any) -> Workload:
     rand = raw.get("rand_type", "uniform")
     if rand not in RAND_TYPES:
         raise SpecError(f"workload.rand_type: unknown {rand!r}; allowed: {', '.join(RAND_TYPES)}")
-    tables = _positive_int(raw, "tables", 4, where="workload.")
+    tpcc_only = "tpcc" in names and all(n == "tpcc" for n in names)
+    tables = _positive_int(raw, "tables", 1 if tpcc_only else 4, where="workload.")
     size = _positive_int(raw, "table_size", 100_000, where="workload.")
-    return Workload(names[0], tables, size, rand)
+    warehouses = _positive_int(raw, "warehouses", 1, where="workload.")
+    isolation = str(raw.get("isolation", "RC")).upper()
+    if isolation not in ISOLATION_LEVELS:
+        raise SpecError(f"workload.isolation: unknown {raw.get('isolation')!r}; allowed: {', '.join(ISOLATION_LEVELS)}")
+    return Workload(names[0], tables, size, rand, warehouses, isolation)
 
 
 def _workload_levels(raw: Mapping[str, Any], factors_raw: Mapping[str, Any]) -> Any:
@@ -513,9 +574,61 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         comparisons=_parse_comparisons(raw.get("comparisons"), factors),
         noise=_parse_noise(raw.get("noise"), repetitions),
         cpu_placement=_parse_placement(raw.get("cpu_placement")),
+        topology=_parse_topology(raw.get("topology")),
     )
+    _check_topology(exp)
     exp.cells()  # impossible combinations fail here, at plan time
     return exp
+
+
+def _parse_topology(raw: Any) -> Topology:
+    if raw is None:
+        return Topology()
+    if isinstance(raw, str):
+        raw = {"kind": raw}
+    allowed = ("kind", "nodes", "hosts", "sst_method")
+    if not isinstance(raw, Mapping) or set(raw) - set(allowed):
+        raise SpecError(f"topology: must be a mapping with keys among {', '.join(allowed)}")
+    kind = raw.get("kind", "standalone")
+    if kind not in TOPOLOGIES:
+        raise SpecError(f"topology.kind: unknown {kind!r}; allowed: {', '.join(TOPOLOGIES)}")
+    if kind == "standalone":
+        if set(raw) - {"kind"}:
+            raise SpecError(f"topology: {', '.join(sorted(set(raw) - {'kind'}))} only apply to kind: galera")
+        return Topology()
+    nodes = raw.get("nodes", 3)
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or not 2 <= nodes <= MAX_GALERA_NODES:
+        raise SpecError(f"topology.nodes: {nodes!r} must be an integer from 2 to {MAX_GALERA_NODES} "
+                        "(3 is the usual cluster)")
+    hosts = raw.get("hosts") or []
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        raise SpecError("topology.hosts: must be a list of inventory host names, one per node (or left out: "
+                        "every node on the run's host)")
+    if hosts and len(hosts) != nodes:
+        raise SpecError(f"topology.hosts: {len(hosts)} host(s) listed for {nodes} nodes; list one per node")
+    sst = raw.get("sst_method", "rsync")
+    if sst not in SST_METHODS:
+        raise SpecError(f"topology.sst_method: unknown {sst!r}; allowed: {', '.join(SST_METHODS)}")
+    return Topology("galera", nodes, tuple(hosts), sst)
+
+
+def _check_topology(exp: Experiment) -> None:
+    """Galera-only factors need a galera topology; a galera cluster needs InnoDB and a shared log medium."""
+    f = exp.factors
+    if not exp.topology.galera:
+        for name in GALERA_FACTORS:
+            if list(f[name]) != [FACTOR_DEFAULTS[name]]:
+                raise SpecError(f"factors.{name}: only applies to a Galera cluster; add topology: "
+                                "{kind: galera, nodes: 3} or remove the factor")
+        return
+    if set(f["engine"]) != {"innodb"}:
+        raise SpecError("factors.engine: a Galera cluster replicates InnoDB only; allowed: innodb")
+    if list(f["log_medium"]) != ["same"]:
+        raise SpecError("factors.log_medium: a Galera topology keeps the redo log with the data; allowed: same")
+    for w in f["write_to"]:
+        if w != "all" and int(w[4:]) > exp.topology.nodes:
+            raise SpecError(f"factors.write_to: {w!r} is not a node of this {exp.topology.nodes}-node cluster; "
+                            f"allowed: {', '.join(f'node{i}' for i in range(1, exp.topology.nodes + 1))}, all")
 
 
 def _check_fractional(factors: Mapping[str, tuple[Any, ...]]) -> None:

@@ -86,6 +86,7 @@ def test_parse_valid_mapping() -> None:
         "engine": ("innodb",), "cache_pct": (25, 100), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
+        "slave_threads": (1,), "write_to": ("node1",),
     }
     assert exp.repetitions == 3 and exp.seed == 20261122
     assert (exp.warmup_s, exp.measure_s) == (10, 30)
@@ -107,6 +108,7 @@ def test_defaults_fill_missing_factors_and_workload() -> None:
         "engine": ("innodb",), "cache_pct": (100,), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
+        "slave_threads": (1,), "write_to": ("node1",),
     }
     assert exp.repetitions == 3
     assert len(exp.cells()) == 1
@@ -261,9 +263,9 @@ def test_baseline_level_not_in_spec() -> None:
 
 def test_bad_workload_name() -> None:
     raw = base_raw()
-    raw["workload"] = {"name": "tpcc"}
+    raw["workload"] = {"name": "tpc-h"}
     msg = spec_error(raw)
-    assert msg.startswith("workload.name:") and "'tpcc'" in msg
+    assert msg.startswith("workload.name:") and "'tpc-h'" in msg
     assert all(w in msg for w in WORKLOADS)
 
 
@@ -361,7 +363,8 @@ def test_cell_id_and_levels() -> None:
     assert cell.cell_id == "innodb-c12p5-b16k-lz4-disk-t8"
     assert cell.levels() == {"engine": "innodb", "cache_pct": 12.5, "block_size": "16k",
                              "compression": "lz4", "medium": "disk", "threads": 8,
-                             "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0}
+                             "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
+                             "slave_threads": 1, "write_to": "node1"}
     assert set(cell.levels()) == set(FACTORS)
 
 
@@ -513,7 +516,7 @@ def test_workload_levels_from_factors_or_workload_name() -> None:
     assert exp.workload.name == "oltp_write_only"
     raw["factors"]["workload"] = ["oltp_read_only"]
     assert "listed both here and in workload.name" in spec_error(raw)
-    assert spec_error(with_factors(workload="tpcc")).startswith("factors.workload: unknown workload 'tpcc'")
+    assert spec_error(with_factors(workload="tpc-h")).startswith("factors.workload: unknown workload 'tpc-h'")
 
 
 def test_workloads_share_one_dataset_and_tag_cell_ids() -> None:
@@ -616,3 +619,73 @@ def test_invalid_matrix_options(key: str, value: Any, message: str) -> None:
     raw = base_raw()
     raw[key] = value
     assert message in spec_error(raw)
+
+
+# -- topology (Galera) and the TPC-C workload ------------------------------------------------------
+
+
+def galera_raw(**factors: Any) -> dict[str, Any]:
+    raw = base_raw()
+    raw["topology"] = {"kind": "galera", "nodes": 3}
+    raw["workload"] = {"name": "oltp_write_only", "tables": 4, "table_size": 10000}
+    raw["factors"] = {**raw["factors"], "cache_pct": 100, "slave_threads": [1, 16], **factors}
+    return raw
+
+
+def test_galera_topology_and_factors() -> None:
+    exp = parse_experiment(galera_raw(write_to=["node1", "all"]))
+    assert exp.topology.galera and exp.topology.nodes == 3 and exp.topology.sst_method == "rsync"
+    ids = {c.cell_id for c in exp.cells()}
+    assert ids == {"innodb-c100-b16k-none-disk-t4-wo", "innodb-c100-b16k-none-disk-t4-wo-st16",
+                   "innodb-c100-b16k-none-disk-t4-wo-wall", "innodb-c100-b16k-none-disk-t4-wo-st16-wall"}
+    assert exp.to_dict()["topology"] == {"kind": "galera", "nodes": 3, "hosts": [], "sst_method": "rsync"}
+    assert exp.to_dict()["factors"]["slave_threads"] == [1, 16]
+
+
+def test_galera_write_to_accepts_node_numbers() -> None:
+    exp = parse_experiment(galera_raw(write_to=[2]))
+    assert exp.factors["write_to"] == ("node2",)
+
+
+@pytest.mark.parametrize("change, start", [
+    ({"factors": {"slave_threads": [1, 4]}}, "factors.slave_threads: only applies to a Galera cluster"),
+    ({"topology": {"kind": "ndb"}}, "topology.kind: unknown 'ndb'; allowed: standalone, galera"),
+    ({"topology": {"kind": "galera", "nodes": 1}}, "topology.nodes: 1 must be an integer from 2 to"),
+    ({"topology": {"kind": "galera", "hosts": ["a", "b"]}}, "topology.hosts: 2 host(s) listed for 3 nodes"),
+    ({"topology": {"kind": "galera", "sst_method": "skip"}}, "topology.sst_method: unknown 'skip'"),
+    ({"topology": {"kind": "standalone", "nodes": 3}}, "topology: nodes only apply to kind: galera"),
+    ({"topology": {"kind": "galera"}, "factors": {"engine": ["innodb", "myrocks"]}},
+     "factors.engine: a Galera cluster replicates InnoDB only"),
+    ({"topology": {"kind": "galera"}, "factors": {"write_to": ["node4"]}},
+     "factors.write_to: 'node4' is not a node of this 3-node cluster"),
+    ({"topology": {"kind": "galera"}, "factors": {"write_to": ["leader"]}}, "factors.write_to: 'leader' is not"),
+])
+def test_bad_topology(change: dict[str, Any], start: str) -> None:
+    raw = base_raw()
+    raw["factors"] = {**raw["factors"], **change.pop("factors", {})}
+    raw.update(change)
+    assert spec_error(raw).startswith(start)
+
+
+def test_standalone_digest_ignores_the_galera_and_tpcc_additions() -> None:
+    """Specs that use none of the newer keys keep their digest (results already bound to them resume)."""
+    d = parse_experiment(base_raw()).to_dict()
+    assert "topology" not in d and "slave_threads" not in d["factors"] and "write_to" not in d["factors"]
+    assert "warehouses" not in d["workload"] and "isolation" not in d["workload"]
+
+
+def test_tpcc_workload_and_dataset_key() -> None:
+    raw = base_raw()
+    raw["workload"] = {"name": "tpcc", "warehouses": 2, "isolation": "rc"}
+    exp = parse_experiment(raw)
+    assert exp.workload.tables == 1 and exp.workload.warehouses == 2 and exp.workload.isolation == "RC"
+    cell = exp.cells()[0]
+    assert cell.cell_id.endswith("-tpcc")
+    assert exp.dataset_key(cell).name == "innodb-b16k-none-tpcc-1x2w"
+    assert exp.to_dict()["workload"]["warehouses"] == 2
+
+
+def test_tpcc_bad_isolation() -> None:
+    raw = base_raw()
+    raw["workload"] = {"name": "tpcc", "isolation": "snapshot"}
+    assert spec_error(raw).startswith("workload.isolation: unknown 'snapshot'; allowed: RC, RR, SER, RU")
