@@ -16,7 +16,8 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,9 @@ class HostKeyError(RuntimeError):
     """The SSH host key is unknown or does not match the known_hosts file."""
 
 
+_INFLIGHT_LOCK = threading.Lock()
+
+
 class Host(ABC):
     """A machine we can run shell commands on and copy files to and from."""
 
@@ -85,6 +89,37 @@ class Host(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+    def interrupt(self) -> int:
+        """Kill every command this Host object is running right now (from any thread): the way a
+        controller stops the in-flight runs of a fleet. Returns how many commands were targeted."""
+        markers = self._inflight_markers()
+        for marker in markers:
+            try:
+                self._kill_marker(marker)
+            except Exception:  # noqa: BLE001 - best effort: the host may be gone
+                pass
+        return len(markers)
+
+    # In-flight bookkeeping for interrupt(); backends call _track() around each command.
+    def _inflight_markers(self) -> list[str]:
+        with _INFLIGHT_LOCK:
+            return sorted(getattr(self, "_inflight", set()))
+
+    @contextmanager
+    def _track(self, marker: str) -> Iterator[None]:
+        with _INFLIGHT_LOCK:
+            if not hasattr(self, "_inflight"):
+                self._inflight: set[str] = set()
+            self._inflight.add(marker)
+        try:
+            yield
+        finally:
+            with _INFLIGHT_LOCK:
+                self._inflight.discard(marker)
+
+    def _kill_marker(self, marker: str) -> None:  # noqa: B027 - backends override
+        """Kill the processes whose environment holds `marker`."""
 
     # Conveniences built only on run/put/get, so every backend shares them.
     def read_text(self, path: str) -> str:
@@ -247,14 +282,18 @@ class LocalHost(Host):
             watchdog.daemon = True
             watchdog.start()
         try:
-            return _run_invoke(
-                self._ctx, self.name, command, check, timeout, {**(env or {}), _RUN_ID_VAR: run_id},
-                on_timeout=lambda: _kill_local_marked(marker),
-                on_interrupt=lambda: _kill_local_marked(marker),
-            )
+            with self._track(marker):
+                return _run_invoke(
+                    self._ctx, self.name, command, check, timeout, {**(env or {}), _RUN_ID_VAR: run_id},
+                    on_timeout=lambda: _kill_local_marked(marker),
+                    on_interrupt=lambda: _kill_local_marked(marker),
+                )
         finally:
             if watchdog is not None:
                 watchdog.cancel()
+
+    def _kill_marker(self, marker: str) -> None:
+        _kill_local_marked(marker)
 
     def put(self, local, remote):
         shutil.copyfile(local, remote)
@@ -358,8 +397,12 @@ class SSHHost(Host):
         if env:
             exports = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(env.items()))
             wire = f"export {exports}\n{command}"
-        return _run_invoke(self._conn, self.name, command, check, timeout, None,
-                           wire_command=wire, on_timeout=on_timeout, on_interrupt=on_timeout)
+        with self._track(f"{_RUN_ID_VAR}={run_id}"):
+            return _run_invoke(self._conn, self.name, command, check, timeout, None,
+                               wire_command=wire, on_timeout=on_timeout, on_interrupt=on_timeout)
+
+    def _kill_marker(self, marker: str) -> None:
+        self._kill_marked(marker)
 
     def _kill_marked(self, marker: str) -> None:
         """TERM (then, after 2 s, KILL) every remote process whose environment holds `marker`."""

@@ -9,7 +9,9 @@ a rerun skips completed runs and retries failed ones. Ctrl-C stops the server be
 from __future__ import annotations
 
 import json
+import os
 import signal
+import threading
 import time
 import traceback
 import zlib
@@ -53,12 +55,39 @@ def parse_listening_ports(ss_output: str) -> set[int]:
     return ports
 
 
-def free_port(host: Host, start: int = BASE_PORT) -> int:
+def base_port() -> int:
+    """First port tried for servers: DBMATRIX_BASE_PORT, else 13306 (lets concurrent sessions use own ranges)."""
+    env = os.environ.get("DBMATRIX_BASE_PORT", "")
+    return int(env) if env.isdigit() else BASE_PORT
+
+
+# Ports handed out by this process, per machine: the workers of a fleet look for ports at the same time,
+# and two inventory hosts may be one machine (two "local" hosts with their own workdirs).
+_RESERVED_PORTS: dict[str, set[int]] = {}
+_PORT_LOCK = threading.Lock()
+PORTS_PER_HOST = 10  # a block per host context: one server, or the ports of a cluster's nodes
+
+
+def free_port(host: Host, start: int | None = None, block: int = 1) -> int:
+    """The first port from `start` such that `block` consecutive ports are neither listening on the host
+    nor handed out by this process before."""
+    if start is None:
+        start = base_port()
+    machine = "local" if host.is_local else host.name
     used = parse_listening_ports(host.run("ss -Htln", check=False).stdout)
-    port = start
-    while port in used:
-        port += 1
+    with _PORT_LOCK:
+        taken = used | _RESERVED_PORTS.setdefault(machine, set())
+        port = start
+        while any(p in taken for p in range(port, port + block)):
+            port += 1
+        _RESERVED_PORTS[machine].update(range(port, port + block))
     return port
+
+
+def release_port(host: Host, port: int, block: int = 1) -> None:
+    with _PORT_LOCK:
+        _RESERVED_PORTS.get("local" if host.is_local else host.name, set()).difference_update(
+            range(port, port + block))
 
 
 def sysbench_seed(spec_seed: int, run_id: str) -> int:
@@ -353,58 +382,104 @@ def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, 
     return states
 
 
+def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_start: int | None = None
+                 ) -> HostContext:
+    """Connect, record the host's facts, pick a free port, and apply/verify the media the plan uses."""
+    host = hostspec.connect()
+    try:
+        ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host),
+                          free_port(host, port_start, block=PORTS_PER_HOST), {})
+        ctx.media.update(prepare_media(host, hostspec, exp))
+    except BaseException:
+        host.close()
+        raise
+    return ctx
+
+
+def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
+    """The hosts that take runs: one named host, the first node's host of a Galera cluster spread over
+    hosts (the cluster then needs all of them for every run), or every host of the inventory."""
+    inv = study.inventory
+    if host_name:
+        return [inv.host(host_name)]
+    if study.experiment.topology.hosts:
+        return [inv.host(study.experiment.topology.hosts[0])]
+    return list(inv.hosts)
+
+
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
               host_name: str | None = None) -> dict[str, Any]:
-    """Run every pending run of the study's plan; returns counts. Safe to call again to resume."""
+    """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
+    several; see :mod:`dbmatrix.fleet`); returns counts. Safe to call again to resume."""
+    from .fleet import Fleet, Worker
+
     exp, store = study.experiment, study.store
-    if len(study.inventory.hosts) > 1 and host_name is None:
-        raise SpecError("inventory: several hosts given; parallel fleet runs are not implemented yet, "
-                        "pick one with host_name=…")
-    hostspec = study.inventory.host(host_name) if host_name else study.inventory.hosts[0]
+    specs = fleet_hosts(study, host_name)
     record_plan(store, exp)
     store.clean_staging()
     plan = exp.plan()
     pending = [r for r in plan if store.status(r.run_id) != "ok"]
-    counts = {"planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0, "failed": 0,
-              "adaptive": 0}
+    counts: dict[str, Any] = {"planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0,
+                              "failed": 0, "adaptive": 0, "not_attempted": 0}
     if max_runs is not None:
         pending = pending[:max_runs]
     if not pending and not exp.noise.adaptive:
         return counts
     from tqdm.auto import tqdm
 
-    with interrupts_stop_cleanly(), hostspec.connect() as host:
-        ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host), free_port(host), {})
-        ctx.media.update(prepare_media(host, hostspec, exp))
-        datasets: dict[str, DatasetInfo | Exception] = {}
-        est = summarize_plan(exp, pending).estimated_s
-        bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
-                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
-        bar.set_postfix_str(f"plan ~{format_duration(est)}")
+    bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
+               bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
+    est = summarize_plan(exp, pending).estimated_s / max(1, len(specs))
+    bar.set_postfix_str(f"plan ~{format_duration(est)} on {len(specs)} host(s)")
+    lock = threading.Lock()
 
-        def one(run: PlannedRun) -> None:
-            bar.set_postfix_str(run.run_id)
-            m = _run_or_record(ctx, exp, run, store, datasets)
+    def connect(w: Worker) -> None:
+        w.ctx = connect_host(w.spec, exp, store)
+        w.host = w.ctx.host
+        if exp.topology.hosts:  # the other nodes' hosts of a cluster spread over the inventory
+            w.peers = {n: connect_host(study.inventory.host(n), exp, store)
+                       for n in dict.fromkeys(exp.topology.hosts[1:]) if n != w.spec.name}
+
+    def execute(w: Worker, run: PlannedRun) -> dict[str, Any]:
+        bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(specs) > 1 else run.run_id)
+        return _run_or_record(w.ctx, exp, run, store, w.datasets, w.peers)
+
+    def on_result(w: Worker, m: dict[str, Any]) -> None:
+        with lock:
             counts[m["status"]] += 1
+            counts["adaptive"] += bool(m.get("adaptive"))
             bar.update(1)
 
+    fleet = Fleet(specs, exp, store, connect, execute, on_result)
+    with interrupts_stop_cleanly():
         try:
-            for run in pending:
-                one(run)
-            if exp.noise.adaptive and max_runs is None:
-                while extra := adaptive_runs(store, exp):
+            left = fleet.run([r for r in pending if not r.cell.open_loop])
+            left += fleet.run([r for r in pending if r.cell.open_loop])
+            if exp.noise.adaptive and max_runs is None and not left:
+                while fleet.alive() and (extra := adaptive_runs(store, exp)):
                     bar.total += len(extra)
                     bar.refresh()
-                    for run in extra:
-                        one(run)
-                        counts["adaptive"] += 1
+                    left += fleet.run(extra)
+                    if left:
+                        break
         finally:
             bar.close()
+            for w in fleet.workers:
+                for c in [w.ctx, *w.peers.values()]:
+                    if c is not None:
+                        release_port(c.host, c.port, PORTS_PER_HOST)
+                for peer in w.peers.values():
+                    peer.host.close()
+            fleet.close()
+    counts["not_attempted"] = len(left)
+    if len(specs) > 1 or any(w.lost for w in fleet.workers):
+        counts["hosts"] = fleet.summary()
     return counts
 
 
 def _run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: ResultStore,
-                   datasets: dict[str, DatasetInfo | Exception]) -> dict[str, Any]:
+                   datasets: dict[str, DatasetInfo | Exception],
+                   peers: dict[str, HostContext] | None = None) -> dict[str, Any]:
     """Measure a run, or record why it could not start (its medium or dataset failed)."""
     for name in {run.cell.medium, run.cell.log_medium} - {"same"}:
         state = ctx.media[name]
@@ -422,6 +497,13 @@ def _run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Re
     ds = datasets[key]
     if isinstance(ds, Exception):
         return _record_early_failure(store, exp, run, ctx.host.name, "prepare_dataset", ds)
+    if exp.topology.galera:
+        from .galera_run import execute_galera_run
+
+        peers = peers or {}
+        nodes = [ctx if not exp.topology.hosts or h == ctx.spec.name else peers[h]
+                 for h in (exp.topology.hosts or (ctx.spec.name,) * exp.topology.nodes)]
+        return execute_galera_run(nodes, exp, run, ds, store)
     return execute_run(ctx, exp, run, ds, store)
 
 

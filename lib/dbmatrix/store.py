@@ -131,6 +131,17 @@ class ResultStore:
     def discard(self, staging: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
+    def forget(self, run_id: str) -> None:
+        """Remove a committed run that was not a measurement (a fleet run cut short by Ctrl-C)."""
+        m = self.manifest(run_id)
+        if m is not None and m.get("status") == "ok":
+            raise FileExistsError(f"run {run_id} completed; refusing to forget it")
+        shutil.rmtree(self.raw / run_id, ignore_errors=True)
+
+    def rewrite_manifest(self, run_id: str, manifest: dict[str, Any]) -> None:
+        """Replace a committed run's manifest (annotations added after the fact, e.g. host_lost)."""
+        write_json_atomic(self.raw / run_id / MANIFEST, manifest)
+
     def clean_staging(self) -> int:
         """Remove staging directories left by interrupted runs; returns how many."""
         if not self.raw.is_dir():
