@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 
-pytest_plugins = ["tests.conftest_sshd"]
+pytest_plugins = ["tests.conftest_sshd", "tests.conftest_netns"]
 
 _made: list[str] = []
 

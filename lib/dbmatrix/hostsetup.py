@@ -1,16 +1,17 @@
 """OS packages for a host, the same code for this machine and for remote hosts.
 
-Plan (pure) -> check what is missing -> install only that (apt-get/dnf; sudo when not root) -> verify.
+Plan (pure) -> check what is installed -> install only what is missing (apt-get/dnf; ``sudo -n``
+when not root) -> verify: every wanted package installed, its version reported.
 Idempotent: when everything is present nothing is installed and no package index is refreshed.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .hostinfo import parse_os_release
-from .remote import Host
+from .hostinfo import package_query_command, parse_os_release, parse_package_versions
+from .remote import CommandError, Host
 
 # Package roles: `server` on every measured host; `paper` and `test` on the controller.
 PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -32,6 +33,8 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 ROLES = ("server", "paper", "test")
+# Where a package does not come from the distribution's base repositories.
+HINTS = {"rhel": "sysbench comes from EPEL (dnf install epel-release) on RHEL-likes"}
 
 
 class SetupError(RuntimeError):
@@ -44,11 +47,17 @@ class SetupReport:
     family: str
     wanted: tuple[str, ...]
     missing_before: tuple[str, ...]
-    commands: tuple[str, ...]
+    commands: tuple[str, ...]  # the install plan, exactly as run (or as it would run: dry run)
+    versions: dict[str, str] = field(default_factory=dict)  # installed version of every wanted package
+    root: bool = True  # False: the commands go through `sudo -n`
 
     @property
     def changed(self) -> bool:
         return bool(self.missing_before)
+
+    def lines(self) -> list[str]:
+        """`package version` per wanted package ("(missing)" for one not installed)."""
+        return [f"{p} {self.versions.get(p, '(missing)')}" for p in self.wanted]
 
 
 def os_family(os_release: dict[str, str]) -> str:
@@ -68,50 +77,76 @@ def wanted_packages(family: str, roles: tuple[str, ...]) -> tuple[str, ...]:
     for r in roles:
         if r not in ROLES:
             raise SetupError(f"roles: unknown role {r!r}; allowed: {', '.join(ROLES)}")
-    return tuple(p for r in roles for p in PACKAGES[family][r])
+    return tuple(dict.fromkeys(p for r in roles for p in PACKAGES[family][r]))
 
 
-def parse_dpkg_status(text: str) -> set[str]:
-    """Installed packages from `dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n'`."""
-    out = set()
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[1].startswith("ii"):
-            out.add(parts[0])
-    return out
+def as_root(command: str, root: bool) -> str:
+    """`command` as is for root, else through non-interactive sudo (fails instead of prompting)."""
+    return command if root else f"sudo -n sh -c {shlex.quote(command)}"
 
 
-def install_commands(family: str, missing: tuple[str, ...]) -> tuple[str, ...]:
+def install_commands(family: str, missing: tuple[str, ...], *, root: bool = True) -> tuple[str, ...]:
+    """The install plan for `missing` packages (empty when nothing is missing)."""
     if not missing:
         return ()
     pkgs = shlex.join(missing)
     if family == "debian":
-        return ("apt-get update -qq",
+        plan = ("apt-get update -qq",
                 f"DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {pkgs}")
-    return (f"dnf install -y {pkgs}",)
+    elif family == "rhel":
+        plan = (f"dnf install -y {pkgs}",)
+    else:
+        raise SetupError(f"family: {family!r} is not allowed; allowed: {', '.join(PACKAGES)}")
+    return tuple(as_root(c, root) for c in plan)
+
+
+def sudo_problem(exit_code: int, stderr: str) -> str | None:
+    """Why `sudo -n true` failed, in words (None when it worked)."""
+    if exit_code == 0:
+        return None
+    if exit_code == 127:
+        return "sudo is not installed"
+    if "password" in stderr.lower():
+        return "sudo needs a password (sudo -n refuses to prompt); allow this user NOPASSWD in sudoers"
+    return f"sudo -n true failed (exit {exit_code}): {stderr.strip() or 'no message'}"
+
+
+def installed_versions(host: Host, family: str, packages: tuple[str, ...]) -> dict[str, str]:
+    """{package: version} of those `packages` that are installed on `host`."""
+    if not packages:
+        return {}
+    return parse_package_versions(host.run(package_query_command(family, packages), check=False).stdout)
 
 
 def missing_packages(host: Host, family: str, wanted: tuple[str, ...]) -> tuple[str, ...]:
-    if family == "debian":
-        cmd = "dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' " + shlex.join(wanted)
-        installed = parse_dpkg_status(host.run(cmd, check=False).stdout)
-    else:
-        installed = {p for p in wanted if host.run(f"rpm -q {shlex.quote(p)}", check=False).ok}
+    installed = installed_versions(host, family, wanted)
     return tuple(p for p in wanted if p not in installed)
 
 
 def setup_packages(host: Host, roles: tuple[str, ...] = ("server",), dry_run: bool = False) -> SetupReport:
+    """Install what `roles` need and is missing; verify every package and report its version."""
     family = os_family(parse_os_release(host.run("cat /etc/os-release").stdout))
     wanted = wanted_packages(family, roles)
-    missing = missing_packages(host, family, wanted)
-    commands = install_commands(family, missing)
+    versions = installed_versions(host, family, wanted)
+    missing = tuple(p for p in wanted if p not in versions)
+    root = host.is_root()
+    commands = install_commands(family, missing, root=root)
     if commands and not dry_run:
-        if not host.is_root() and not host.run("sudo -n true", check=False).ok:
-            raise SetupError(f"host {host.name!r}: installing {', '.join(missing)} needs root or "
-                             "passwordless sudo; run as root or install them by hand")
+        if not root:
+            r = host.run("sudo -n true", check=False)
+            problem = sudo_problem(r.exit_code, r.stderr)
+            if problem:
+                raise SetupError(f"host {host.name!r}: installing {', '.join(missing)} needs root: {problem}; "
+                                 "or run as root, or install them by hand")
         for cmd in commands:
-            host.run(host.privileged(cmd), timeout=3600)
-        still = missing_packages(host, family, wanted)
+            try:
+                host.run(cmd, timeout=3600)
+            except CommandError as exc:
+                hint = f" ({HINTS[family]})" if family in HINTS else ""
+                raise SetupError(f"host {host.name!r}: package installation failed{hint}: {exc}") from None
+        versions = installed_versions(host, family, wanted)
+        still = tuple(p for p in wanted if p not in versions)
         if still:
-            raise SetupError(f"host {host.name!r}: packages still missing after install: {', '.join(still)}")
-    return SetupReport(host.name, family, wanted, missing, commands)
+            raise SetupError(f"host {host.name!r}: packages still missing after install: {', '.join(still)} "
+                             f"(ran: {'; '.join(commands)})")
+    return SetupReport(host.name, family, wanted, missing, commands, versions, root)

@@ -1,26 +1,30 @@
-"""Tests of dbmatrix.hostsetup: OS family, package plans, dpkg parsing, and setup on a fake host."""
+"""Tests of dbmatrix.hostsetup: OS family, install plans (apt/dnf, root/non-root), version checks,
+and setup on a simulated package database (the real one is exercised over SSH in
+tests/integration/test_fleet_hosts.py)."""
 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 
 import pytest
-
 from dbmatrix.hostsetup import (
     PACKAGES,
     ROLES,
     SetupError,
+    as_root,
     install_commands,
+    installed_versions,
+    missing_packages,
     os_family,
-    parse_dpkg_status,
     setup_packages,
+    sudo_problem,
     wanted_packages,
 )
 from dbmatrix.remote import CommandResult, Host
 
 DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n'
+ROCKY = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.3"\n'
 
 
 @pytest.mark.parametrize("rel,family", [
@@ -50,7 +54,7 @@ def test_wanted_packages() -> None:
     assert wanted_packages("debian", ("server",)) == PACKAGES["debian"]["server"]
     both = wanted_packages("debian", ("server", "test"))
     assert both == PACKAGES["debian"]["server"] + ("openssh-server",)
-    assert "mariadb-plugin-rocksdb" in both and "sysbench" in both
+    assert wanted_packages("debian", ("test", "test")) == ("openssh-server",)
     assert "mariadb-rocksdb-engine" in wanted_packages("rhel", ("server",))
     assert wanted_packages("debian", ()) == ()
 
@@ -63,70 +67,125 @@ def test_wanted_packages_unknown_role() -> None:
     assert all(r in msg for r in ROLES)
 
 
-def test_parse_dpkg_status() -> None:
-    text = ("mariadb-server ii \n"
-            "sysbench ii \n"
-            "mariadb-plugin-rocksdb rc \n"  # removed, config files remain: not installed
-            "sysstat un \n"  # known but not installed
-            "procps iU \n"  # unpacked, not configured
-            "iproute2 iF \n"
-            "\n"
-            "garbage\n")
-    assert parse_dpkg_status(text) == {"mariadb-server", "sysbench"}
-    assert parse_dpkg_status("") == set()
+# ---------------------------------------------------------------- plans
+
+def unwrap(command: str) -> str:
+    """The command inside `sudo -n sh -c '<command>'`."""
+    argv = shlex.split(command)
+    assert argv[:4] == ["sudo", "-n", "sh", "-c"] and len(argv) == 5, command
+    return argv[4]
 
 
-def test_install_commands() -> None:
+def test_install_plan_apt_root() -> None:
     assert install_commands("debian", ()) == ()
-    assert install_commands("rhel", ()) == ()
     cmds = install_commands("debian", ("sysbench", "mariadb-server"))
-    assert cmds[0] == "apt-get update -qq"
-    assert len(cmds) == 2
-    assert "apt-get install -y" in cmds[1] and "DEBIAN_FRONTEND=noninteractive" in cmds[1]
-    assert cmds[1].endswith("sysbench mariadb-server")
-    assert install_commands("rhel", ("sysbench",)) == ("dnf install -y sysbench",)
+    assert cmds == ("apt-get update -qq",
+                    ("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
+                     "sysbench mariadb-server"))
 
+
+def test_install_plan_apt_non_root_goes_through_sudo_n() -> None:
+    root = install_commands("debian", ("sysbench", "it's"))
+    cmds = install_commands("debian", ("sysbench", "it's"), root=False)
+    assert len(cmds) == 2
+    assert [unwrap(c) for c in cmds] == list(root)  # same commands, quoted intact
+    # DEBIAN_FRONTEND is set inside the root shell, not stripped by sudo's env_reset.
+    assert unwrap(cmds[1]).startswith("DEBIAN_FRONTEND=noninteractive apt-get install")
+
+
+def test_install_plan_dnf_root_and_non_root() -> None:
+    assert install_commands("rhel", ()) == ()
+    assert install_commands("rhel", ("sysbench", "fio")) == ("dnf install -y sysbench fio",)
+    (cmd,) = install_commands("rhel", ("sysbench", "fio"), root=False)
+    assert cmd == "sudo -n sh -c 'dnf install -y sysbench fio'"
+
+
+def test_install_plan_unknown_family() -> None:
+    with pytest.raises(SetupError, match="family: 'arch' is not allowed; allowed: debian, rhel"):
+        install_commands("arch", ("fio",))
+
+
+def test_as_root() -> None:
+    assert as_root("id -u", True) == "id -u"
+    assert as_root("echo 'a b'", False) == "sudo -n sh -c 'echo '\"'\"'a b'\"'\"''"
+    assert unwrap(as_root("echo 'a b'", False)) == "echo 'a b'"
+
+
+@pytest.mark.parametrize("code,stderr,expected", [
+    (0, "", None),
+    (127, "sh: 1: sudo: not found", "sudo is not installed"),
+    (1, "sudo: a password is required\n", "sudo needs a password"),
+    (1, "user1 is not in the sudoers file.\n", "sudo -n true failed (exit 1): user1 is not in the sudoers file."),
+])
+def test_sudo_problem(code: int, stderr: str, expected: str | None) -> None:
+    problem = sudo_problem(code, stderr)
+    if expected is None:
+        assert problem is None
+    else:
+        assert problem is not None and problem.startswith(expected)
+
+
+# ---------------------------------------------------------------- setup on a simulated package database
 
 class FakeHost(Host):
-    """A Debian host whose `dpkg-query` reflects an in-memory package set, and apt-get changes it."""
+    """A host whose package database is a dict; dpkg-query/rpm read it and apt-get/dnf change it."""
 
     is_local = False
 
-    def __init__(self, installed: set[str], *, root: bool = True, sudo: bool = False,
-                 os_release: str = DEBIAN, install_works: bool = True):
+    def __init__(self, installed: set[str], *, os_release: str = DEBIAN, root: bool = True,
+                 sudo: str = "ok", install_works: bool = True, install_fails: bool = False):
         self.name = "fake1"
-        self.installed = set(installed)
-        self.root = root
-        self.sudo = sudo
+        self.installed = {p: f"1.0-{p}" for p in installed}
         self.os_release = os_release
+        self.root = root
+        self.sudo = sudo  # ok | password | absent
         self.install_works = install_works
+        self.install_fails = install_fails
         self.commands: list[str] = []
 
     def run(self, command: str, *, check: bool = True, timeout: float | None = None,
             env: dict[str, str] | None = None) -> CommandResult:
         self.commands.append(command)
-        out, code = "", 0
+        out, err, code = "", "", 0
+        argv = shlex.split(command)
         if command == "cat /etc/os-release":
             out = self.os_release
-        elif command.startswith("dpkg-query"):
-            names = shlex.split(command)[3:]
-            out = "".join(f"{n} {'ii' if n in self.installed else 'un'} \n" for n in names)
+        elif argv[0] == "dpkg-query":
+            assert argv[1:3] == ["-W", "-f=${Package}\\t${db:Status-Abbrev}\\t${Version}\\n"]
+            for p in argv[3:]:
+                out += f"{p}\tii \t{self.installed[p]}\n" if p in self.installed else f"{p}\tun \t\n"
+        elif argv[0] == "rpm":
+            assert argv[1:4] == ["-q", "--qf", "%{NAME}\\tii\\t%{VERSION}-%{RELEASE}\\n"]
+            for p in argv[4:]:
+                out += f"{p}\tii\t{self.installed[p]}\n" if p in self.installed else f"package {p} is not installed\n"
+            code = 0 if all(p in self.installed for p in argv[4:]) else 1
         elif command == "id -u":
             out = "0\n" if self.root else "1000\n"
         elif command == "sudo -n true":
-            code = 0 if self.sudo else 1
-        elif "apt-get install" in command:
-            if self.install_works:
-                pkgs = shlex.split(re.sub(r"^sudo -n sh -c ", "", command))
-                if len(pkgs) == 1:  # unwrap `sudo -n sh -c '<cmd>'`
-                    pkgs = shlex.split(pkgs[0])
-                self.installed |= {p for p in pkgs if not p.startswith("-") and "=" not in p
-                                   and p not in ("apt-get", "install")}
-        elif command.startswith(("apt-get update", "sudo -n sh -c 'apt-get update")):
-            pass
+            code, err = {"ok": (0, ""), "password": (1, "sudo: a password is required\n"),
+                         "absent": (127, "sh: 1: sudo: not found\n")}[self.sudo]
         else:
-            raise AssertionError(f"unexpected command {command!r}")
-        return CommandResult(command, out, "", code, 0.0)
+            inner = shlex.split(unwrap(command)) if argv[0] == "sudo" else argv
+            assert self.root == (argv[0] != "sudo"), f"root={self.root} but ran {command!r}"
+            if inner[:2] == ["apt-get", "update"]:
+                pass
+            elif "install" in inner and {"apt-get", "dnf"} & set(inner):
+                if self.install_fails:
+                    return self._result(command, "", "Error: Unable to find a match: sysbench\n", 1, check)
+                if self.install_works:
+                    pkgs = inner[inner.index("install") + 1:]
+                    self.installed |= {p: f"2.0-{p}" for p in pkgs if not p.startswith("-")}
+            else:
+                raise AssertionError(f"unexpected command {command!r}")
+        return self._result(command, out, err, code, check)
+
+    def _result(self, command: str, out: str, err: str, code: int, check: bool) -> CommandResult:
+        from dbmatrix.remote import CommandError
+
+        res = CommandResult(command, out, err, code, 0.0)
+        if check and code != 0:
+            raise CommandError(self.name, res)
+        return res
 
     def put(self, local: str | os.PathLike[str], remote: str) -> None:
         raise AssertionError("no copies expected")
@@ -135,60 +194,93 @@ class FakeHost(Host):
         raise AssertionError("no copies expected")
 
     def installs(self) -> list[str]:
-        return [c for c in self.commands if "apt-get" in c]
+        return [c for c in self.commands if "apt-get" in c or "dnf" in c]
 
 
 SERVER = PACKAGES["debian"]["server"]
 
 
-def test_setup_nothing_missing_runs_no_install() -> None:
+def test_installed_versions_and_missing() -> None:
+    host = FakeHost({"fio", "sysbench"})
+    assert installed_versions(host, "debian", ("fio", "sysbench", "mdadm")) == {
+        "fio": "1.0-fio", "sysbench": "1.0-sysbench"}
+    assert missing_packages(host, "debian", ("fio", "mdadm", "sysbench", "sysstat")) == ("mdadm", "sysstat")
+    assert installed_versions(host, "debian", ()) == {}
+    rhel = FakeHost({"fio"}, os_release=ROCKY)
+    assert installed_versions(rhel, "rhel", ("fio", "sysbench")) == {"fio": "1.0-fio"}
+
+
+def test_setup_nothing_missing_installs_nothing_and_reports_versions() -> None:
     host = FakeHost(set(SERVER))
     rep = setup_packages(host, ("server",))
-    assert rep.host == "fake1" and rep.family == "debian"
+    assert rep.host == "fake1" and rep.family == "debian" and rep.root
     assert rep.wanted == SERVER
-    assert rep.missing_before == () and rep.commands == ()
-    assert not rep.changed
-    assert host.installs() == []
-    assert "sudo -n true" not in host.commands
+    assert rep.missing_before == () and rep.commands == () and not rep.changed
+    assert rep.versions == {p: f"1.0-{p}" for p in SERVER}
+    assert rep.lines()[0] == "mariadb-server 1.0-mariadb-server"
+    assert host.installs() == [] and "sudo -n true" not in host.commands
 
 
-def test_setup_dry_run_lists_missing_and_installs_nothing() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench", "sysstat"})
+def test_setup_dry_run_shows_the_plan_and_installs_nothing() -> None:
+    host = FakeHost(set(SERVER) - {"sysbench", "sysstat"}, root=False, sudo="password")
     rep = setup_packages(host, ("server",), dry_run=True)
-    assert rep.missing_before == ("sysbench", "sysstat")
-    assert rep.changed
-    assert rep.commands == install_commands("debian", ("sysbench", "sysstat"))
-    assert host.installs() == []
-    assert "sysbench" not in host.installed
+    assert rep.missing_before == ("sysbench", "sysstat") and rep.changed and not rep.root
+    assert rep.commands == install_commands("debian", ("sysbench", "sysstat"), root=False)
+    assert "sysbench" not in rep.versions and "sysbench (missing)" in rep.lines()
+    assert host.installs() == [] and "sudo -n true" not in host.commands
 
 
-def test_setup_installs_missing_as_root_and_verifies() -> None:
+def test_setup_installs_missing_as_root_and_verifies_versions() -> None:
     host = FakeHost(set(SERVER) - {"sysbench"})
     rep = setup_packages(host, ("server",))
     assert rep.missing_before == ("sysbench",)
-    assert host.installs() == list(install_commands("debian", ("sysbench",)))  # root: no sudo wrapper
-    assert "sysbench" in host.installed
+    assert host.installs() == list(install_commands("debian", ("sysbench",)))  # root: no sudo
+    assert rep.versions["sysbench"] == "2.0-sysbench"  # read back after the install
+    assert set(rep.versions) == set(SERVER)
 
 
 def test_setup_uses_sudo_when_not_root() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench"}, root=False, sudo=True)
-    setup_packages(host, ("server",))
-    assert host.installs() and all(c.startswith("sudo -n sh -c ") for c in host.installs())
-    assert "sysbench" in host.installed
+    host = FakeHost(set(SERVER) - {"sysbench"}, root=False, sudo="ok")
+    rep = setup_packages(host, ("server",))
+    assert "sudo -n true" in host.commands
+    assert host.installs() == list(install_commands("debian", ("sysbench",), root=False))
+    assert rep.versions["sysbench"] == "2.0-sysbench" and not rep.root
 
 
-def test_setup_without_root_or_sudo_fails_clearly() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench"}, root=False, sudo=False)
+@pytest.mark.parametrize("sudo,words", [
+    ("password", ["sudo needs a password", "NOPASSWD"]),
+    ("absent", ["sudo is not installed"]),
+])
+def test_setup_without_usable_sudo_fails_clearly(sudo: str, words: list[str]) -> None:
+    host = FakeHost(set(SERVER) - {"sysbench"}, root=False, sudo=sudo)
     with pytest.raises(SetupError) as ei:
         setup_packages(host, ("server",))
-    assert "'fake1'" in str(ei.value) and "sysbench" in str(ei.value) and "sudo" in str(ei.value)
+    msg = str(ei.value)
+    assert "'fake1'" in msg and "sysbench" in msg and all(w in msg for w in words)
     assert host.installs() == []
 
 
 def test_setup_reports_packages_still_missing() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench"}, install_works=False)
-    with pytest.raises(SetupError, match="still missing after install: sysbench"):
+    host = FakeHost(set(SERVER) - {"sysbench", "fio"}, install_works=False)
+    with pytest.raises(SetupError, match="still missing after install: sysbench, fio"):
         setup_packages(host, ("server",))
+
+
+def test_setup_rhel_with_dnf() -> None:
+    rhel_server = PACKAGES["rhel"]["server"]
+    host = FakeHost(set(rhel_server) - {"sysbench"}, os_release=ROCKY, root=False)
+    rep = setup_packages(host, ("server",))
+    assert rep.family == "rhel"
+    assert host.installs() == ["sudo -n sh -c 'dnf install -y sysbench'"]
+    assert rep.versions["sysbench"] == "2.0-sysbench"
+
+
+def test_setup_failed_install_names_the_host_and_the_hint() -> None:
+    host = FakeHost(set(PACKAGES["rhel"]["server"]) - {"sysbench"}, os_release=ROCKY, install_fails=True)
+    with pytest.raises(SetupError) as ei:
+        setup_packages(host, ("server",))
+    msg = str(ei.value)
+    assert "'fake1'" in msg and "EPEL" in msg and "Unable to find a match: sysbench" in msg
 
 
 def test_setup_unsupported_os() -> None:
