@@ -60,6 +60,7 @@ class HostKeyError(RuntimeError):
 
 
 _INFLIGHT_LOCK = threading.Lock()
+KEEPALIVE_S = 30
 
 
 class Host(ABC):
@@ -359,13 +360,24 @@ class SSHHost(Host):
         self._conn.client.load_host_keys(str(known))
         self._conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
         self._known = known
+        self._open_lock = threading.Lock()
 
     def _open(self) -> None:
+        # One connection per SSHHost even when several threads (a fleet's worker and the controller's
+        # interrupt) use it first at the same time.
+        with self._open_lock:
+            self._open_locked()
+
+    def _open_locked(self) -> None:
         import paramiko
 
+        if self._conn.is_connected:
+            return
         try:
             try:
                 self._conn.open()
+                # Multi-day runs: keep idle connections through NAT/firewall timeouts.
+                self._conn.transport.set_keepalive(KEEPALIVE_S)
             except BaseException:
                 # paramiko leaves the transport of a failed connect (e.g. a refused host key) open,
                 # and fabric's close() skips it as not connected: close it here.
@@ -378,7 +390,7 @@ class SSHHost(Host):
                 f"got {_fingerprint(exc.key)})"
             ) from None
         except paramiko.SSHException as exc:
-            if "known_hosts" in str(exc) or "not found" in str(exc):
+            if "not found in known_hosts" in str(exc):
                 raise HostKeyError(
                     f"host {self.name!r} ({self.address}:{self.port}) is not in {self._known}: refusing "
                     f"an unknown host key ({exc})"

@@ -1,0 +1,140 @@
+"""A tiny matrix split across two real SSH hosts (network namespaces with their own sshd, from
+tests/conftest_netns.py): both hosts measure at once, each prepares its own dataset, every result lands
+in the controller's one store; then a host that drops out mid-run (its sshd killed) is retired, its run
+is marked, the other host finishes the matrix, and a rerun resumes what is left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dbmatrix.runner import run_study, study_status
+from dbmatrix.study import load_study
+
+pytestmark = pytest.mark.integration
+
+SPEC = {
+    "experiment": "it-fleet",
+    "workload": {"name": "oltp_read_write", "tables": 1, "table_size": 2000},
+    "factors": {"engine": "innodb", "cache_pct": [50, 100], "threads": [1, 2]},
+    "repetitions": 1,
+    "seed": 5,
+    "warmup_s": 0,
+    "measure_s": 2,
+    "server_options": {"innodb_flush_log_at_trx_commit": 1},
+}
+
+
+def _study(tmp: Path, netns_hosts, name: str, reps: int = 1):
+    spec = tmp / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump({**SPEC, "experiment": name, "repetitions": reps}))
+    inv = netns_hosts.inventory_yaml(tmp / f"{name}-inventory.yaml")
+    return load_study("smoke", spec=spec, inventory=inv, results_dir=tmp / name)
+
+
+def _ns_pids(namespace: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_matrix_split_across_two_ssh_hosts(tmp_path: Path, netns_hosts) -> None:
+    study = _study(tmp_path, netns_hosts, "it-fleet-split")
+    counts = run_study(study, progress=False)
+    assert counts["ok"] == 4 and counts["failed"] == 0 and counts["not_attempted"] == 0
+    hosts = counts["hosts"]
+    assert set(hosts) == {"h1", "h2"} and all(h["lost"] is None for h in hosts.values())
+    assert all(h["runs"] >= 1 for h in hosts.values()), hosts
+    manifests = list(study.store.iter_manifests())
+    assert {m["host"] for m in manifests} == {"h1", "h2"}
+    for m in manifests:
+        assert m["status"] == "ok" and m["summary"]["tps"] > 0
+        assert m["host_facts"]["host"] == m["host"]
+    # each host prepared its own dataset, and recorded its facts, in the controller's store
+    assert {p.parent.name for p in (study.store.root / "datasets").glob("*/*.json")} == {"h1", "h2"}
+    assert {p.stem for p in study.store.hosts.glob("*.json")} == {"h1", "h2"}
+    # the runs of both hosts overlapped in time: the fleet measured in parallel
+    spans = {m["host"]: [] for m in manifests}
+    for m in manifests:
+        spans[m["host"]].append((m["started_utc"], m["finished_utc"]))
+    (a0, a1), (b0, b1) = ((min(s for s, _ in v), max(e for _, e in v)) for v in spans.values())
+    assert a0 < b1 and b0 < a1
+    assert study_status(study)["pending"] == 0
+
+
+class HostDropper(threading.Thread):
+    """Kills every sshd of host h2 (listener and sessions) once h2 measures: the host drops out."""
+
+    def __init__(self, namespace: str):
+        super().__init__(daemon=True)
+        self.namespace = namespace
+        self.cmdline: list[str] | None = None
+        self.dropped = threading.Event()
+        self.stop_flag = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_flag.is_set():
+            pids = _ns_pids(self.namespace)
+            if any(_comm(p) == "sysbench" for p in pids):
+                time.sleep(0.5)
+                sshd = [p for p in _ns_pids(self.namespace) if _comm(p) == "sshd"]
+                listener = min(sshd)
+                self.cmdline = Path(f"/proc/{listener}/cmdline").read_bytes().decode().split("\0")[:-1]
+                for p in sshd:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                self.dropped.set()
+                return
+            time.sleep(0.05)
+
+    def restore(self) -> None:
+        """Start h2's sshd again (the session's other tests use it); teardown kills it with the namespace."""
+        if self.cmdline:
+            subprocess.Popen(["ip", "netns", "exec", self.namespace, *self.cmdline],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            time.sleep(0.5)
+
+
+def test_a_host_that_drops_out_is_retired_and_the_rest_goes_on(tmp_path: Path, netns_hosts) -> None:
+    study = _study(tmp_path, netns_hosts, "it-fleet-drop")
+    h2 = netns_hosts["h2"]
+    dropper = HostDropper(h2.namespace)
+    dropper.start()
+    try:
+        counts = run_study(study, progress=False)
+    finally:
+        dropper.stop_flag.set()
+        dropper.join(5)
+        # what h2 left running (mariadbd, sysbench) belongs to this test: stop it by PID
+        for p in _ns_pids(h2.namespace):
+            if _comm(p) in ("mariadbd", "sysbench"):
+                os.kill(p, signal.SIGKILL)
+        dropper.restore()
+    assert dropper.dropped.is_set()
+    assert counts["hosts"]["h2"]["lost"] and counts["hosts"]["h1"]["lost"] is None
+    manifests = {m["run_id"]: m for m in study.store.iter_manifests()}
+    lost = [m for m in manifests.values() if m.get("host_lost")]
+    assert len(lost) == 1 and lost[0]["host"] == "h2" and lost[0]["status"] == "failed"
+    assert counts["failed"] == 1 and counts["ok"] == 3 and counts["not_attempted"] == 0
+    assert {m["host"] for m in manifests.values() if m["status"] == "ok"} >= {"h1"}
+    events = (study.store.root / "fleet-events.jsonl").read_text()
+    assert '"event": "host_lost"' in events and '"host": "h2"' in events
+    # the rerun resumes: only the lost run is measured again (h2 is back)
+    again = run_study(study, progress=False)
+    assert again["already_done"] == 3 and again["ok"] == 1 and again["failed"] == 0
+    assert study_status(study)["pending"] == 0 and not study_status(study)["failed"]
