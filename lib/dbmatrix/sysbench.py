@@ -27,24 +27,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "WORKLOADS",
     "PHASES",
     "RAND_TYPES",
     "RUN_ONLY_OPTIONS",
-    "build_command",
-    "command_string",
-    "parse_intervals",
-    "parse_histogram",
-    "parse_summary",
-    "parse_fatal",
-    "parse_output",
+    "TPCC",
+    "WORKLOADS",
     "SysbenchOutput",
-    "histogram_percentile",
-    "merge_histograms",
     "bucket_index",
     "bucket_value",
+    "build_command",
+    "command_string",
+    "histogram_percentile",
+    "merge_histograms",
+    "parse_fatal",
+    "parse_histogram",
+    "parse_intervals",
+    "parse_output",
+    "parse_summary",
 ]
 
+TPCC = "tpcc"  # our own TPC-C script (dbmatrix.tpcc); the others ship with sysbench
 WORKLOADS: tuple[str, ...] = (
     "oltp_read_write",
     "oltp_read_only",
@@ -54,8 +56,9 @@ WORKLOADS: tuple[str, ...] = (
     "oltp_update_non_index",
     "oltp_insert",
     "oltp_delete",
+    TPCC,
 )
-PHASES: tuple[str, ...] = ("prepare", "run", "cleanup")
+PHASES: tuple[str, ...] = ("prepare", "run", "cleanup", "check")  # check: TPC-C only
 RAND_TYPES: tuple[str, ...] = ("uniform", "gaussian", "special", "pareto")
 
 #: Options only meaningful for ``run``; never emitted for ``prepare``/``cleanup``.
@@ -102,7 +105,7 @@ def build_command(
     user: str = "root",
     db: str = "sbtest",
     tables: int,
-    table_size: int,
+    table_size: int | None = None,
     threads: int,
     time_s: int | None = None,
     rand_type: str = "uniform",
@@ -113,19 +116,47 @@ def build_command(
     storage_engine: str | None = None,
     rate: int | None = None,
     extra: dict[str, str] | None = None,
+    script: str | None = None,
+    scale: int | None = None,
+    isolation: str | None = None,
 ) -> list[str]:
     """Return the sysbench argv for ``workload`` and ``phase`` against a MariaDB socket.
 
     ``socket`` may be a comma-separated list (sysbench spreads threads over the servers).
-    For ``prepare`` and ``cleanup`` the run-only options (:data:`RUN_ONLY_OPTIONS`) are left out.
-    ``storage_engine`` is pasted verbatim into CREATE TABLE by sysbench, so table options can
-    ride along (``"InnoDB PAGE_COMPRESSED=1"``). ``extra`` adds ``--key=value`` options (script
+    For ``prepare``, ``cleanup`` and ``check`` the run-only options (:data:`RUN_ONLY_OPTIONS`) are
+    left out. ``storage_engine`` is pasted verbatim into CREATE TABLE by sysbench, so table options
+    can ride along (``"InnoDB PAGE_COMPRESSED=1"``). ``extra`` adds ``--key=value`` options (script
     options such as ``point_selects``); a key that duplicates a generated option is an error.
+
+    ``workload="tpcc"`` runs our TPC-C script: ``script`` is the path of ``tpcc.lua`` on the host
+    (see :func:`dbmatrix.tpcc.install_script`), ``tables`` the number of table sets, ``scale`` the
+    warehouses per set, ``isolation`` RC/RR/RU/SER (the script's default is RC); ``table_size`` is
+    ignored; the phase ``check`` verifies the consistency conditions. The other workloads need
+    ``table_size`` and refuse ``script``/``scale``/``isolation``.
     Raises ``ValueError`` naming the offending field and, for choices, the allowed values.
     """
     _choice("workload", workload, WORKLOADS)
     _choice("phase", phase, PHASES)
     _choice("rand_type", rand_type, RAND_TYPES)
+    tpcc = workload == TPCC
+    if tpcc:
+        from . import tpcc as tpcc_mod
+
+        if not script:
+            raise ValueError("script: the path of tpcc.lua on the host is required for workload 'tpcc' "
+                             "(dbmatrix.tpcc.install_script returns it)")
+        if scale is None:
+            raise ValueError("scale (warehouses per table set) is required for workload 'tpcc'")
+        tpcc_mod.validate_options(scale=scale, tables=tables, isolation=isolation,
+                                  storage_engine=storage_engine)
+    else:
+        if phase == "check":
+            raise ValueError(f"phase='check' is only for workload 'tpcc', not {workload!r}")
+        for name, value in (("script", script), ("scale", scale), ("isolation", isolation)):
+            if value is not None:
+                raise ValueError(f"{name} is only for workload 'tpcc', not {workload!r}")
+        if table_size is None:
+            raise ValueError(f"table_size is required for workload {workload!r}")
     if not socket:
         raise ValueError("socket must be a non-empty path")
     if not user:
@@ -133,7 +164,8 @@ def build_command(
     if not db:
         raise ValueError("db must be non-empty")
     _int_at_least("tables", tables, 1)
-    _int_at_least("table_size", table_size, 1)
+    if not tpcc:
+        _int_at_least("table_size", table_size, 1)
     _int_at_least("threads", threads, 1)
     if time_s is not None:
         _int_at_least("time_s", time_s, 1)
@@ -152,15 +184,17 @@ def build_command(
 
     argv = [
         "sysbench",
-        workload,
+        script if tpcc else workload,
         "--db-driver=mysql",
         f"--mysql-socket={socket}",
         f"--mysql-user={user}",
         f"--mysql-db={db}",
         f"--tables={tables}",
-        f"--table-size={table_size}",
+        f"--scale={scale}" if tpcc else f"--table-size={table_size}",
         f"--threads={threads}",
     ]
+    if tpcc and isolation is not None:
+        argv.append(f"--trx_level={tpcc_mod.validate_isolation(isolation, storage_engine)}")
     if storage_engine is not None:
         argv.append(f"--mysql-storage-engine={storage_engine}")
     if seed is not None:
@@ -393,11 +427,22 @@ class SysbenchOutput:
 
 
 def parse_output(stdout: str, stderr: str = "") -> SysbenchOutput:
-    """Parse a run's stdout (intervals, histogram, summary) and FATAL lines of stdout+stderr."""
+    """Parse a run's stdout (intervals, histogram, summary) and FATAL lines of stdout+stderr.
+
+    A TPC-C run (:mod:`dbmatrix.tpcc`) also gets ``summary["tpcc"]`` (its per-type report) and
+    ``summary["tpmC"]``; other workloads' summaries have neither key.
+    """
+    from .tpcc import parse_tpcc_report
+
+    summary = parse_summary(stdout)
+    report = parse_tpcc_report(stdout)
+    if report:
+        summary["tpcc"] = report
+        summary["tpmC"] = report["tpmC"]
     return SysbenchOutput(
         intervals=parse_intervals(stdout),
         histogram=parse_histogram(stdout),
-        summary=parse_summary(stdout),
+        summary=summary,
         fatal=parse_fatal(stdout) + parse_fatal(stderr),
     )
 
