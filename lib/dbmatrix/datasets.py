@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
-from . import sysbench
+from . import sysbench, workloads
 from .mysqld import MariaDBServer, ServerPaths, install_db_command, render_options, table_engine
 from .remote import Host
 from .spec import Cell, DatasetKey, Experiment
@@ -39,6 +39,7 @@ class DatasetInfo:
     created_utc: str
     size_basis: str = ("physical (du) size of the tables' data files after a clean shutdown "
                        "(InnoDB sbtest/*.ibd; MyRocks *.sst after flush and full compaction)")
+    schema: str = "oltp"  # oltp (sysbench's sbtest tables) or tpcc (table_size is then warehouses)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -93,8 +94,10 @@ def cached_dataset(host: Host, workdir: str, key: DatasetKey) -> DatasetInfo | N
 
 
 def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user: str,
-                    port: int, log: list[str] | None = None) -> DatasetInfo:
-    """Load the workload's tables for `cell`'s dataset key, shut down cleanly and snapshot the datadir."""
+                    port: int, log: list[str] | None = None, script: str | None = None) -> DatasetInfo:
+    """Load the workload's tables for `cell`'s dataset key, shut down cleanly and snapshot the datadir.
+
+    `script` is the TPC-C Lua script's path on the host (workloads.install_scripts) for tpcc cells."""
     key = exp.dataset_key(cell)
     cached = cached_dataset(host, workdir, key)
     if cached is not None:
@@ -109,11 +112,9 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
     options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options)
     with MariaDBServer(host, paths, options) as server:
         server.sql("CREATE DATABASE IF NOT EXISTS sbtest")
-        w = exp.workload
-        argv = sysbench.build_command(
-            w.name, "prepare", socket=paths.socket, tables=w.tables, table_size=w.table_size,
-            threads=min(w.tables, 8), storage_engine=table_engine(cell),
-        )
+        argv = workloads.command(exp, cell, "prepare", socket=paths.socket,
+                                 threads=workloads.prepare_threads(exp, cell), script=script,
+                                 storage_engine=table_engine(cell))
         out = host.run(sysbench.command_string(argv), timeout=24 * 3600)
         if log is not None:
             log.append(out.stdout)
@@ -126,7 +127,7 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
     host.run(f"rm -rf {q(snap)} && mv {q(build)} {q(snap)}")
     info = DatasetInfo(
         key=key.name, host=host.name, snapshot=snap, engine=key.engine, block_size=key.block_size,
-        compression=key.compression, tables=key.tables, table_size=key.table_size,
+        compression=key.compression, tables=key.tables, table_size=key.table_size, schema=key.schema,
         prepare_s=round(time.monotonic() - t0, 3),
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"), **sizes,
     )

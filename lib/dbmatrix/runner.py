@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import collect, media, sysbench
+from . import collect, media, sysbench, workloads
 from .datasets import DatasetInfo, drop_os_caches, prepare_dataset, restore
 from .hostinfo import collect_facts
 from .inventory import HostSpec
@@ -28,7 +28,7 @@ from .mysqld import (MariaDBServer, ServerPaths, cache_bytes, constants_for, ren
                      requested_cache_bytes, server_user)
 from .paths import git_state
 from .remote import Host, RunInterrupted
-from .spec import Cell, Experiment, PlannedRun, SpecError
+from .spec import Cell, DatasetKey, Experiment, PlannedRun, SpecError
 from .store import ResultStore, utc_now, write_json_atomic, write_text_atomic
 from .study import Study
 
@@ -37,6 +37,10 @@ BASE_PORT = 13306
 RUN_OVERHEAD_S = 5.0
 DATASET_OVERHEAD_S = 8.0
 LOAD_ROWS_PER_S = 150_000.0
+TPCC_LOAD_S_PER_WAREHOUSE = 10.0  # one warehouse (~140-240 MiB) with parallel loaders, 2 vCPUs, loaded
+# TPC-C consistency condition 4 scans all of ORDER_LINE (~300k rows per warehouse): after every run only
+# up to this many warehouses; larger datasets check conditions 1-3 (the manifest says which ran).
+TPCC_FULL_CHECK_MAX_WAREHOUSES = 50
 
 
 class RunFailed(RuntimeError):
@@ -108,11 +112,18 @@ class PlanSummary:
 def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
                    prepared: set[str] | None = None) -> PlanSummary:
     runs = exp.plan() if pending is None else pending
-    keys = sorted({exp.dataset_key(r.cell).name for r in runs} - (prepared or set()))
-    rows = exp.workload.tables * exp.workload.table_size
+    keys = {exp.dataset_key(r.cell) for r in runs}
+    keys = {k for k in keys if k.name not in (prepared or set())}
+    w = exp.workload
+
+    def load_s(key: DatasetKey) -> float:
+        if key.schema == "tpcc":
+            return w.tables * w.warehouses * TPCC_LOAD_S_PER_WAREHOUSE
+        return w.tables * w.table_size / LOAD_ROWS_PER_S
+
     est = (len(runs) * (exp.warmup_s + exp.measure_s + RUN_OVERHEAD_S)
-           + len(keys) * (DATASET_OVERHEAD_S + rows / LOAD_ROWS_PER_S))
-    return PlanSummary(runs, keys, est)
+           + sum(DATASET_OVERHEAD_S + load_s(k) for k in keys))
+    return PlanSummary(runs, sorted(k.name for k in keys), est)
 
 
 def format_duration(seconds: float) -> str:
@@ -198,6 +209,7 @@ class HostContext:
     user: str
     port: int
     media: dict[str, Any]  # medium name -> media.MediumState, or the exception that made it unusable
+    tpcc_script: str | None = None  # our TPC-C Lua script on this host, when the plan uses it
 
 
 def open_loop_rate(store: ResultStore, cell: Cell) -> tuple[int, float]:
@@ -227,14 +239,12 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
     server = MariaDBServer(host, paths, options,
                            prefix=[*placement.prefix("server"), *media.launch_prefix(medium)])
     client_prefix = placement.prefix("client")
-    w = exp.workload
     seed = sysbench_seed(exp.seed, run.run_id)
 
     def bench(time_s: int, histogram: bool, rate: int | None = None) -> str:
-        argv = sysbench.build_command(
-            cell.workload, "run", socket=paths.socket, tables=w.tables, table_size=w.table_size,
-            threads=cell.threads, time_s=time_s, rand_type=w.rand_type, seed=seed, histogram=histogram,
-            rate=rate)
+        argv = workloads.command(exp, cell, "run", socket=paths.socket, threads=cell.threads,
+                                 script=ctx.tpcc_script, time_s=time_s, seed=seed, histogram=histogram,
+                                 rate=rate)
         return sysbench.command_string([*client_prefix, *argv])
 
     staging = store.begin_run(run.run_id)
@@ -320,8 +330,17 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
         if not r.ok or not parsed.complete:
             raise RunFailed(f"sysbench exited {r.exit_code}: {'; '.join(parsed.fatal) or r.stderr[-500:]}")
         manifest["summary"] = {k: parsed.summary.get(k) for k in ("tps", "qps", "lat_pct_ms", "ignored_errors")}
+        if cell.workload == "tpcc":
+            manifest["summary"]["tpmC"] = parsed.summary.get("tpmC")
+            manifest["tpcc"] = parsed.summary.get("tpcc")
         mark("status_after")
         save_tsv("status-after.tsv", server.global_status())
+        if cell.workload == "tpcc":
+            mark("consistency")
+            check = tpcc_check(host, exp, paths.socket, ctx.tpcc_script)
+            manifest["tpcc_consistency"] = check.to_dict()
+            if not check.passed:
+                raise RunFailed(f"TPC-C consistency conditions {check.failed} failed after the run")
         mark("stop")
         server.stop()
         manifest["server"].update(stop_s=round(server.stop_s or 0, 3), clean_shutdown=server.clean_shutdown)
@@ -358,6 +377,18 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
     return manifest
 
 
+def tpcc_check(host: Host, exp: Experiment, socket: str, script: str | None) -> Any:
+    """TPC-C consistency conditions 1-4 on the server after a run (a failed condition fails the run)."""
+    from . import tpcc
+
+    if not script:
+        raise RunFailed("tpcc: the Lua script was not installed on the host")
+    w = exp.workload
+    conditions = (1, 2, 3, 4) if w.tables * w.warehouses <= TPCC_FULL_CHECK_MAX_WAREHOUSES else (1, 2, 3)
+    return tpcc.check_consistency(host, socket=socket, script=script, tables=w.tables, scale=w.warehouses,
+                                  conditions=conditions)
+
+
 def _fetch(host: Host, remote: str, local: Path) -> None:
     if host.exists(remote):
         host.get(remote, str(local))
@@ -390,6 +421,7 @@ def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_s
         ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host),
                           free_port(host, port_start, block=PORTS_PER_HOST), {})
         ctx.media.update(prepare_media(host, hostspec, exp))
+        ctx.tpcc_script = workloads.install_scripts(host, hostspec.workdir, exp)
     except BaseException:
         host.close()
         raise
@@ -488,7 +520,8 @@ def _run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Re
     key = exp.dataset_key(run.cell).name
     if key not in datasets:
         try:
-            datasets[key] = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, ctx.port)
+            datasets[key] = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, ctx.port,
+                                            script=ctx.tpcc_script)
             write_json_atomic(store.dataset_file(ctx.host.name, key), datasets[key].to_dict())
         except (KeyboardInterrupt, RunInterrupted):
             raise

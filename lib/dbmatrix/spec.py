@@ -42,6 +42,7 @@ WORKLOAD_TAGS = {"oltp_read_write": "", "oltp_read_only": "ro", "oltp_point_sele
 WORKLOAD_SCHEMAS = {**{w: "oltp" for w in WORKLOADS}, "tpcc": "tpcc"}
 # Transaction isolation levels of the TPC-C workload (sysbench option --trx_level); the seed used RC.
 ISOLATION_LEVELS = ("RC", "RR", "SER", "RU")
+MYROCKS_ISOLATION = ("RC", "RR")
 TOPOLOGIES = ("standalone", "galera")
 SST_METHODS = ("rsync", "mariabackup")
 MAX_GALERA_NODES = 9
@@ -577,6 +578,10 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         topology=_parse_topology(raw.get("topology")),
     )
     _check_topology(exp)
+    if ("tpcc" in factors["workload"] and "myrocks" in factors["engine"]
+            and workload.isolation not in MYROCKS_ISOLATION):
+        raise SpecError(f"workload.isolation: {workload.isolation} is not supported by MyRocks; allowed with "
+                        f"engine myrocks: {', '.join(MYROCKS_ISOLATION)}")
     exp.cells()  # impossible combinations fail here, at plan time
     return exp
 

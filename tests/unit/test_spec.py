@@ -689,3 +689,11 @@ def test_tpcc_bad_isolation() -> None:
     raw = base_raw()
     raw["workload"] = {"name": "tpcc", "isolation": "snapshot"}
     assert spec_error(raw).startswith("workload.isolation: unknown 'snapshot'; allowed: RC, RR, SER, RU")
+
+
+def test_tpcc_isolation_myrocks_allows_rc_and_rr_only() -> None:
+    raw = base_raw()
+    raw["workload"] = {"name": "tpcc", "isolation": "SER"}
+    raw["factors"] = {**raw["factors"], "engine": ["innodb", "myrocks"]}
+    assert spec_error(raw).startswith("workload.isolation: SER is not supported by MyRocks; allowed with "
+                                      "engine myrocks: RC, RR")

@@ -1,0 +1,46 @@
+"""The sysbench command lines of a cell's workload: the bundled oltp_* scripts, or our TPC-C script.
+
+One place decides how a workload is prepared and run, so datasets, the standalone runner and the
+Galera runner build the same commands. Pure, except :func:`install_scripts` (copies our Lua to a host).
+"""
+
+from __future__ import annotations
+
+from . import sysbench
+from .remote import Host
+from .spec import Cell, Experiment
+
+MAX_PREPARE_THREADS = 8
+
+
+def install_scripts(host: Host, workdir: str, exp: Experiment) -> str | None:
+    """Put the TPC-C Lua script on the host when the plan uses it; returns its path there (or None)."""
+    if "tpcc" not in exp.factors["workload"]:
+        return None
+    from . import tpcc
+
+    return tpcc.install_script(host, f"{workdir}/lua")
+
+
+def prepare_threads(exp: Experiment, cell: Cell) -> int:
+    """Loader threads: one per table (oltp); for TPC-C, whose loader splits every warehouse into units
+    (districts, quarters of ITEM and STOCK), four per warehouse."""
+    w = exp.workload
+    units = 4 * w.tables * w.warehouses if cell.workload == "tpcc" else w.tables
+    return max(1, min(units, MAX_PREPARE_THREADS))
+
+
+def command(exp: Experiment, cell: Cell, phase: str, *, socket: str, threads: int,
+            script: str | None = None, time_s: int | None = None, seed: int | None = None,
+            histogram: bool = False, rate: int | None = None, storage_engine: str | None = None) -> list[str]:
+    """sysbench argv for `phase` (prepare, run, cleanup, or check for TPC-C) of the cell's workload."""
+    w = exp.workload
+    common = dict(socket=socket, tables=w.tables, threads=threads, seed=seed, storage_engine=storage_engine)
+    if phase == "run":
+        common.update(time_s=time_s, rand_type=w.rand_type, histogram=histogram, rate=rate)
+    if cell.workload == "tpcc":
+        if not script:
+            raise ValueError("the tpcc workload needs the path of its Lua script on the host (install_scripts)")
+        return sysbench.build_command("tpcc", phase, table_size=1, scale=w.warehouses, isolation=w.isolation,
+                                      script=script, **common)
+    return sysbench.build_command(cell.workload, phase, table_size=w.table_size, **common)
