@@ -1,0 +1,523 @@
+"""Analysis of the Galera replication study (seed 002): tables, effects with CIs, the seed comparison.
+
+Input: the manifests of galera runs (``manifest["wsrep"]``: per-node figures over the measured window,
+see :func:`dbmatrix.galera.wsrep_deltas`; ``manifest["summary"]``: sysbench) and their raw
+``wsrep-samples.txt``. Output (``<results>/processed/``, deterministic):
+
+* ``replication-runs.csv``   one row per completed run: levels, throughput, latency, cluster-level
+  flow-control figures (mean/max over nodes), cluster start and SST times;
+* ``replication-nodes.csv``  one row per (run, node): every wsrep figure of the window;
+* ``replication-settings.csv`` per setting (slave_threads within the other varied levels) and metric:
+  n, mean, SD, Student-t 95 % CI;
+* ``replication-effects.csv`` highest (and every other) slave_threads level against the lowest:
+  paused share difference in points (Welch CI), throughput and latency ratios of geometric means
+  (Welch CIs on logs);
+* ``replication-samples.csv`` the per-second receive queue and paused share of every node;
+* ``replication-failed.csv`` failed runs with their step and error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from . import paper
+from .galera import WSREP_KEYS, parse_samples
+from .paths import git_state
+from .spec import Experiment
+from .stats import t_mean_ci, welch_log_ratio
+from .store import ResultStore, write_text_atomic
+
+# Factors that can vary besides slave_threads in a replication study; settings are compared within them.
+WITHIN = ("write_to", "threads", "workload")
+LEVEL = "slave_threads"
+# Per-setting summaries: metric -> unit.
+SETTING_METRICS = {
+    "fc_paused_pct": "% of the window", "fc_paused_pct_max": "% of the window", "tps": "tx/s",
+    "qps": "queries/s", "lat_p95_ms": "ms", "lat_avg_ms": "ms", "recv_queue_avg": "write-sets",
+    "recv_queue_max": "write-sets", "fc_sent": "messages", "fc_recv": "messages",
+    "cert_deps_distance": "write-sets", "apply_window": "write-sets", "committed_per_s": "write-sets/s",
+    "cluster_start_s": "s", "sst_s": "s",
+}
+EFFECT_COLUMNS = ["metric", "level_a", "level_b", "estimate", "ci_lo", "ci_hi", "n_a", "n_b", "unit", "within",
+                  "mean_a", "mean_b", "p"]
+# The seed's claims, slave_threads 16 against 1 (Severalnines' three m5d.xlarge nodes, 4 vCPUs each).
+# Latency: the seed reports the average latency of 1 applier 27 % above that of 16, i.e. 16/1 = 1/1.27.
+SEED_CLAIMS = {
+    "paused": {"metric": "fc_paused_pct_points", "value": 20.0 - 64.0, "null": 0.0,
+               "text": "flow control paused the nodes about 64 % of the time with one applier, 20 % with 16"},
+    "tps": {"metric": "tps_ratio", "value": 1.11, "null": 1.0, "text": "about 11 % more throughput with 16"},
+    "lat": {"metric": "lat_avg_ratio", "value": 1 / 1.27, "null": 1.0,
+            "text": "average latency with one applier 27 % above that with 16"},
+}
+VERDICT_RULE = ("agree: the 95 % CI of our effect excludes no effect and lies on the seed's side; "
+                "disagree: it excludes no effect on the other side; inconclusive: it includes no effect")
+SEED_MACHINE = "three m5d.xlarge nodes (4 vCPUs, 16 GiB, local NVMe each), one node per machine"
+# The seed's own figures, quoted in the text through macros.
+SEED_FIGURES = {"replSeedNodes": "3", "replSeedLevelLow": "1", "replSeedLevelHigh": "16",
+                "replSeedPausedLowPct": "64", "replSeedPausedHighPct": "20", "replSeedTpsPct": "11",
+                "replSeedLatPct": "27", "replSeedMeasureS": "600", "replCiPct": "95"}
+
+
+# =============================================================================== tables (pure)
+
+def _mean_over(nodes: dict[str, dict[str, Any]], key: str, how: str = "mean") -> float | None:
+    vals = [float(d[key]) for d in nodes.values() if isinstance(d.get(key), (int, float))]
+    if not vals:
+        return None
+    return {"mean": float(np.mean(vals)), "max": max(vals), "sum": float(sum(vals))}[how]
+
+
+def _spread(nodes: dict[str, dict[str, Any]], key: str) -> float | None:
+    vals = [float(d[key]) for d in nodes.values() if isinstance(d.get(key), (int, float))]
+    return max(vals) - min(vals) if vals else None
+
+
+def run_row(m: dict[str, Any]) -> dict[str, Any]:
+    """One completed galera run as a flat row (cluster figures: mean or max over the nodes)."""
+    cell = m.get("cell", {})
+    s = m.get("summary") or {}
+    w = m.get("wsrep") or {}
+    nodes = m.get("nodes") or {}
+    sst = [v.get("sst_s") for v in nodes.values() if isinstance(v.get("sst_s"), (int, float))]
+    join = [v.get("join_s") for v in nodes.values() if isinstance(v.get("join_s"), (int, float))]
+    committed = _mean_over(w, "committed", "max")
+    window = _mean_over(w, "window_s")
+    return {
+        "run_id": m["run_id"], "cell_id": m["cell_id"], LEVEL: int(cell.get(LEVEL, 1)),
+        "write_to": cell.get("write_to", "node1"), "threads": cell.get("threads"),
+        "workload": cell.get("workload"), "repetition": m.get("repetition"), "block": m.get("block"),
+        "order": m.get("order"), "host": m.get("host"), "nodes": len(w) or None,
+        "tps": s.get("tps"), "qps": s.get("qps"), "lat_p95_ms": s.get("lat_pct_ms"),
+        "lat_avg_ms": s.get("lat_avg_ms"), "ignored_errors": s.get("ignored_errors"),
+        "fc_paused_pct": _mean_over(w, "fc_paused_pct"), "fc_paused_pct_max": _mean_over(w, "fc_paused_pct", "max"),
+        "fc_paused_pct_spread": _spread(w, "fc_paused_pct"),
+        "fc_sent": _mean_over(w, "fc_sent", "sum"), "fc_recv": _mean_over(w, "fc_recv", "max"),
+        "recv_queue_avg": _mean_over(w, "recv_queue_avg", "max"),
+        "recv_queue_max": _mean_over(w, "recv_queue_max", "max"),
+        "cert_deps_distance": _mean_over(w, "cert_deps_distance"),
+        "apply_window": _mean_over(w, "apply_window", "max"),
+        "committed_per_s": committed / window if committed is not None and window else None,
+        "window_s": window,
+        "cluster_start_s": (m.get("cluster") or {}).get("start_s"),
+        "sst_s": float(np.mean(sst)) if sst else None, "join_s": float(np.mean(join)) if join else None,
+    }
+
+
+def node_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
+    cell = m.get("cell", {})
+    return [{"run_id": m["run_id"], LEVEL: int(cell.get(LEVEL, 1)), "write_to": cell.get("write_to", "node1"),
+             "node": node, **{k: d.get(k) for k in WSREP_KEYS}}
+            for node, d in sorted((m.get("wsrep") or {}).items())]
+
+
+def _group_keys(runs: pd.DataFrame) -> list[str]:
+    """The other factors that vary among the runs (settings are compared within their combinations)."""
+    return [k for k in WITHIN if k in runs and runs[k].nunique(dropna=False) > 1]
+
+
+def setting_summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (slave_threads within the other varied levels) and metric: n, mean, SD, t 95 % CI."""
+    cols = [LEVEL, *WITHIN, "metric", "unit", "n", "mean", "sd", "ci_lo", "ci_hi"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for key, g in runs.groupby([LEVEL, *WITHIN], sort=True, dropna=False):
+        for metric, unit in SETTING_METRICS.items():
+            v = pd.to_numeric(g[metric], errors="coerce").dropna().to_numpy(dtype=float)
+            if v.size == 0:
+                continue
+            lo, hi = t_mean_ci(v)
+            rows.append({**dict(zip([LEVEL, *WITHIN], key)), "metric": metric, "unit": unit, "n": int(v.size),
+                         "mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else math.nan,
+                         "ci_lo": lo, "ci_hi": hi})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def welch_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> dict[str, float]:
+    """Difference of means a - b with Welch's CI (unequal variances, few repetitions)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    out = {"estimate": math.nan, "ci_lo": math.nan, "ci_hi": math.nan, "p": math.nan,
+           "n_a": int(x.size), "n_b": int(y.size), "mean_a": float(x.mean()) if x.size else math.nan,
+           "mean_b": float(y.mean()) if y.size else math.nan}
+    if x.size == 0 or y.size == 0:
+        return out
+    diff = float(x.mean() - y.mean())
+    out["estimate"] = diff
+    if x.size < 2 or y.size < 2:
+        return out
+    va, vb = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        out.update(ci_lo=diff, ci_hi=diff, p=1.0 if diff == 0 else 0.0)
+        return out
+    df = (va + vb) ** 2 / (va**2 / (x.size - 1) + vb**2 / (y.size - 1))
+    half = float(sps.t.ppf((1 + confidence) / 2, df)) * se
+    out.update(ci_lo=diff - half, ci_hi=diff + half, p=float(2 * sps.t.sf(abs(diff / se), df)))
+    return out
+
+
+def _ratio(metric: str, a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    a, b = a[np.isfinite(a) & (a > 0)], b[np.isfinite(b) & (b > 0)]
+    r = welch_log_ratio(a, b)
+    return {"estimate": r["ratio"], "ci_lo": r["ci_lo"], "ci_hi": r["ci_hi"], "p": r["p"], "n_a": int(r["n_a"]),
+            "n_b": int(r["n_b"]), "mean_a": r["mean_a"], "mean_b": r["mean_b"]}
+
+
+def effects(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every slave_threads level against the lowest, within each combination of the other varied levels:
+    paused share difference (points, Welch), throughput, p95 and average latency ratios (geometric means,
+    Welch on logs), receive-queue average difference. The highest level against the lowest comes first."""
+    if runs.empty or runs[LEVEL].nunique() < 2:
+        return pd.DataFrame(columns=EFFECT_COLUMNS)
+    keys = _group_keys(runs)
+    rows = []
+    groups = runs.groupby(keys, sort=True, dropna=False) if keys else [((), runs)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        within = ", ".join(f"{k}={v}" for k, v in zip(keys, key)) or "all"
+        levels = sorted(g[LEVEL].unique())
+        low = levels[0]
+        b = g[g[LEVEL] == low]
+        for high in sorted(levels[1:], reverse=True):
+            a = g[g[LEVEL] == high]
+
+            def col(df: pd.DataFrame, c: str) -> np.ndarray:
+                return pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+
+            specs = [
+                ("fc_paused_pct_points", "percentage points", welch_difference(col(a, "fc_paused_pct"),
+                                                                               col(b, "fc_paused_pct"))),
+                ("tps_ratio", "ratio", _ratio("tps", col(a, "tps"), col(b, "tps"))),
+                ("lat_p95_ratio", "ratio", _ratio("lat_p95_ms", col(a, "lat_p95_ms"), col(b, "lat_p95_ms"))),
+                ("lat_avg_ratio", "ratio", _ratio("lat_avg_ms", col(a, "lat_avg_ms"), col(b, "lat_avg_ms"))),
+                ("recv_queue_avg_diff", "write-sets", welch_difference(col(a, "recv_queue_avg"),
+                                                                       col(b, "recv_queue_avg"))),
+            ]
+            for metric, unit, r in specs:
+                rows.append({"metric": metric, "level_a": int(high), "level_b": int(low), "estimate": r["estimate"],
+                             "ci_lo": r["ci_lo"], "ci_hi": r["ci_hi"], "n_a": r["n_a"], "n_b": r["n_b"],
+                             "unit": unit, "within": within, "mean_a": r["mean_a"], "mean_b": r["mean_b"],
+                             "p": r["p"]})
+    return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
+
+
+def verdict(estimate: float, lo: float, hi: float, null: float, seed_value: float) -> str:
+    """agree / disagree / inconclusive (see :data:`VERDICT_RULE`)."""
+    if any(pd.isna(x) for x in (estimate, lo, hi)):
+        return "inconclusive"
+    side = math.copysign(1.0, seed_value - null)
+    if lo > null or hi < null:
+        return "agree" if math.copysign(1.0, estimate - null) == side else "disagree"
+    return "inconclusive"
+
+
+def seed_position(lo: float, hi: float, seed_value: float) -> str:
+    """Where the seed's value lies relative to our CI."""
+    if pd.isna(lo) or pd.isna(hi):
+        return "not testable"
+    if seed_value < lo:
+        return "below our CI"
+    if seed_value > hi:
+        return "above our CI"
+    return "inside our CI"
+
+
+def seed_comparison(eff: pd.DataFrame) -> pd.DataFrame:
+    """The seed's three claims against our highest-vs-lowest effects (first combination of other levels)."""
+    cols = ["claim", "metric", "seed_value", "estimate", "ci_lo", "ci_hi", "level_a", "level_b", "verdict",
+            "seed_position", "within"]
+    rows = []
+    for claim, c in SEED_CLAIMS.items():
+        e = eff[eff["metric"] == c["metric"]] if not eff.empty else eff
+        if e.empty:
+            rows.append({"claim": claim, "metric": c["metric"], "seed_value": c["value"], "verdict": "inconclusive",
+                         "seed_position": "not testable"})
+            continue
+        top = e.sort_values(["within", "level_a"], ascending=[True, False], kind="stable").iloc[0]
+        rows.append({"claim": claim, "metric": c["metric"], "seed_value": c["value"], "estimate": top["estimate"],
+                     "ci_lo": top["ci_lo"], "ci_hi": top["ci_hi"], "level_a": top["level_a"],
+                     "level_b": top["level_b"],
+                     "verdict": verdict(top["estimate"], top["ci_lo"], top["ci_hi"], c["null"], c["value"]),
+                     "seed_position": seed_position(top["ci_lo"], top["ci_hi"], c["value"]),
+                     "within": top["within"]})
+    return pd.DataFrame(rows, columns=cols)
+
+
+# =============================================================================== from the store
+
+def _galera_manifests(store: ResultStore, exp: Experiment) -> list[dict[str, Any]]:
+    return [m for m in store.iter_manifests()
+            if m.get("experiment") == exp.name and m.get("topology", {}).get("kind") == "galera"]
+
+
+def load_samples(store: ResultStore, manifests: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    frames = []
+    for m in manifests:
+        p = store.raw / m["run_id"] / "wsrep-samples.txt"
+        if m.get("status") != "ok" or not p.is_file():
+            continue
+        s = parse_samples(p.read_text())
+        if s.empty:
+            continue
+        s.insert(0, "run_id", m["run_id"])
+        s.insert(1, LEVEL, int(m["cell"].get(LEVEL, 1)))
+        s.insert(2, "write_to", m["cell"].get("write_to", "node1"))
+        s.insert(3, "repetition", m.get("repetition"))
+        frames.append(s)
+    cols = ["run_id", LEVEL, "write_to", "repetition", "t_s", "node", "recv_queue", "send_queue", "paused_frac"]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True)[cols]
+
+
+def _latency_avg(store: ResultStore, run_id: str) -> float | None:
+    try:
+        return store.parsed(run_id).summary.get("lat_avg_ms")
+    except OSError:
+        return None
+
+
+def analyse_replication(store: ResultStore, exp: Experiment) -> dict[str, pd.DataFrame]:
+    """Read the galera runs of `exp`, write ``processed/replication-*.csv`` and return the tables."""
+    manifests = _galera_manifests(store, exp)
+    ok = [m for m in manifests if m.get("status") == "ok"]
+    rows = []
+    for m in ok:
+        row = run_row(m)
+        row["lat_avg_ms"] = _latency_avg(store, m["run_id"])
+        rows.append(row)
+    runs = pd.DataFrame(rows)
+    if not runs.empty:
+        runs = runs.sort_values("run_id", kind="stable").reset_index(drop=True)
+    nodes = pd.DataFrame([r for m in ok for r in node_rows(m)])
+    failed = pd.DataFrame([{"run_id": m["run_id"], "cell_id": m.get("cell_id"), "failed_step": m.get("failed_step"),
+                            "error": (m.get("error") or "").splitlines()[0][:300] if m.get("error") else "",
+                            "dead_nodes": ",".join(m.get("dead_nodes") or [])}
+                           for m in manifests if m.get("status") == "failed"],
+                          columns=["run_id", "cell_id", "failed_step", "error", "dead_nodes"])
+    settings = setting_summary(runs)
+    eff = effects(runs)
+    tables = {"runs": runs, "nodes": nodes, "settings": settings, "effects": eff,
+              "seed": seed_comparison(eff), "samples": load_samples(store, ok), "failed": failed}
+    out = store.processed
+    out.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        write_text_atomic(out / f"replication-{name}.csv", df.to_csv(index=False, float_format="%.6g",
+                                                                     lineterminator="\n"))
+    return tables
+
+
+def load_replication(store: ResultStore) -> dict[str, pd.DataFrame]:
+    """The processed tables written by :func:`analyse_replication`."""
+    out = {}
+    for name in ("runs", "nodes", "settings", "effects", "seed", "samples", "failed"):
+        p = store.processed / f"replication-{name}.csv"
+        out[name] = pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else pd.DataFrame()
+    return out
+
+
+# =============================================================================== paper
+
+def _f(x: Any, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "--"
+    return f"{float(x):,.{digits}f}".replace(",", "{,}").replace("-", "$-$")
+
+
+def _signed(x: Any, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "--"
+    return ("$+$" if float(x) >= 0 else "") + _f(x, digits)
+
+
+def _machine(facts: dict[str, Any]) -> dict[str, str]:
+    cpus = facts.get("online_cpus") or facts.get("logical_cpus")
+    mem = facts.get("mem_total_bytes")
+    virt = facts.get("hypervisor_vendor")
+    return {
+        "replMachineCpus": str(cpus) if cpus else "--",
+        "replMachineMemGiB": _f(mem / 2**30, 0) if mem else "--",
+        "replMachineCpuModel": paper.latex_escape(str(facts.get("cpu_model") or "unknown CPU")),
+        "replMachineVirt": paper.latex_escape(f"a {virt} virtual machine" if virt else "this machine"),
+        "replMariadbVersion": paper.latex_escape(str(facts.get("mariadb_version") or "--")),
+        "replGaleraVersion": paper.latex_escape(str(facts.get("galera_version") or "--")),
+    }
+
+
+def _setting(settings: pd.DataFrame, level: int, metric: str, within: dict[str, Any]) -> pd.Series | None:
+    s = settings[(settings[LEVEL] == level) & (settings["metric"] == metric)]
+    for k, v in within.items():
+        s = s[s[k].astype(str) == str(v)]
+    return None if s.empty else s.iloc[0]
+
+
+# Every macro paper/replication.tex may use (defined as "--" when the data cannot give it).
+MACRO_NAMES = tuple(
+    [f"repl{k}" for k in ("VerdictRule", "SeedMachine", "Runs", "RunsFailed", "MachineCpus", "MachineMemGiB",
+                          "MachineCpuModel", "MachineVirt", "MariadbVersion", "GaleraVersion", "Nodes",
+                          "Repetitions", "MeasureS", "WarmupS", "Workload", "Tables", "TableSize",
+                          "ClientThreads", "SstMethod", "Levels", "WriteTo", "FlushAtCommit", "Low", "High",
+                          "ClusterStartS", "SstS", "PausedDiff", "PausedDiffLo", "PausedDiffHi",
+                          "PausedSeedDiff", "LatPctlRatio", "LatPctlRatioLo", "LatPctlRatioHi",
+                          "PausedNodeSpread")]
+    + [f"repl{m}{n}{b}" for m in ("Paused", "Tps", "LatPctl", "LatAvg", "RecvQueue", "FcSent", "CertDeps")
+       for n in ("Low", "High") for b in ("", "Lo", "Hi")]
+    + [f"replN{n}" for n in ("Low", "High")]
+    + [f"repl{c}{k}" for c in ("Paused", "Tps", "Lat") for k in ("Verdict", "SeedPosition")]
+    + [f"repl{k}{x}" for k in ("Tps", "LatAvg") for x in ("Ratio", "RatioLo", "RatioHi", "ChangePct",
+                                                          "ChangeLoPct", "ChangeHiPct", "SeedChangePct")]
+)
+
+
+def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None = None,
+                       facts: dict[str, Any] | None = None) -> dict[str, str]:
+    """LaTeX number macros (names letters only, prefix ``repl``) for paper/replication.tex: settings,
+    per-setting means with CIs, effects of the highest level against the lowest, the seed's claims
+    with our verdicts (rule in ``replVerdictRule``), and the machine size from the host facts."""
+    runs, settings, eff, seed = (tables.get(k, pd.DataFrame()) for k in ("runs", "settings", "effects", "seed"))
+    failed = tables.get("failed", pd.DataFrame())
+    m: dict[str, str] = dict.fromkeys(MACRO_NAMES, "--")  # every name the section uses exists, even without data
+    m.update(SEED_FIGURES)
+    m.update({"replVerdictRule": paper.latex_escape(VERDICT_RULE),
+                         "replSeedMachine": paper.latex_escape(SEED_MACHINE),
+                         "replRuns": str(len(runs)), "replRunsFailed": str(len(failed))})
+    m.update(_machine(facts or {}))
+    if exp is not None:
+        w = exp.workload
+        m.update(replNodes=str(exp.topology.nodes), replRepetitions=str(exp.repetitions),
+                 replMeasureS=str(exp.measure_s), replWarmupS=str(exp.warmup_s),
+                 replWorkload=paper.latex_escape(w.name if len(exp.factors["workload"]) == 1
+                                                 else ", ".join(exp.factors["workload"])),
+                 replTables=str(w.tables), replTableSize=_f(w.table_size, 0),
+                 replClientThreads=", ".join(str(t) for t in exp.factors["threads"]),
+                 replSstMethod=paper.latex_escape(exp.topology.sst_method),
+                 replLevels=", ".join(str(v) for v in exp.factors[LEVEL]),
+                 replWriteTo=paper.latex_escape(", ".join(exp.factors["write_to"])),
+                 replFlushAtCommit=paper.latex_escape(str(exp.server_options.get(
+                     "innodb_flush_log_at_trx_commit", "1 (the default)"))))
+    if runs.empty or settings.empty:
+        return m
+    levels = sorted(int(v) for v in runs[LEVEL].unique())
+    low, high = levels[0], levels[-1]
+    m.update(replLow=str(low), replHigh=str(high))
+    first = runs.sort_values("run_id", kind="stable").iloc[0]
+    within = {k: first[k] for k in _group_keys(runs)}
+    for name, level in (("Low", low), ("High", high)):
+        for metric, macro, digits in (("fc_paused_pct", "Paused", 1), ("tps", "Tps", 0),
+                                      ("lat_p95_ms", "LatPctl", 2), ("lat_avg_ms", "LatAvg", 2),
+                                      ("recv_queue_avg", "RecvQueue", 1), ("fc_sent", "FcSent", 0),
+                                      ("cert_deps_distance", "CertDeps", 0)):
+            r = _setting(settings, level, metric, within)
+            if r is None:
+                continue
+            m[f"repl{macro}{name}"] = _f(r["mean"], digits)
+            m[f"repl{macro}{name}Lo"] = _f(r["ci_lo"], digits)
+            m[f"repl{macro}{name}Hi"] = _f(r["ci_hi"], digits)
+        r = _setting(settings, level, "fc_paused_pct", within)
+        if r is not None:
+            m[f"replN{name}"] = str(int(r["n"]))
+    spread = pd.to_numeric(runs["fc_paused_pct_spread"], errors="coerce").dropna()
+    m["replPausedNodeSpread"] = _f(spread.max(), 1) if len(spread) else "--"
+    for metric, unit in (("cluster_start_s", 1), ("sst_s", 1)):
+        v = pd.to_numeric(runs[metric], errors="coerce").dropna()
+        macro = {"cluster_start_s": "replClusterStartS", "sst_s": "replSstS"}[metric]
+        m[macro] = _f(v.mean(), unit) if len(v) else "--"
+    for claim, c in SEED_CLAIMS.items():
+        row = seed[seed["claim"] == claim]
+        if row.empty:
+            continue
+        r = row.iloc[0]
+        cap = claim.capitalize()
+        m[f"repl{cap}Verdict"] = str(r["verdict"])
+        m[f"repl{cap}SeedPosition"] = str(r["seed_position"])
+        if claim == "paused":
+            m.update(replPausedDiff=_signed(r["estimate"]), replPausedDiffLo=_signed(r["ci_lo"]),
+                     replPausedDiffHi=_signed(r["ci_hi"]), replPausedSeedDiff=_signed(c["value"], 0))
+        else:
+            key = "Tps" if claim == "tps" else "LatAvg"
+            pct = (lambda x: _signed((x - 1) * 100, 1))
+            m.update({f"repl{key}Ratio": _f(r["estimate"], 3), f"repl{key}RatioLo": _f(r["ci_lo"], 3),
+                      f"repl{key}RatioHi": _f(r["ci_hi"], 3), f"repl{key}ChangePct": pct(r["estimate"]),
+                      f"repl{key}ChangeLoPct": pct(r["ci_lo"]), f"repl{key}ChangeHiPct": pct(r["ci_hi"]),
+                      f"repl{key}SeedChangePct": pct(c["value"])})
+    p95 = eff[(eff["metric"] == "lat_p95_ratio") & (eff["level_a"] == high) & (eff["level_b"] == low)]
+    if not p95.empty:
+        r = p95.iloc[0]
+        m.update(replLatPctlRatio=_f(r["estimate"], 3), replLatPctlRatioLo=_f(r["ci_lo"], 3),
+                 replLatPctlRatioHi=_f(r["ci_hi"], 3))
+    return m
+
+
+def settings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The paper's small table, one column per setting (applier level, with the other varied levels) and
+    one row per figure: n, then mean [95 % CI] of the paused share, throughput, p95 and average latency
+    and the average receive queue."""
+    s = tables.get("settings", pd.DataFrame())
+    rows = [("n", None, 0), ("FC paused %", "fc_paused_pct", 1), ("TPS", "tps", 0), ("p95 ms", "lat_p95_ms", 2),
+            ("Avg. latency ms", "lat_avg_ms", 2), ("Recv. queue", "recv_queue_avg", 1)]
+    if s.empty:
+        return pd.DataFrame(columns=["Appliers"])
+    keys = [k for k in WITHIN if k in s and s[k].nunique(dropna=False) > 1]
+
+    def cell(g: pd.DataFrame, metric: str | None, digits: int) -> str:
+        r = g[g["metric"] == (metric or "tps")]
+        if r.empty:
+            return "--"
+        r = r.iloc[0]
+        if metric is None:
+            return str(int(r["n"]))
+        ci = "" if pd.isna(r["ci_lo"]) else f" [{r['ci_lo']:.{digits}f}, {r['ci_hi']:.{digits}f}]"
+        return f"{r['mean']:.{digits}f}{ci}"
+
+    table: dict[str, list[str]] = {"Appliers": [label for label, _, _ in rows]}
+    for key, g in s.groupby([LEVEL, *keys], sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        head = ", ".join([str(key[0]), *(f"{k} {v}" for k, v in zip(keys, key[1:]))])
+        table[head] = [cell(g, metric, digits) for _, metric, digits in rows]
+    return pd.DataFrame(table)
+
+
+def _host_facts(store: ResultStore, tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    runs = tables.get("runs", pd.DataFrame())
+    if not runs.empty:
+        m = store.manifest(str(runs.sort_values("run_id").iloc[0]["run_id"])) or {}
+        if m.get("host_facts"):
+            return m["host_facts"]
+    for p in sorted(store.hosts.glob("*.json")) if store.hosts.is_dir() else []:
+        return json.loads(p.read_text())
+    return {}
+
+
+def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, generated_dir: Path) -> list[Path]:
+    """Figures and the generated LaTeX (``replication-macros.tex``, ``table-replication.tex``) of the
+    replication section, from the processed tables (run :func:`analyse_replication` first)."""
+    from . import plots, plots_replication
+
+    tables = load_replication(store)
+    sha = plots.data_hash(tables["runs"], tables["settings"], tables["samples"])
+    commit = git_state().get("commit")
+    written = plots_replication.draw_all(tables, figures_dir, commit=commit, data_sha=sha)
+    macros = replication_macros(tables, exp, _host_facts(store, tables))
+    paper.write_macros(macros, generated_dir / "replication-macros.tex")
+    table = settings_table(tables)
+    if len(table.columns) < 2:
+        tex = "% Generated by dbmatrix; do not edit.\n% tab:replication: no completed galera runs\n"
+    else:
+        tex = paper.render_table(
+            table, caption="Galera: per applier setting (columns), mean and Student-t 95\\,\\% CI over "
+                           "repetitions of the flow-control paused share (mean over nodes), throughput, p95 and "
+                           "average latency, and the average receive queue (largest over nodes).",
+            label="tab:replication", column_format="l" + "r" * (len(table.columns) - 1))
+        if len(table.columns) > 3:  # more than two settings: span both columns
+            tex = tex.replace("\\begin{table}", "\\begin{table*}", 1).replace("\\end{table}", "\\end{table*}", 1)
+    write_text_atomic(generated_dir / "table-replication.tex", tex)
+    return [*written, generated_dir / "replication-macros.tex", generated_dir / "table-replication.tex"]
