@@ -19,7 +19,9 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
         "server": ("mariadb-server", "mariadb-client", "mariadb-plugin-rocksdb",
                    "mariadb-plugin-provider-lz4", "sysbench", "sysstat", "procps", "iproute2",
                    # storage media (dbmatrix.media): file systems, partitions, loop, PMEM, RAID, fio
-                   "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm"),
+                   "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm",
+                   # Galera clusters (topology: galera): the provider and rsync for SST
+                   "galera-4", "rsync"),
         "paper": ("latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
                   "texlive-fonts-recommended", "texlive-science", "poppler-utils"),
         "test": ("openssh-server",),
@@ -27,7 +29,8 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
     "rhel": {
         "server": ("mariadb-server", "mariadb", "mariadb-rocksdb-engine", "sysbench", "sysstat",
                    "procps-ng", "iproute",
-                   "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm"),
+                   "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm",
+                   "galera", "rsync"),
         "paper": ("latexmk", "texlive-scheme-medium", "texlive-siunitx", "poppler-utils"),
         "test": ("openssh-server",),
     },

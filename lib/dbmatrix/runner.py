@@ -69,7 +69,7 @@ def base_port() -> int:
 # and two inventory hosts may be one machine (two "local" hosts with their own workdirs).
 _RESERVED_PORTS: dict[str, set[int]] = {}
 _PORT_LOCK = threading.Lock()
-PORTS_PER_HOST = 10  # a block per host context: one server, or the ports of a cluster's nodes
+PORTS_PER_HOST = 40  # a block per host context: one server, or the 4 ports of each of up to 9 Galera nodes
 
 
 def free_port(host: Host, start: int | None = None, block: int = 1) -> int:
@@ -121,7 +121,12 @@ def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
             return w.tables * w.warehouses * TPCC_LOAD_S_PER_WAREHOUSE
         return w.tables * w.table_size / LOAD_ROWS_PER_S
 
-    est = (len(runs) * (exp.warmup_s + exp.measure_s + RUN_OVERHEAD_S)
+    overhead = RUN_OVERHEAD_S
+    if exp.topology.galera:
+        from .galera_run import GALERA_RUN_OVERHEAD_S  # galera_run imports this module
+
+        overhead = GALERA_RUN_OVERHEAD_S
+    est = (len(runs) * (exp.warmup_s + exp.measure_s + overhead)
            + sum(DATASET_OVERHEAD_S + load_s(k) for k in keys))
     return PlanSummary(runs, sorted(k.name for k in keys), est)
 
