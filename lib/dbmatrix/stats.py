@@ -335,8 +335,10 @@ def steady_state_series(tps: Sequence[float] | np.ndarray, **kwargs: object) -> 
 SYSBENCH_ROW_BYTES = 4 + 4 + 120 + 60
 # Rows written per transaction with sysbench's default options (index_updates=1, non_index_updates=1,
 # delete_inserts=1: one UPDATE of k, one of c, one DELETE and one INSERT).
+# TPC-C: 0, because its rows differ in size per table and its writes per transaction per type, so
+# no logical write volume (write_amp) or user data size (space_amp) is estimated: both are NaN.
 ROW_WRITES_PER_TXN = {"oltp_read_write": 4, "oltp_write_only": 4, "oltp_read_only": 0,
-                      "oltp_point_select": 0}
+                      "oltp_point_select": 0, "tpcc": 0}
 
 EFFICIENCY_METRICS = (
     "host_cpu_us_per_txn", "mysqld_cpu_us_per_txn", "read_kb_per_txn", "write_kb_per_txn",
@@ -387,7 +389,7 @@ def efficiency(runs: pd.DataFrame, *, tables: int, table_size: int,
     txn = _col(runs, "transactions")
     scaled = txn * window / total
     txn = scaled.where(scaled.notna(), txn).where(lambda s: s > 0)
-    user_bytes = float(tables * table_size * SYSBENCH_ROW_BYTES)
+    user_bytes = pd.Series(float(tables * table_size * SYSBENCH_ROW_BYTES), index=runs.index).where(w != "tpcc")
     logical_w = txn * w.map(ROW_WRITES_PER_TXN).astype(float) * SYSBENCH_ROW_BYTES
     logical_w = logical_w.where(logical_w > 0)
     c = lambda name: _col(runs, name)  # noqa: E731

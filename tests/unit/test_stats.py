@@ -372,9 +372,16 @@ def test_efficiency_of_old_runs_without_counters() -> None:
     assert e.drop(columns=["run_id", "space_amp"]).isna().all().all()
 
 
+def test_efficiency_of_tpcc_has_no_write_or_space_amplification() -> None:
+    runs = efficiency_runs().assign(workload="tpcc")
+    out = efficiency(runs, tables=1, table_size=1)
+    assert out["write_amp"].isna().all() and out["space_amp"].isna().all()
+    assert out["host_cpu_us_per_txn"].notna().all()
+
+
 def test_efficiency_input_errors() -> None:
     with pytest.raises(ValueError, match="unknown workload"):
-        efficiency(pd.DataFrame({"run_id": ["x"], "workload": ["tpcc"]}), tables=1, table_size=1)
+        efficiency(pd.DataFrame({"run_id": ["x"], "workload": ["tpc-h"]}), tables=1, table_size=1)
     with pytest.raises(ValueError, match="tables"):
         efficiency(efficiency_runs(), tables=0, table_size=1)
 
