@@ -6,21 +6,27 @@ MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
 
 PYTHON ?= python3
 PROFILE ?= quick
+# DATA: a data root holding one directory per experiment (e.g. DATA=data/reference). Empty: per experiment
+# data/runs/<experiment> when it has completed runs, else the committed data/reference/<experiment>.
+DATA ?=
 LAB_PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.installed
 OS_STAMP := $(VENV)/.os-packages
+GEN := paper/generated
+DATA_ARG := $(if $(DATA),--data $(DATA))
 
-.PHONY: help setup reproduce run figures paper test test-unit lab clean distclean
+.PHONY: help setup reproduce run figures paper test test-unit lab clean distclean FORCE
 
 help:
 	@echo "make setup      OS packages (apt/dnf via dbmatrix setup) + .venv with the Python dependencies"
-	@echo "make reproduce  setup, notebooks 00->10->20->30 with PROFILE=$(PROFILE), then the paper"
-	@echo "make figures    notebooks 20->30 on existing data (no benchmark), then the paper"
-	@echo "make paper      paper/main.pdf with latexmk"
+	@echo "make reproduce  setup, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (new runs in data/runs/), then the paper"
+	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark)"
+	@echo "make paper      paper/main.pdf (builds the figures first if they are stale)"
 	@echo "make test       setup, then unit, integration and notebook tests (smoke profile)"
 	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel"
+	@echo "DATA=dir        read data from dir/<experiment> (default: data/runs, else data/reference)"
 
 setup: $(PY_STAMP) $(OS_STAMP)
 
@@ -37,21 +43,48 @@ $(OS_STAMP): $(PY_STAMP) lib/dbmatrix/hostsetup.py
 	$(BIN)/dbmatrix setup --roles server,paper,test
 	touch $@
 
+# New runs go to data/runs/<experiment>/ (resumable), never into the committed data/reference/.
 reproduce: setup
-	$(BIN)/dbmatrix notebooks --profile $(PROFILE)
+	$(BIN)/dbmatrix notebooks --profile $(PROFILE) $(DATA_ARG)
 	$(MAKE) --no-print-directory paper
 
 run: setup
-	$(BIN)/dbmatrix run --profile $(PROFILE)
+	$(BIN)/dbmatrix run --profile $(PROFILE) $(DATA_ARG)
 
-figures: setup
-	$(BIN)/dbmatrix notebooks --profile $(PROFILE) --only 20,30
-	$(MAKE) --no-print-directory paper
+# ---- figures and paper: real file targets, rebuilt only when stale ---------------------------------------
+# $(GEN)/sources.mk says which data directory each study of the profile reads and holds one rule per study:
+# its processed tables (stamp: processed/analysis.json) from its raw manifests, spec and the analysis code.
+# It is rewritten only when its content changes (another PROFILE or DATA, runs appearing in data/runs), so
+# that change rebuilds what depends on it; make re-reads it before deciding anything else.
+ANALYSIS_CODE := $(wildcard $(addprefix lib/dbmatrix/,analysis.py stats.py effects.py store.py sysbench.py \
+                 collect.py spec.py steps.py replication.py))
+FIGURE_CODE := $(wildcard $(addprefix lib/dbmatrix/,plots.py plots_replication.py paper.py claims.py \
+               analysis.py steps.py study.py paths.py replication.py)) notebooks/30-figures.ipynb \
+               notebooks/params/$(PROFILE).yaml
+STUDY_STAMPS :=
+FIGURE_GOALS := figures paper $(GEN)/provenance.json paper/main.pdf
+ifneq ($(filter $(FIGURE_GOALS),$(MAKECMDGOALS)),)
+include $(GEN)/sources.mk
+endif
+
+$(GEN)/sources.mk: FORCE | $(PY_STAMP)
+	@mkdir -p $(@D)
+	@$(BIN)/dbmatrix sources --profile $(PROFILE) $(DATA_ARG) --make > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "data sources changed: $@"; fi
+
+# Notebook 30 draws every figure, the claims table and the paper's generated inputs; provenance.json is
+# written last, so it stands for all of them.
+$(GEN)/provenance.json: $(GEN)/sources.mk $(STUDY_STAMPS) $(FIGURE_CODE) | $(PY_STAMP)
+	$(BIN)/dbmatrix notebooks --profile $(PROFILE) --only 30 $(DATA_ARG)
+
+figures: $(GEN)/provenance.json
 
 paper: paper/main.pdf
 
-paper/main.pdf: paper/main.tex $(wildcard paper/generated/*.tex) $(wildcard figures/*.pdf) | $(OS_STAMP)
+paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) | $(OS_STAMP)
 	$(BIN)/dbmatrix paper
+
+FORCE:
 
 test: setup
 	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider
@@ -66,7 +99,7 @@ lab: setup
 
 clean:
 	-cd paper && latexmk -C -quiet main.tex >/dev/null 2>&1
-	rm -rf .pytest_cache paper/_minted* paper/*.run.xml
+	rm -rf .pytest_cache paper/_minted* paper/*.run.xml $(GEN)/sources.mk
 
 distclean: clean
 	rm -rf $(VENV)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from . import paths
 from .remote import RunInterrupted
@@ -15,16 +15,21 @@ from .spec import SpecError
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
 
 
+def _studies(args: argparse.Namespace, for_run: bool = True) -> list:
+    """The profile's studies (or the one --spec), with results for running or for reading."""
+    from .study import load_studies
+
+    return load_studies(args.profile, spec=args.spec, inventory=args.inventory, results_dir=args.results,
+                        data=getattr(args, "data", None), for_run=for_run)
+
+
 def _study(args: argparse.Namespace):
-    from .study import load_study
-
-    return load_study(args.profile, spec=args.spec, inventory=args.inventory, results_dir=args.results)
+    return _studies(args)[0]
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
+def _plan_one(study) -> None:
     from .runner import format_duration, media_used, summarize_plan
 
-    study = _study(args)
     exp = study.experiment
     s = summarize_plan(exp)
     print(f"experiment {exp.name} (spec {study.spec_path}, digest {exp.digest()}), seed {exp.seed}")
@@ -53,33 +58,92 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for row in s.table():
         print(f"{row['order']:>5} {row['block']:>5}  {row['run_id']}")
     print(f"estimated duration: {format_duration(s.estimated_s)} (results in {study.store.root})")
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .runner import format_duration, summarize_plan
+
+    studies = _studies(args)
+    for i, study in enumerate(studies):
+        if i:
+            print()
+        _plan_one(study)
+    if len(studies) > 1:
+        total = sum(summarize_plan(s.experiment).estimated_s for s in studies)
+        print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_study
 
-    counts = run_study(_study(args), progress=not args.no_progress, max_runs=args.max_runs)
-    print(json.dumps(counts))
-    return 0 if counts["failed"] == 0 else 3
+    failed = 0
+    for study in _studies(args):
+        kwargs = {"host_name": args.host} if args.host else {}
+        counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs, **kwargs)
+        print(json.dumps({"experiment": study.experiment.name, **counts}))
+        failed += counts.get("failed", 0)
+    return 0 if failed == 0 else 3
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from .runner import format_duration, study_status, time_accounting
 
-    study = _study(args)
-    st = study_status(study)
-    print(f"{st['experiment']}: {st['ok']}/{st['planned']} runs done, {len(st['failed'])} failed, "
-          f"{st['pending']} not started; ~{format_duration(st['estimated_remaining_s'])} left "
-          f"({st['results_dir']})")
-    for run_id in st["failed"]:
-        print(f"  failed: {run_id}")
-    t = time_accounting(study.store)
-    if t["total_s"]:
-        steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
-                          if k.endswith("_s") and k != "total_s" and v >= 1)
-        print(f"time recorded {format_duration(t['total_s'])}, {t['measure_fraction']:.0%} of it measuring "
-              f"({steps})")
+    for study in _studies(args):
+        st = study_status(study)
+        print(f"{st['experiment']}: {st['ok']}/{st['planned']} runs done, {len(st['failed'])} failed, "
+              f"{st['pending']} not started; ~{format_duration(st['estimated_remaining_s'])} left "
+              f"({st['results_dir']})")
+        for run_id in st["failed"]:
+            print(f"  failed: {run_id}")
+        t = time_accounting(study.store)
+        if t["total_s"]:
+            steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
+                              if k.endswith("_s") and k != "total_s" and v >= 1)
+            print(f"time recorded {format_duration(t['total_s'])}, {t['measure_fraction']:.0%} of it measuring "
+                  f"({steps})")
+    return 0
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    """Where figures and the paper read each study's data (runs, else the committed reference)."""
+    from .study import make_rules, sources
+
+    studies = _studies(args, for_run=False)
+    if args.make:
+        sys.stdout.write(make_rules(studies, args.profile, args.data))
+        return 0
+    for _, r in sources(studies).iterrows():
+        origin = "reference" if r["reference"] else "runs"
+        state = "completed runs" if r["has_data"] else "no completed runs (not run)"
+        print(f"{r['experiment']:<28} {r['kind']:<8} {r['results_dir']} ({origin}; {state})")
+    return 0
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    """Notebook 20 without the notebook: processed tables of every study that has data."""
+    from . import steps
+
+    for study in _studies(args, for_run=False):
+        if not study.has_data():
+            print(f"{study.experiment.name}: no completed runs in {study.store.root}; skipped")
+            continue
+        a = steps.analyse_study(study)
+        n = len(a.runs) if a is not None else 0
+        print(f"{study.experiment.name}: {n} runs analysed -> {study.store.processed}")
+    return 0
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
+    """Notebook 30 without the notebook: figures and the paper's generated inputs."""
+    from . import steps
+
+    out = steps.make_figures(_studies(args, for_run=False), data=args.data,
+                             timeline_cells=args.timeline_cells.split(",") if args.timeline_cells else None)
+    for stem, exp in out.figures.items():
+        print(f"figure {stem} <- {exp}")
+    for note in out.skipped:
+        print(f"skipped: {note}")
     return 0
 
 
@@ -102,19 +166,32 @@ def cmd_setup(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_notebooks(profile: str, names: Sequence[str], results: str | None = None,
-                  spec: str | None = None, inventory: str | None = None) -> list[Path]:
-    """Execute notebooks in order with papermill; executed copies go next to the run's data."""
-    import papermill as pm
-    import yaml
+def notebook_parameters(profile: str, results: str | None = None, spec: str | None = None,
+                        inventory: str | None = None, data: str | None = None) -> dict[str, object]:
+    """What papermill injects: the profile, and the overrides given. Directories are made absolute here
+    (the notebooks run in notebooks/); spec and inventory paths stay as given (relative ones are
+    resolved against the repository, as in the params files)."""
+    from .study import profile_params
 
-    params = yaml.safe_load(paths.params_file(profile).read_text()) or {}
-    params["profile"] = profile
-    for k, v in (("results_dir", results), ("spec", spec), ("inventory", inventory)):
+    injected: dict[str, object] = {"profile": profile, "inventory": profile_params(profile).get("inventory")}
+    for k, v in (("results_dir", results), ("data", data)):
         if v:
-            params[k] = v
-    out_dir = Path(results) if results else paths.results_dir(profile)
-    out_dir = out_dir / "notebooks"
+            injected[k] = str(Path(v).resolve())
+    for k, v in (("spec", spec), ("inventory", inventory)):
+        if v:
+            injected[k] = v
+    return injected
+
+
+def run_notebooks(profile: str, names: Sequence[str], results: str | None = None,
+                  spec: str | None = None, inventory: str | None = None,
+                  data: str | None = None) -> list[Path]:
+    """Execute notebooks in order with papermill. The executed copies (with papermill's provenance)
+    go to data/notebooks/<profile>/ (or <results>/notebooks/ for a single study's directory)."""
+    import papermill as pm
+
+    injected = notebook_parameters(profile, results, spec, inventory, data)
+    out_dir = Path(results) / "notebooks" if results else paths.notebooks_dir(profile)
     out_dir.mkdir(parents=True, exist_ok=True)
     nb_dir = paths.repo_root() / "notebooks"
     done = []
@@ -122,7 +199,7 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
         src = nb_dir / f"{name}.ipynb"
         dst = out_dir / f"{name}.ipynb"
         print(f"papermill {src.relative_to(paths.repo_root())} -> {dst}", flush=True)
-        pm.execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
+        pm.execute_notebook(str(src), str(dst), parameters=injected, cwd=str(nb_dir), kernel_name="python3",
                             progress_bar=False, log_output=True)
         done.append(dst)
     return done
@@ -130,7 +207,7 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
     names = NOTEBOOKS if not args.only else tuple(n for n in NOTEBOOKS if n.split("-")[0] in args.only.split(","))
-    run_notebooks(args.profile, names, args.results, args.spec, args.inventory)
+    run_notebooks(args.profile, names, args.results, args.spec, args.inventory, args.data)
     return 0
 
 
@@ -181,16 +258,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     def study_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--profile", default="quick", help="smoke, quick or full (notebooks/params/*.yaml)")
-        sp.add_argument("--spec", help="experiment spec YAML (default: the profile's)")
+        sp.add_argument("--spec", help="one experiment spec YAML (default: every spec the profile lists)")
         sp.add_argument("--inventory", help="inventory YAML (default: localhost)")
-        sp.add_argument("--results", help="results directory (default: data/<profile>)")
+        sp.add_argument("--results", help="one study's results directory (needs --spec when the profile "
+                                          "lists several specs)")
+        sp.add_argument("--data", help="a data root holding one directory per experiment (default: "
+                                       "data/runs/<experiment> for runs; for analysis and figures that, "
+                                       "else the committed data/reference/<experiment>)")
 
     sp = sub.add_parser("plan", help="show cells, datasets and estimated duration; runs nothing")
     study_args(sp)
     sp.set_defaults(func=cmd_plan)
     sp = sub.add_parser("run", help="run (or resume) the matrix")
     study_args(sp)
-    sp.add_argument("--max-runs", type=int, help="stop after this many runs (resume later)")
+    sp.add_argument("--max-runs", type=int, help="stop after this many runs per study (resume later)")
+    sp.add_argument("--host", help="run on this inventory host only (default: all hosts of the inventory)")
     sp.add_argument("--no-progress", action="store_true")
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("status", help="done, failed and pending runs")
@@ -210,6 +292,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("names", nargs="*", help="media names (default: all of each host)")
     sp.add_argument("--inventory", help="inventory YAML (default: localhost)")
     sp.set_defaults(func=cmd_media)
+    sp = sub.add_parser("sources", help="which data figures and the paper read per study")
+    study_args(sp)
+    sp.add_argument("--make", action="store_true", help="print the makefile fragment the Makefile includes")
+    sp.set_defaults(func=cmd_sources)
+    sp = sub.add_parser("analyse", help="processed tables of every study with data (notebook 20's work)")
+    study_args(sp)
+    sp.set_defaults(func=cmd_analyse)
+    sp = sub.add_parser("figures", help="figures and the paper's generated inputs (notebook 30's work)")
+    study_args(sp)
+    sp.add_argument("--timeline-cells", help="comma list of cell ids for the per-second figure")
+    sp.set_defaults(func=cmd_figures)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.set_defaults(func=cmd_paper)
     return p

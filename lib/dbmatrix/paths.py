@@ -1,11 +1,23 @@
-"""Where things are: the repository, and the output root that tests redirect to a temporary tree.
+"""Where things are: the repository, the data layout, and the output root that tests redirect.
 
-`DBMATRIX_OUTPUT_ROOT` replaces the repository as the home of data/, figures/ and paper/generated/,
-so the smoke profile in tests never touches the committed results.
+Data layout (under ``data/``)::
+
+    reference/<experiment>/   the committed reference dataset (a real quick run); never written by runs
+    runs/<experiment>/        new runs (gitignored); a rerun resumes there
+    notebooks/<profile>/      the executed notebooks of the last `make reproduce`/`make figures`
+
+Figures and paper inputs read, per experiment, ``runs/<experiment>`` when it holds completed runs, else
+``reference/<experiment>``; a data root (``--data DIR``, ``make figures DATA=DIR``) picks
+``DIR/<experiment>`` instead.
+
+`DBMATRIX_OUTPUT_ROOT` replaces the repository as the home of data/runs, data/notebooks, figures/ and
+paper/generated/, so tests never touch the repository; the committed reference stays where it is
+(read-only for tests too).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -23,8 +35,28 @@ def output_root() -> Path:
     return Path(env).resolve() if env else repo_root()
 
 
-def results_dir(profile: str) -> Path:
-    return output_root() / "data" / profile
+def runs_root() -> Path:
+    """Where new runs go: ``data/runs`` under the output root."""
+    return output_root() / "data" / "runs"
+
+
+def reference_root() -> Path:
+    """The committed reference data of the repository (never a target of runs)."""
+    return repo_root() / "data" / "reference"
+
+
+def run_dir(experiment: str) -> Path:
+    """The results directory new runs of `experiment` go to (and resume in)."""
+    return runs_root() / experiment
+
+
+def reference_dir(experiment: str) -> Path:
+    return reference_root() / experiment
+
+
+def notebooks_dir(profile: str) -> Path:
+    """Executed notebooks of a profile (the notebooks span the profile's studies)."""
+    return output_root() / "data" / "notebooks" / profile
 
 
 def figures_dir() -> Path:
@@ -41,6 +73,49 @@ def generated_dir() -> Path:
 
 def params_file(profile: str) -> Path:
     return repo_root() / "notebooks" / "params" / f"{profile}.yaml"
+
+
+def has_completed_runs(results: Path) -> bool:
+    """Whether a results directory holds at least one completed (status ok) run."""
+    raw = results / "raw"
+    if not raw.is_dir():
+        return False
+    for m in sorted(raw.glob("*/manifest.json")):
+        try:
+            if json.loads(m.read_text()).get("status") == "ok":
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def is_reference(path: Path) -> bool:
+    """Whether `path` lies inside the committed reference data."""
+    p, ref = path.resolve(), reference_root().resolve()
+    return p == ref or ref in p.parents
+
+
+def source_dir(experiment: str, data: str | os.PathLike[str] | None = None) -> Path:
+    """The results directory figures and the paper read for `experiment`: ``<data>/<experiment>`` when a
+    data root is given; else the runs directory when it has completed runs; else the committed
+    reference; else the (empty) runs directory."""
+    if data:
+        return Path(data).resolve() / experiment
+    runs = run_dir(experiment)
+    if has_completed_runs(runs):
+        return runs
+    ref = reference_dir(experiment)
+    return ref if ref.is_dir() else runs
+
+
+def display_path(path: Path) -> str:
+    """A path as the paper and provenance print it: relative to the repository when inside it."""
+    for root in (repo_root(), output_root()):
+        try:
+            return str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            continue
+    return str(path)
 
 
 def git_state(root: Path | None = None) -> dict[str, object]:

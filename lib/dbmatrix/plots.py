@@ -2,7 +2,10 @@
 
 Sizes come from the paper's column width; fonts are embedded as Type 42; the PDF carries the git
 commit and a hash of the data it was drawn from, and no creation date, so the same data gives the
-same bytes.
+same bytes. Every figure function takes tidy DataFrames (built by :mod:`dbmatrix.analysis`) and returns
+``(figure, info)``; when the data a figure needs is absent it raises :class:`FigureDataError`, and the
+figures step skips that figure (and the paper leaves it out). ``apply_style``, ``save_figure`` and
+``COLUMN_WIDTH_IN`` are used by other figure modules (e.g. ``plots_replication``): keep them stable.
 """
 
 from __future__ import annotations
@@ -15,13 +18,19 @@ import matplotlib
 import matplotlib.ticker
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
 
 COLUMN_WIDTH_IN = 3.39  # \columnwidth of paper/main.tex (two-column article, 10pt)
+TEXT_WIDTH_IN = 6.9  # \textwidth (letter paper, 0.8 in margins): figures spanning both columns
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+class FigureDataError(ValueError):
+    """The data a figure needs is not in this study (the message says what is missing)."""
 
 
 def apply_style() -> None:
@@ -73,6 +82,8 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Fi
     compression, ...) are cells within a series, so in a fractional design the line is the marginal
     mean over them. Emulated media are labelled as such.
     """
+    if "cache_pct" not in cells or cells["cache_pct"].nunique() < 2:
+        raise FigureDataError("throughput vs cache needs two or more cache levels")
     apply_style()
     series = [k for k in ("engine", "medium", "threads") if k in cells and cells[k].nunique() > 1]
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
@@ -138,9 +149,11 @@ def _effect_rows(effects: pd.DataFrame) -> pd.DataFrame:
 def factor_effects(effects: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
     """Forest plot of the factorial model: every main effect and two-way interaction of two-level factors
     as a throughput ratio with its 95 % CI (log axis), main effects first, each group by size."""
-    apply_style()
     rows = _effect_rows(effects) if not effects.empty else pd.DataFrame(
         columns=["label", "kind", "ratio", "ci_lo", "ci_hi"])
+    if rows.empty:
+        raise FigureDataError("factor effects need a factorial model with a two-level factor")
+    apply_style()
     rows["order"] = rows["kind"].map({"main": 0}).fillna(1)
     rows["size"] = np.abs(np.log(rows["ratio"]))
     rows = rows.sort_values(["order", "size"], ascending=[True, False], kind="stable").reset_index(drop=True)
@@ -174,3 +187,378 @@ def factor_effects(effects: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
                 ha="center", va="center", fontsize=7)
     sns.despine(fig)
     return fig, {"rows": rows}
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _medium_label(medium: Any, emulated: Any) -> str:
+    emu = "" if emulated is None or (isinstance(emulated, float) and np.isnan(emulated)) else str(emulated)
+    return f"{medium} (emulated {emu})" if emu else str(medium)
+
+
+def _level_text(v: Any) -> str:
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _yerr(df: pd.DataFrame, mid: str = "mean") -> np.ndarray:
+    return np.nan_to_num(np.vstack([df[mid] - df["ci_lo"], df["ci_hi"] - df[mid]]).clip(min=0))
+
+
+def _require(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if df.empty or missing:
+        raise FigureDataError(f"{what}: no data" + (f" (missing columns {', '.join(missing)})" if missing else ""))
+
+
+def _varies(df: pd.DataFrame, col: str) -> bool:
+    return col in df.columns and df[col].nunique(dropna=False) > 1
+
+
+def _short(v: float) -> str:
+    """A number in a few significant digits, without exponents for the sizes figures show."""
+    if v >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def _log_ratio_axis(ax: plt.Axes, values: np.ndarray) -> None:
+    """A log x axis with a few plain tick labels (1-2-5 steps) spanning `values`."""
+    ax.set_xscale("log")
+    v = values[np.isfinite(values) & (values > 0)]
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (0.5, 2.0)
+    ticks = [m * 10.0**e for e in range(-4, 6) for m in (1, 2, 5)]
+    nice = [t for t in ticks if lo / 1.05 <= t <= hi * 1.05]
+    if len(nice) > 4:
+        nice = [t for t in nice if f"{t:g}".lstrip("0.").startswith("1")] or nice
+    if len(nice) > 4:
+        nice = nice[::2] if 1.0 not in nice[1::2] else nice[1::2]
+    ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+# ------------------------------------------------------------------------------------ figure 1
+
+
+def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+    """Seed 001's chart: throughput (cell mean with its 95 % CI) and p95 latency (histograms merged
+    across repetitions; faint dots: each repetition's p95) against client threads, one line per cache
+    level (and per other varied storage factor)."""
+    _require(cells, ("threads", "mean", "ci_lo", "ci_hi"), "throughput vs threads")
+    if cells["threads"].nunique() < 2:
+        raise FigureDataError("throughput vs threads needs two or more client-thread levels")
+    apply_style()
+    series = [k for k in ("cache_pct", "engine", "medium", "block_size", "compression") if _varies(cells, k)]
+    fig, (ax, ax2) = plt.subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
+                                  layout="constrained")
+    palette = sns.color_palette("colorblind")
+    groups = list(cells.groupby(series, sort=True)) if series else [((), cells)]
+    for i, (_, g) in enumerate(groups):
+        g = g.sort_values("threads", kind="stable")
+        first = g.iloc[0]
+        parts = [f"cache {_level_text(first['cache_pct'])} %" if k == "cache_pct" else
+                 _medium_label(first[k], first.get("emulated")) if k == "medium" else str(first[k])
+                 for k in series]
+        color, marker = palette[i % len(palette)], MARKERS[i % len(MARKERS)]
+        ax.errorbar(g["threads"], g["mean"], yerr=_yerr(g), color=color, marker=marker, markersize=3.5,
+                    capsize=2, linewidth=1.1, elinewidth=0.9, label=", ".join(parts) or "all")
+        if "p95_ms" in g and g["p95_ms"].notna().any():
+            ax2.plot(g["threads"], g["p95_ms"], color=color, marker=marker, markersize=3.5, linewidth=1.1)
+        if "p95_ms" in runs.columns:
+            sel = runs[runs["cell_id"].isin(set(g["cell_id"]))]
+            ax2.scatter(sel["threads"], sel["p95_ms"], color=color, marker=marker, s=7, alpha=0.3, linewidths=0)
+    levels = sorted(cells["threads"].unique())
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(levels)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_ylabel("Throughput (txn/s)")
+    ax.set_ylim(bottom=0)
+    ax2.set_ylabel("p95 latency (ms)")
+    ax2.set_ylim(bottom=0)
+    ax2.set_xlabel("Client threads")
+    for a in (ax, ax2):
+        a.grid(axis="y", linewidth=0.4, alpha=0.5)
+    ax.legend(frameon=False, fontsize=6)
+    sns.despine(fig)
+    return fig, {"series": series, "threads": [int(t) for t in levels]}
+
+
+# ------------------------------------------------------------------------------------ figure 2
+
+
+def block_size_ratios(table: pd.DataFrame, *, a: str = "4k", b: str = "16k",
+                      claimed: tuple[float, float] | None = (1.0, 1.10)) -> tuple[plt.Figure, dict[str, Any]]:
+    """Seed 003 slide 13: throughput ratio of block sizes a/b per engine and cache level with its 95 % CI
+    (``table``: engine, cache_pct, estimate, ci_lo, ci_hi). The shaded band is the seed's claim."""
+    _require(table, ("engine", "cache_pct", "estimate", "ci_lo", "ci_hi"), "block size ratios")
+    apply_style()
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.7), layout="constrained")
+    levels = sorted(table["cache_pct"].unique())
+    engines = list(dict.fromkeys(table["engine"]))
+    palette = sns.color_palette("colorblind")
+    if claimed:
+        ax.axhspan(*claimed, color="0.88", linewidth=0, zorder=0, label="seed 003 claim (no block cache)")
+    for i, eng in enumerate(engines):
+        g = table[table["engine"] == eng].sort_values("cache_pct", kind="stable")
+        x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i - (len(engines) - 1) / 2) * 0.12
+        ax.errorbar(x, g["estimate"], yerr=_yerr(g, "estimate"), fmt=MARKERS[i % len(MARKERS)],
+                    color=palette[i % len(palette)], markersize=4, capsize=2, elinewidth=0.9, label=str(eng))
+    ax.axhline(1.0, color="0.4", linewidth=0.7, linestyle="--")
+    ax.set_xticks(range(len(levels)), [f"{_level_text(v)} %" for v in levels])
+    ax.set_xlim(-0.5, len(levels) - 0.5)
+    ax.set_xlabel("Cache size (% of measured data size)")
+    ax.set_ylabel(f"Throughput ratio {a} / {b}")
+    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+    ax.legend(frameon=False, fontsize=6)
+    sns.despine(fig)
+    return fig, {"engines": engines, "levels": levels}
+
+
+# ------------------------------------------------------------------------------------ figure 3
+
+
+def _dodged(ax: plt.Axes, table: pd.DataFrame, x_levels: list[Any], hue_levels: list[Any], *,
+            x: str, hue: str, y: str = "mean", with_ci: bool = True) -> None:
+    palette = sns.color_palette("colorblind")
+    width = 0.5 / max(1, len(hue_levels))
+    for j, h in enumerate(hue_levels):
+        g = table[table[hue] == h]
+        xs = np.array([x_levels.index(v) for v in g[x]], dtype=float) + (j - (len(hue_levels) - 1) / 2) * width
+        kw = {"color": palette[j % len(palette)], "marker": MARKERS[j % len(MARKERS)], "markersize": 4,
+              "linewidth": 0}
+        if with_ci:
+            ax.errorbar(xs, g[y], yerr=_yerr(g, y), capsize=2, elinewidth=0.9, label=str(h), **kw)
+        else:
+            ax.plot(xs, g[y], label=str(h), **kw)
+    ax.set_xticks(range(len(x_levels)), [str(v) for v in x_levels])
+    ax.set_xlim(-0.5, len(x_levels) - 0.5)
+    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+
+
+def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
+                       writes: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+    """Seed 003 slide 14, side by side per engine and compression: throughput and KiB written per
+    transaction (model-adjusted geometric means with 95 % CIs), and the on-disk size of each dataset
+    (one marker per block size; measured once, no interval)."""
+    _require(tps, ("engine", "compression", "mean", "ci_lo", "ci_hi"), "compression throughput")
+    apply_style()
+    fig, axes = plt.subplots(1, 3, figsize=(TEXT_WIDTH_IN, 2.0), layout="constrained")
+    engines = list(dict.fromkeys(tps["engine"]))
+    comps = list(dict.fromkeys(tps["compression"]))
+    _dodged(axes[0], tps, engines, comps, x="engine", hue="compression")
+    axes[0].set_ylabel("Throughput (txn/s)")
+    axes[0].set_ylim(bottom=0)
+    if not sizes.empty:
+        s = sizes.copy()
+        s["mib"] = s["data_physical_bytes"] / 2**20
+        for k, (blk, g) in enumerate(s.groupby("block_size", sort=True)):
+            palette = sns.color_palette("colorblind")
+            for j, c in enumerate(comps):
+                gc = g[g["compression"] == c]
+                xs = np.array([engines.index(e) for e in gc["engine"] if e in engines], dtype=float)
+                xs = xs + (j - (len(comps) - 1) / 2) * 0.25 + (k - 0.5) * 0.06
+                axes[1].plot(xs, gc["mib"].to_numpy()[:len(xs)], linestyle="none", color=palette[j % len(palette)],
+                             marker=MARKERS[(k + 2) % len(MARKERS)], markersize=4, markerfacecolor="none",
+                             label=f"{c}, {blk}")
+        axes[1].set_xticks(range(len(engines)), engines)
+        axes[1].set_xlim(-0.5, len(engines) - 0.5)
+        axes[1].grid(axis="y", linewidth=0.4, alpha=0.5)
+        axes[1].legend(frameon=False, fontsize=5.5)
+    axes[1].set_ylabel("On-disk size of the tables (MiB)")
+    axes[1].set_ylim(bottom=0)
+    if writes.empty:
+        axes[2].text(0.5, 0.5, "not measured\n(no block device)", transform=axes[2].transAxes, ha="center",
+                     va="center", fontsize=7)
+        axes[2].set_xticks([])
+    else:
+        _dodged(axes[2], writes, engines, comps, x="engine", hue="compression")
+    axes[2].set_ylabel("KiB written per transaction")
+    axes[2].set_ylim(bottom=0)
+    axes[0].legend(frameon=False, fontsize=6, title="compression", title_fontsize=6)
+    for a, t in zip(axes, ("a) throughput", "b) on-disk size", "c) writes per transaction")):
+        a.set_title(t, loc="left")
+    sns.despine(fig)
+    return fig, {"engines": engines, "compressions": comps}
+
+
+# ------------------------------------------------------------------------------------ figure 4
+
+
+def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+    """Seed 003 slide 15: throughput and p95 latency per medium across cache levels (model-adjusted
+    geometric means with 95 % CIs), one colour per medium (emulated media say so), one line style per
+    engine."""
+    _require(tps, ("medium", "cache_pct", "mean", "ci_lo", "ci_hi"), "medium x cache")
+    if tps["medium"].nunique() < 2 or tps["cache_pct"].nunique() < 2:
+        raise FigureDataError("medium x cache needs two or more media and cache levels")
+    apply_style()
+    fig, axes = plt.subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
+                             layout="constrained")
+    levels = sorted(tps["cache_pct"].unique())
+    media = list(dict.fromkeys(tps["medium"]))
+    engines = list(dict.fromkeys(tps["engine"])) if "engine" in tps else [None]
+    palette = sns.color_palette("colorblind")
+    for ax, table, ylabel in ((axes[0], tps, "Throughput (txn/s)"), (axes[1], p95, "p95 latency (ms)")):
+        if table.empty:
+            continue
+        for i, med in enumerate(media):
+            for k, eng in enumerate(engines):
+                g = table[(table["medium"] == med) & ((table["engine"] == eng) if eng is not None else True)]
+                g = g.sort_values("cache_pct", kind="stable")
+                if g.empty:
+                    continue
+                x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i * len(engines) + k - 1.5) * 0.04
+                label = _medium_label(med, g["emulated"].iloc[0] if "emulated" in g else None)
+                ax.errorbar(x, g["mean"], yerr=_yerr(g), color=palette[i % len(palette)],
+                            linestyle=LINESTYLES[k % len(LINESTYLES)], marker=MARKERS[k % len(MARKERS)],
+                            markersize=3.5, capsize=2, linewidth=1.1, elinewidth=0.9,
+                            label=f"{label}, {eng}" if eng is not None else label)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+    axes[1].set_xticks(range(len(levels)), [f"{_level_text(v)} %" for v in levels])
+    axes[1].set_xlim(-0.5, len(levels) - 0.5)
+    axes[1].set_xlabel("Cache size (% of measured data size)")
+    fig.legend(*axes[0].get_legend_handles_labels(), frameon=False, fontsize=5.5, loc="outside upper center",
+               ncols=2)
+    sns.despine(fig)
+    return fig, {"media": media, "engines": engines}
+
+
+# ------------------------------------------------------------------------------------ figure 5
+
+
+def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: list[str],
+                         labels: dict[str, str] | None = None) -> tuple[plt.Figure, dict[str, Any]]:
+    """Seed 000's per-second chart: throughput and p95 latency (sysbench's per-second 95th percentile)
+    of every repetition of the chosen cells over the measured window (the warm-up ran before it, as a
+    separate run); a cross marks where the steady-state test starts each run's steady window."""
+    _require(intervals, ("run_id", "cell_id", "t_s", "tps"), "throughput over time")
+    sel = intervals[intervals["cell_id"].isin(cells)]
+    if sel.empty:
+        raise FigureDataError(f"throughput over time: no per-second rows for {', '.join(cells)}")
+    apply_style()
+    fig, (ax, ax2) = plt.subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.95),
+                                  layout="constrained")
+    palette = sns.color_palette("colorblind")
+    trim = dict(zip(steady["run_id"], steady["trim_s"])) if "trim_s" in steady else {}
+    for i, cid in enumerate(c for c in cells if c in set(sel["cell_id"])):
+        color = palette[i % len(palette)]
+        for j, (rid, g) in enumerate(sel[sel["cell_id"] == cid].groupby("run_id", sort=True)):
+            g = g.sort_values("t_s", kind="stable")
+            ls = LINESTYLES[j % len(LINESTYLES)]
+            ax.plot(g["t_s"], g["tps"], color=color, linewidth=0.9, linestyle=ls,
+                    label=(labels or {}).get(cid, cid) if j == 0 else None)
+            if "lat_ms" in g:
+                ax2.plot(g["t_s"], g["lat_ms"], color=color, linewidth=0.9, linestyle=ls)
+            t0 = trim.get(rid)
+            if t0 is not None and np.isfinite(t0) and t0 > 0:
+                at = g.loc[(g["t_s"] - t0).abs().idxmin()]
+                ax.plot([at["t_s"]], [at["tps"]], marker="x", color=color, markersize=4, linewidth=0)
+    ax.set_ylabel("Throughput (txn/s)")
+    ax.set_ylim(bottom=0)
+    ax2.set_ylabel("p95 latency (ms)")
+    ax2.set_ylim(bottom=0)
+    ax2.set_xlabel("Time into the measured window (s)")
+    for a in (ax, ax2):
+        a.grid(axis="y", linewidth=0.4, alpha=0.5)
+    ax.legend(frameon=False, fontsize=5.5)
+    sns.despine(fig)
+    return fig, {"cells": [c for c in cells if c in set(sel["cell_id"])]}
+
+
+# ------------------------------------------------------------------------------------ figure 6
+
+
+EFFICIENCY_LABELS = {"mysqld_cpu_us_per_txn": "mysqld CPU (µs/txn)", "host_cpu_us_per_txn": "host CPU (µs/txn)",
+                     "read_kb_per_txn": "KiB read/txn", "write_kb_per_txn": "KiB written/txn",
+                     "read_ios_per_txn": "reads/txn", "write_ios_per_txn": "writes/txn"}
+
+
+def efficiency_vs_baseline(table: pd.DataFrame, baseline: str) -> tuple[plt.Figure, dict[str, Any]]:
+    """Hardware cost per transaction of every cell relative to the baseline cell: one panel per metric,
+    ratio with its 95 % CI on a log axis (``table``: label, metric, ratio, ci_lo, ci_hi, baseline_mean)."""
+    _require(table, ("label", "metric", "ratio", "ci_lo", "ci_hi", "baseline_mean"), "efficiency")
+    metrics = [m for m in EFFICIENCY_LABELS if m in set(table["metric"])]
+    if not metrics:
+        raise FigureDataError("efficiency: none of the per-transaction metrics was measured")
+    apply_style()
+    labels = list(dict.fromkeys(table["label"]))
+    height = max(1.8, 0.15 * len(labels) + 0.9)
+    fig, axes = plt.subplots(1, len(metrics), sharey=True, figsize=(TEXT_WIDTH_IN, height), layout="constrained",
+                             squeeze=False)
+    palette = sns.color_palette("colorblind")
+    y = {lab: len(labels) - 1 - i for i, lab in enumerate(labels)}
+    for k, (ax, m) in enumerate(zip(axes[0], metrics)):
+        g = table[(table["metric"] == m) & table["ratio"].gt(0)]
+        ys = g["label"].map(y).to_numpy()
+        lo = np.where(g["ci_lo"] > 0, g["ci_lo"], g["ratio"])
+        err = np.nan_to_num(np.vstack([g["ratio"] - lo, g["ci_hi"] - g["ratio"]]).clip(min=0))
+        ax.errorbar(g["ratio"], ys, xerr=err, fmt="o", color=palette[k % len(palette)], markersize=3,
+                    capsize=1.5, elinewidth=0.8)
+        ax.axvline(1.0, color="0.4", linewidth=0.7, linestyle="--")
+        _log_ratio_axis(ax, np.concatenate([lo, g["ci_hi"].fillna(g["ratio"]).to_numpy(), [1.0]]))
+        base = float(table.loc[table["metric"] == m, "baseline_mean"].iloc[0])
+        ax.set_title(f"{EFFICIENCY_LABELS[m]}\nbaseline {_short(base)}", fontsize=7)
+        ax.grid(axis="x", linewidth=0.4, alpha=0.5, which="major")
+    axes[0][0].set_yticks(list(y.values()), list(y.keys()))
+    fig.supxlabel(f"Ratio to the baseline cell ({baseline}), log axis", fontsize=7)
+    sns.despine(fig)
+    return fig, {"metrics": metrics, "cells": labels}
+
+
+# ------------------------------------------------------------------------------------ exploration
+
+
+def metric_by_factor(runs: pd.DataFrame, x: str, metric: str = "tps", hue: str | None = None,
+                     ax: plt.Axes | None = None) -> tuple[plt.Figure, dict[str, Any]]:
+    """Any metric of the runs table against any factor: mean per level with its Student-t 95 % CI, one
+    series per `hue` level, every run as a faint dot (the exploration notebook's plot)."""
+    from .stats import t_mean_ci
+
+    for col in (x, metric, *([hue] if hue else [])):
+        if col not in runs.columns:
+            raise FigureDataError(f"{col!r} is not a column of the runs; columns: {', '.join(runs.columns)}")
+    data = runs.assign(_y=pd.to_numeric(runs[metric], errors="coerce")).dropna(subset=["_y"])
+    if data.empty:
+        raise FigureDataError(f"{metric}: no values in the selected runs")
+    apply_style()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
+    else:
+        fig = ax.figure
+    levels = sorted(data[x].dropna().unique().tolist(), key=lambda v: (isinstance(v, str), v))
+    hues = sorted(data[hue].dropna().unique().tolist(), key=str) if hue else [None]
+    palette = sns.color_palette("colorblind")
+    width = 0.4 / max(1, len(hues))
+    rows = []
+    for j, h in enumerate(hues):
+        g = data if h is None else data[data[hue] == h]
+        pts = []
+        for i, lv in enumerate(levels):
+            v = g.loc[g[x] == lv, "_y"].to_numpy(dtype=float)
+            if v.size == 0:
+                continue
+            lo, hi = t_mean_ci(v) if v.size > 1 else (np.nan, np.nan)
+            xi = i + (j - (len(hues) - 1) / 2) * width
+            pts.append((xi, v.mean(), lo, hi))
+            ax.scatter(np.full(v.size, xi), v, color=palette[j % len(palette)], s=7, alpha=0.3, linewidths=0)
+            rows.append({x: lv, **({hue: h} if hue else {}), "n": v.size, "mean": v.mean(), "ci_lo": lo, "ci_hi": hi})
+        if pts:
+            p = pd.DataFrame(pts, columns=["x", "mean", "ci_lo", "ci_hi"])
+            ax.errorbar(p["x"], p["mean"], yerr=_yerr(p), color=palette[j % len(palette)],
+                        marker=MARKERS[j % len(MARKERS)], markersize=3.5, capsize=2, linewidth=1.0,
+                        label=None if h is None else f"{hue}={h}")
+    ax.set_xticks(range(len(levels)), [_level_text(v) for v in levels])
+    ax.set_xlabel(x)
+    ax.set_ylabel(metric)
+    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+    if hue:
+        ax.legend(frameon=False, fontsize=6)
+    sns.despine(fig)
+    return fig, {"summary": pd.DataFrame(rows)}

@@ -1,43 +1,57 @@
-"""The four steps of a study as functions, so notebooks (and the CLI) stay a few lines each."""
+"""The steps of a profile as functions, so notebooks (and the CLI) stay a few lines each.
+
+A profile runs several studies (``notebooks/params/<profile>.yaml`` lists their specs); each step takes
+one study or the list of them.
+"""
 
 from __future__ import annotations
 
-import os
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from . import paths
-from .analysis import Analysis, analyse, publish
+from .analysis import (
+    Analysis,
+    Published,
+    StudyTables,
+    analyse,
+    load_study_tables,
+    publish_all,
+)
 from .hostsetup import setup_packages
 from .runner import host_facts, run_study, study_status, summarize_plan
-from .store import write_json_atomic
-from .study import Study
+from .store import write_json_atomic, write_text_atomic
+from .study import ANALYSIS_STAMP as STAMP
+from .study import Study, macro_prefixes, studies_with_data
 
 
-def setup_hosts(study: Study, roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
-    """Step 00: packages (installed only if missing), host facts, and the media the spec uses
-    (applied and verified; media it does not use are left alone); one row per host."""
+def setup_hosts(studies: Study | Sequence[Study], roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
+    """Step 00: packages (installed only if missing), host facts, and the media the studies use
+    (applied and verified; media no study uses are left alone); one row per host and study."""
     from .runner import prepare_media
 
     rows = []
-    for hs in study.inventory.hosts:
-        with hs.connect() as host:
-            report = setup_packages(host, roles)
-            facts = host_facts(host, study.store)
-            states = prepare_media(host, hs, study.experiment)
-            write_json_atomic(study.store.hosts / f"{hs.name}.media.json", {
-                name: {"error": f"{type(st).__name__}: {st}"} if isinstance(st, Exception) else st.to_dict()
-                for name, st in sorted(states.items())})
-            rows.append({
-                "host": hs.name, "os": facts.get("os_pretty"), "kernel": facts.get("kernel"),
-                "cpu": facts.get("cpu_model"), "cpus": facts.get("online_cpus"),
-                "mem_GiB": round((facts.get("mem_total_bytes") or 0) / 2**30, 1),
-                "mariadb": facts.get("mariadb_version"), "sysbench": facts.get("sysbench_version"),
-                "installed_now": " ".join(report.missing_before) or "-",
-                "media": "; ".join(_medium_line(hs.media[n], st) for n, st in sorted(states.items())),
-            })
+    for study in [studies] if isinstance(studies, Study) else studies:
+        for hs in study.inventory.hosts:
+            with hs.connect() as host:
+                report = setup_packages(host, roles)
+                facts = host_facts(host, study.store)
+                states = prepare_media(host, hs, study.experiment)
+                write_json_atomic(study.store.hosts / f"{hs.name}.media.json", {
+                    name: {"error": f"{type(st).__name__}: {st}"} if isinstance(st, Exception) else st.to_dict()
+                    for name, st in sorted(states.items())})
+                rows.append({
+                    "study": study.experiment.name, "host": hs.name, "os": facts.get("os_pretty"),
+                    "kernel": facts.get("kernel"), "cpu": facts.get("cpu_model"), "cpus": facts.get("online_cpus"),
+                    "mem_GiB": round((facts.get("mem_total_bytes") or 0) / 2**30, 1),
+                    "mariadb": facts.get("mariadb_version"), "sysbench": facts.get("sysbench_version"),
+                    "installed_now": " ".join(report.missing_before) or "-",
+                    "media": "; ".join(_medium_line(hs.media[n], st) for n, st in sorted(states.items())),
+                })
     return pd.DataFrame(rows)
 
 
@@ -58,28 +72,71 @@ def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
     info = exp.design_info()
     design = (f"{info['fraction']} fraction, resolution {info['resolution']} ({', '.join(info['generators'])})"
               if info["design"] == "fractional" else "full factorial")
-    return pd.DataFrame(s.table()), (f"{len(exp.cells())} cells ({design}) x {exp.repetitions} repetitions = "
-                                     f"{len(s.runs)} runs, datasets {', '.join(s.datasets)}, "
+    return pd.DataFrame(s.table()), (f"{exp.name}: {len(exp.cells())} cells ({design}) x {exp.repetitions} "
+                                     f"repetitions = {len(s.runs)} runs, datasets {', '.join(s.datasets)}, "
                                      f"estimated {format_duration(s.estimated_s)}")
 
 
 def run_matrix(study: Study, progress: bool = True) -> dict[str, Any]:
-    """Step 10: run or resume the matrix; returns counts and the status afterwards."""
+    """Step 10: run or resume one study's matrix; returns counts and the status afterwards."""
     counts = run_study(study, progress=progress)
     return {**counts, **study_status(study)}
 
 
-def analyse_study(study: Study) -> Analysis:
-    """Step 20: processed tables from the raw runs."""
-    return analyse(study.store, study.experiment)
+def run_all(studies: Sequence[Study], progress: bool = True) -> pd.DataFrame:
+    """Step 10 for every study of the profile, one after the other; one row of counts per study."""
+    return pd.DataFrame([{"experiment": s.experiment.name, **run_matrix(s, progress)} for s in studies])
 
 
-def make_figures(study: Study) -> list[Path]:
-    """Step 30: figures and the paper's generated inputs from the processed tables."""
-    written = publish(study.store, study.experiment, study.profile, paths.figures_dir(),
-                      paths.generated_dir())
-    write_json_atomic(paths.generated_dir() / "provenance.json", {
-        "profile": study.profile, "results_dir": os.path.relpath(study.store.root, paths.output_root()), "experiment": study.experiment.name,
-        "spec_digest": study.experiment.digest(),
-    })
-    return written
+def analyse_study(study: Study) -> Analysis | None:
+    """Step 20: processed tables from the raw runs (a Galera study also gets its replication tables).
+
+    The standard tables of a Galera study are best effort (its runs may lack a standalone run's fields);
+    `processed/analysis.json` is written last, so its presence means the tables are complete."""
+    exp, store = study.experiment, study.store
+    a: Analysis | None = None
+    notes = []
+    if study.kind == "galera":
+        from .analysis import _replication
+
+        rep, _ = _replication()
+        if rep is None:
+            notes.append("dbmatrix.replication is not installed: no replication tables")
+        else:
+            rep.analyse_replication(store, exp)
+        try:
+            a = analyse(store, exp)
+        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+            notes.append(f"standard tables not computed: {type(exc).__name__}: {exc}")
+    else:
+        a = analyse(store, exp)
+    write_text_atomic(store.processed / STAMP, json.dumps({
+        "experiment": exp.name, "spec_digest": exp.digest(), "kind": study.kind,
+        "runs": len(a.runs) if a is not None else None, "notes": notes,
+        "tables": sorted(p.name for p in store.processed.iterdir() if p.name != STAMP),
+    }, indent=2, sort_keys=True) + "\n")
+    return a
+
+
+def study_tables(studies: Sequence[Study]) -> list[StudyTables]:
+    """The processed tables of the studies (each under its macro prefix)."""
+    prefixes = macro_prefixes(list(studies))
+    out = []
+    for s in studies:
+        out.append(load_study_tables(s.store, s.experiment, s.kind, prefixes[s.experiment.name], s.spec_path))
+    return out
+
+
+def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[str] | None = None,
+                 data: str | Path | None = None) -> Published:
+    """Step 30: figures, the claims table and every generated paper input, from the processed tables of
+    the studies that have data (the others are named as not run)."""
+    studies = [studies] if isinstance(studies, Study) else list(studies)
+    have, missing = studies_with_data(studies)
+    if not have:
+        raise RuntimeError("no study has completed runs: " + ", ".join(
+            f"{s.experiment.name} ({s.store.root})" for s in studies))
+    profile = studies[0].profile
+    return publish_all(study_tables(have), profile, paths.figures_dir(), paths.generated_dir(),
+                       not_run=[s.experiment.name for s in missing], data_root=str(data) if data else None,
+                       opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})

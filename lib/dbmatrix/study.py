@@ -1,11 +1,19 @@
-"""A study = profile + experiment spec + inventory + result store; what notebooks and the CLI load."""
+"""A study = profile + ONE experiment spec + inventory + result store; a profile runs several studies.
+
+`notebooks/params/<profile>.yaml` lists the profile's specs (``specs: [...]``; a single ``spec:`` is
+accepted too). Where a study's results live depends on what it is loaded for (:mod:`dbmatrix.paths`):
+runs always go to ``data/runs/<experiment>`` (never into the committed ``data/reference``); analysis,
+figures and the paper read ``data/runs/<experiment>`` when it has completed runs, else the reference.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from . import paths
@@ -13,7 +21,12 @@ from .inventory import Inventory, load_inventory
 from .spec import Experiment, SpecError, check_media, load_spec
 from .store import ResultStore
 
+ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's target for processed tables
+
 PROFILES = ("smoke", "quick", "full")
+PARAM_KEYS = ("spec", "specs", "inventory", "results_dir", "data")
+# Macro prefixes and kinds: the storage matrix keeps unprefixed macros; the other studies prefix theirs.
+KIND_PREFIX = {"storage": "", "threads": "thr", "galera": "repl", "tpcc": "tpcc"}
 
 
 @dataclass(frozen=True)
@@ -29,13 +42,51 @@ class Study:
         for h in self.inventory.hosts:
             check_media(self.experiment, h.media, h.name)
 
+    @property
+    def kind(self) -> str:
+        return study_kind(self.experiment)
+
+    def has_data(self) -> bool:
+        return paths.has_completed_runs(self.store.root)
+
+
+def study_kind(exp: Experiment) -> str:
+    """What a study measures: ``galera`` (a replication topology), ``tpcc`` (the TPC-C workload),
+    ``threads`` (a client-thread sweep that varies no storage factor) or ``storage`` (the matrix)."""
+    topology = getattr(exp, "topology", None)
+    if topology is not None and getattr(topology, "kind", "standalone") == "galera":
+        return "galera"
+    if "tpcc" in exp.factors.get("workload", ()):
+        return "tpcc"
+    storage = ("engine", "block_size", "compression", "medium", "log_medium")
+    if len(exp.factors.get("threads", ())) > 1 and not any(len(exp.factors.get(f, ())) > 1 for f in storage):
+        return "threads"
+    return "storage"
+
 
 def profile_params(profile: str) -> dict[str, Any]:
     p = paths.params_file(profile)
     if not p.is_file():
         known = sorted(x.stem for x in p.parent.glob("*.yaml"))
         raise SpecError(f"profile: unknown profile {profile!r}; allowed: {', '.join(known)}")
-    return yaml.safe_load(p.read_text()) or {}
+    params = yaml.safe_load(p.read_text()) or {}
+    unknown = sorted(set(params) - set(PARAM_KEYS))
+    if unknown:
+        raise SpecError(f"{p.name}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(PARAM_KEYS)}")
+    return params
+
+
+def profile_specs(profile: str) -> list[Path]:
+    """The profile's spec files in order: ``specs: [...]``, else ``spec:``, else specs/<profile>.yaml."""
+    params = profile_params(profile)
+    raw = params.get("specs")
+    if raw is None:
+        raw = [params.get("spec") or f"specs/{profile}.yaml"]
+    if isinstance(raw, (str, Path)):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw or not all(isinstance(s, (str, Path)) for s in raw):
+        raise SpecError(f"{profile}.yaml: specs must be a non-empty list of spec file paths, got {raw!r}")
+    return [_resolve(s) for s in raw]
 
 
 def _resolve(path: str | Path) -> Path:
@@ -48,18 +99,115 @@ def load_study(
     spec: str | Path | None = None,
     inventory: str | Path | None = None,
     results_dir: str | Path | None = None,
+    *,
+    data: str | Path | None = None,
+    for_run: bool = True,
 ) -> Study:
-    """Resolve a profile's parameters (notebooks/params/<profile>.yaml), overridable one by one."""
+    """One study: the profile's (first) spec unless `spec` is given, its inventory unless `inventory` is.
+
+    The results directory: `results_dir` if given; else for runs (``for_run``) ``data/runs/<experiment>``
+    (or ``<data>/<experiment>``), and for reading the first of runs/reference that has data
+    (:func:`dbmatrix.paths.source_dir`). Runs never go into the committed reference."""
     params = profile_params(profile)
-    spec_path = _resolve(spec or params.get("spec") or f"specs/{profile}.yaml")
+    spec_path = _resolve(spec) if spec else profile_specs(profile)[0]
     inv = inventory or params.get("inventory")
     experiment = load_spec(spec_path)
+    if results_dir:
+        root = Path(results_dir)
+    elif for_run:
+        root = Path(data).resolve() / experiment.name if data else paths.run_dir(experiment.name)
+    else:
+        root = paths.source_dir(experiment.name, data)
+    if for_run and paths.is_reference(root):
+        raise SpecError(f"results: {root} is inside the committed reference data ({paths.reference_root()}); "
+                        "runs go to data/runs/<experiment> (or --data DIR / --results DIR elsewhere)")
     study = Study(
         profile=profile,
         spec_path=spec_path,
         experiment=experiment,
         inventory=load_inventory(_resolve(inv) if inv else None),
-        store=ResultStore(Path(results_dir) if results_dir else paths.results_dir(profile)),
+        store=ResultStore(root),
     )
     study.check()
     return study
+
+
+def load_studies(
+    profile: str = "smoke",
+    spec: str | Path | None = None,
+    inventory: str | Path | None = None,
+    results_dir: str | Path | None = None,
+    *,
+    data: str | Path | None = None,
+    for_run: bool = True,
+) -> list[Study]:
+    """Every study of a profile, in the order its params file lists the specs (or the one `spec`).
+
+    `results_dir` names one study's directory, so it needs a single spec; `data` is a root holding one
+    directory per experiment."""
+    specs = [_resolve(spec)] if spec else profile_specs(profile)
+    if results_dir and len(specs) > 1:
+        raise SpecError(f"results: profile {profile!r} lists {len(specs)} specs; --results names one study's "
+                        "directory, so give --spec too, or use --data DIR (one directory per experiment)")
+    studies = [load_study(profile, s, inventory, results_dir, data=data, for_run=for_run) for s in specs]
+    names = [s.experiment.name for s in studies]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SpecError(f"specs: experiment name(s) {', '.join(dupes)} used by more than one spec of profile "
+                        f"{profile!r}; each study needs its own name (its results directory)")
+    return studies
+
+
+def studies_with_data(studies: list[Study]) -> tuple[list[Study], list[Study]]:
+    """Studies with completed runs (what figures and the paper use), and those without."""
+    have = [s for s in studies if s.has_data()]
+    return have, [s for s in studies if s not in have]
+
+
+def macro_prefixes(studies: list[Study]) -> dict[str, str]:
+    """Macro prefix per experiment: by kind (:data:`KIND_PREFIX`); a second study of the same kind is
+    prefixed by its own name so that no two studies define the same macro."""
+    from .paper import macro_name
+
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for s in studies:
+        kind = s.kind
+        out[s.experiment.name] = KIND_PREFIX[kind] if kind not in seen else macro_name(s.experiment.name)
+        seen.add(kind)
+    return out
+
+
+def sources(studies: Sequence[Study]) -> pd.DataFrame:
+    """Where each study's data comes from (runs or reference), and whether it has completed runs."""
+    return pd.DataFrame([{"experiment": s.experiment.name, "kind": s.kind,
+                          "spec": paths.display_path(s.spec_path),
+                          "results_dir": paths.display_path(s.store.root), "has_data": s.has_data(),
+                          "reference": paths.is_reference(s.store.root)} for s in studies])
+
+
+def _make_path(p: Path) -> str:
+    """A path for the Makefile, which runs in the repository: relative to it when inside, else absolute."""
+    try:
+        return str(p.resolve().relative_to(paths.repo_root().resolve()))
+    except ValueError:
+        return str(p.resolve())
+
+
+def make_rules(studies: Sequence[Study], profile: str, data: str | None) -> str:
+    """A makefile fragment: one rule per study with data, its processed tables (the stamp
+    ``processed/analysis.json``) depending on its raw manifests, its spec and the analysis code."""
+    have, missing = studies_with_data(list(studies))
+    data_arg = f" --data {data}" if data else ""
+    lines = [f"# Generated by `dbmatrix sources --profile {profile}{data_arg} --make`; do not edit.",
+             f"SOURCES_PROFILE := {profile}", f"SOURCES_DATA := {data or ''}",
+             "SOURCES_NOT_RUN := " + " ".join(s.experiment.name for s in missing)]
+    stamps = []
+    for s in have:
+        root, spec = _make_path(s.store.root), _make_path(s.spec_path)
+        stamp = f"{root}/processed/{ANALYSIS_STAMP}"
+        stamps.append(stamp)
+        lines += ["", f"{stamp}: $(wildcard {root}/raw/*/manifest.json) {spec} $(ANALYSIS_CODE)",
+                  f"\t$(BIN)/dbmatrix analyse --profile {profile} --spec {spec} --results {root}"]
+    lines.insert(4, "STUDY_STAMPS := " + " ".join(stamps))
+    return "\n".join(lines) + "\n"

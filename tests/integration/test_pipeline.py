@@ -12,11 +12,10 @@ import time
 
 import pytest
 import yaml
-
 from dbmatrix import analysis, paper
+from dbmatrix.runner import run_study, study_status
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study
-from dbmatrix.runner import run_study, study_status
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +42,7 @@ def _alive(pid: int) -> bool:
 
 
 def _mariadbd_pids() -> set[int]:
-    out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=False).stdout
     wd = os.environ["DBMATRIX_WORKDIR"]
     return {int(line.split()[0]) for line in out.splitlines() if "mariadbd" in line and wd in line}
 
@@ -62,7 +61,7 @@ def ran(study):
 
 
 def test_runs_complete_and_the_failing_cell_is_recorded(study, ran):
-    assert ran == {"planned": 8, "already_done": 0, "ok": 4, "failed": 4, "adaptive": 0}
+    assert ran == {"planned": 8, "already_done": 0, "ok": 4, "failed": 4, "adaptive": 0, "not_attempted": 0}
     store: ResultStore = study.store
     manifests = {m["run_id"]: m for m in store.iter_manifests()}
     assert len(manifests) == 8
@@ -115,7 +114,7 @@ def test_analysis_figure_and_macros_are_deterministic(study, ran, tmp_path):
     assert len(a.cells) == 2 and (a.cells["n"] == 2).all()
     assert a.cells["ci_lo"].le(a.cells["mean"]).all() and a.cells["ci_hi"].ge(a.cells["mean"]).all()
     assert set(a.failed["run_id"]) and len(a.failed) == 4
-    (ra, wa, _), (rb, wb, _) = outs
+    (ra, wa, _), (_rb, wb, _) = outs
     for fa, fb in zip(wa, wb):
         assert fa.read_bytes() == fb.read_bytes(), f"{fa.name} differs between two builds from the same data"
     macros = (ra / "paper" / "generated" / "macros.tex").read_text()
@@ -131,7 +130,7 @@ def test_the_paper_builds(study, ran, tmp_path):
     analysis.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
     pdf = paper.build_paper(root / "paper")
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 20_000
-    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=False).stdout
     assert "it-pipeline" in text and "cache share" in text
 
 
@@ -148,7 +147,7 @@ def test_ctrl_c_leaves_no_orphan_and_the_rerun_completes(tmp_path):
     pids: set[int] = set()
     while time.monotonic() < deadline and not pids and proc.poll() is None:
         time.sleep(0.5)
-        out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+        out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=False).stdout
         pids = {int(l.split()[0]) for l in out.splitlines() if "sysbench" in l and "--time=12" in l}
     if not pids:
         proc.kill()
@@ -163,7 +162,7 @@ def test_ctrl_c_leaves_no_orphan_and_the_rerun_completes(tmp_path):
     assert not list((results / "raw").glob("*/manifest.json")), "an interrupted run must not look finished"
     # The rerun completes the interrupted run (shortened via a second results dir is not allowed:
     # the spec digest binds the directory), so run it again for real.
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     m = json.loads(next((results / "raw").glob("*/manifest.json")).read_text())
     assert m["status"] == "ok" and not list((results / "raw").glob(".tmp-*"))

@@ -5,7 +5,9 @@ analysis of in-memory tables with several varied factors (the headline compariso
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-
 from dbmatrix import analysis, sysbench
+from dbmatrix.claims import CLAIMS
 from dbmatrix.spec import Experiment, parse_experiment
 from dbmatrix.store import ResultStore
 
@@ -47,7 +49,7 @@ def sysbench_out(tps: np.ndarray, latencies: np.ndarray, threads: int = 4) -> tu
     per_s = [f"[ {i}s ] thds: {threads} tps: {x:.2f} qps: {20 * x:.2f} (r/w/o: {14 * x:.2f}/{4 * x:.2f}/"
              f"{2 * x:.2f}) lat (ms,95%): 5.00 err/s: 0.00 reconn/s: 0.00" for i, x in enumerate(tps, 1)]
     hist_block, hist = histogram_text(latencies)
-    n, secs = int(round(tps.sum())), float(tps.size)
+    n, secs = round(float(tps.sum())), float(tps.size)
     summary = f"""
 SQL statistics:
     queries performed:
@@ -94,10 +96,11 @@ def build_store(root: Path, exp: Experiment) -> tuple[ResultStore, dict[str, lis
         tps[:4] *= np.linspace(0.3, 1.0, 4)  # residual warm-up
         if run.run_id == RAMP_RUN:
             tps = np.linspace(0.3, 1.0, exp.measure_s) * level * (1 + 0.02 * rng.normal(size=exp.measure_s))
-        text, hists[run.run_id] = sysbench_out(tps, rng.lognormal(math.log(4000 / level), 0.4, 3000))
+        text, hists[run.run_id] = sysbench_out(tps, rng.lognormal(math.log(4000 / level), 0.4, 3000),
+                                               threads=c.threads)
         staging = store.begin_run(run.run_id)
         (staging / "sysbench.out").write_text(text)
-        n = int(round(tps.sum()))
+        n = round(float(tps.sum()))
         store.commit_run(staging, {
             "run_id": run.run_id, "experiment": exp.name, "cell_id": c.cell_id, "cell": c.levels(),
             "repetition": run.repetition, "block": run.block, "order": run.order, "host": "db1",
@@ -223,11 +226,17 @@ def test_publish_from_processed_tables_of_an_older_analysis(built, exp: Experime
     old.processed.mkdir(parents=True)
     for name in ("runs", "cells", "ratios", "failed"):
         shutil.copyfile(store.processed / f"{name}.csv", old.processed / f"{name}.csv")
-    written = analysis.publish(old, exp, "unit", tmp_path / "fig", tmp_path / "gen")
+    st = analysis.load_study_tables(old, exp)
+    out = analysis.publish_all([st], "unit", tmp_path / "fig", tmp_path / "gen")
     macros = (tmp_path / "gen" / "macros.tex").read_text()
     assert "\\newcommand{\\lowCachePct}{25}" in macros and "\\newcommand{\\topFactor}{--}" in macros
     assert (tmp_path / "gen" / "table-pairwise.tex").read_text().startswith("% Generated")
-    assert len(written) == 8
+    # no model and no per-second rows: those figures are skipped with a note, the others drawn
+    assert "throughput-vs-cache" in out.figures and "factor-effects" not in out.figures
+    assert any(n.startswith("factor-effects from unit-analysis: factor effects need") for n in out.skipped)
+    assert any(n.startswith("throughput-over-time from unit-analysis: throughput over time: no per-second")
+               for n in out.skipped)
+    assert sorted(p.stem for p in (tmp_path / "fig").glob("*.pdf")) == sorted(out.figures)
 
 
 def test_exclude_not_steady(built, exp: Experiment) -> None:
@@ -342,3 +351,109 @@ def test_short_runs_are_untested_and_keep_the_sysbench_throughput() -> None:
     assert (r["tps"] == r["tps_sysbench"]).all()
     assert (a.cells["n_untested"] == 3).all() and (a.cells["n_not_steady"] == 0).all()
     assert a.noise["flags"].str.contains("steady_state_untested").all()
+
+
+# ------------------------------------------------------------------------------------ figures and paper
+
+
+def test_publish_draws_every_figure_it_has_data_for_and_removes_stale_ones(built, exp: Experiment,
+                                                                          tmp_path: Path) -> None:
+    store, _ = built
+    analysis.analyse(store, exp)
+    figs, gen = tmp_path / "fig", tmp_path / "gen"
+    figs.mkdir()
+    (figs / "old-figure.pdf").write_bytes(b"%PDF stale")
+    out = analysis.publish_all([analysis.load_study_tables(store, exp)], "unit", figs, gen)
+    assert set(out.figures) == {"factor-effects", "throughput-vs-cache", "block-size", "efficiency",
+                                "throughput-over-time"}
+    assert not (figs / "old-figure.pdf").exists(), "figures/ holds exactly the figures of this data"
+    assert any(n.startswith("compression from unit-analysis") for n in out.skipped)
+    includes = (gen / "figures.tex").read_text()
+    assert "\\input{fig-block-size}" in includes and "fig-compression" not in includes
+    assert includes.index("fig-factor-effects") < includes.index("fig-throughput-vs-cache")
+    prov = json.loads((gen / "provenance.json").read_text())
+    assert prov["studies"][0]["n_runs"] == 12 and len(prov["studies"][0]["run_dirs"]) == 12
+    assert set(prov["figures"]) == set(out.figures)
+    claims = pd.read_csv(gen / "claims.csv")
+    assert len(claims) == len(CLAIMS) and set(claims["verdict"]) <= {"agree", "disagree", "inconclusive",
+                                                                     "not tested"}
+    assert "not run in this build" in (gen / "replication-section.tex").read_text().lower()
+
+
+def test_block_size_table_recovers_the_page_effect(built, exp: Experiment) -> None:
+    store, _ = built
+    analysis.analyse(store, exp)
+    st = analysis.load_study_tables(store, exp)
+    table, a, b = analysis.block_size_table(st)
+    assert (a, b) == ("4k", "16k") and list(table["cache_pct"]) == [25, 100]
+    for _, r in table.iterrows():  # cache 25's 16k cell holds the run that never settles: wider there
+        assert r["ci_lo"] < PAGE["4k"] / PAGE["16k"] < r["ci_hi"] and r["basis"].startswith("matched cells")
+    assert table.set_index("cache_pct").loc[100, "estimate"] == pytest.approx(1.25, rel=0.08)
+
+
+def test_adjusted_means_in_a_fraction_use_the_model() -> None:
+    full = parse_experiment({**SPEC, "factors": {"engine": ["innodb", "myrocks"], "cache_pct": [25, 100],
+                                                 "block_size": ["4k", "16k"]}})
+    runs, _ = frames(full)
+    t = analysis.adjusted_means(runs, "tps", ["engine", "cache_pct"], dict(full.factors))
+    assert len(t) == 4 and (t["basis"] == "main+2way model").all()
+    got = t.set_index(["engine", "cache_pct"])["mean"]
+    # geometric mean over the page sizes: LEVEL x engine x sqrt(1.25 x 1.0)
+    assert got[("myrocks", 25)] == pytest.approx(400 * 0.7 * math.sqrt(1.25), rel=0.03)
+    assert (t["ci_lo"] < t["mean"]).all() and (t["mean"] < t["ci_hi"]).all()
+    # a metric measured in a half fraction of the cells only: the two-way model is not estimable there
+    half = ((runs["engine"] == "myrocks").astype(int) + (runs["cache_pct"] == 25) + (runs["block_size"] == "4k")) % 2
+    t2 = analysis.adjusted_means(runs.assign(w=np.where(half == 0, runs["tps"], np.nan)), "w",
+                                 ["engine", "cache_pct"], dict(full.factors))
+    assert len(t2) == 4 and not (t2["basis"] == "main+2way model").any()
+
+
+def test_exploration_helpers(built, exp: Experiment) -> None:
+    store, _ = built
+    analysis.analyse(store, exp)
+    runs = analysis.load_runs_table(store.root)
+    sel = analysis.filter_runs(runs, {"cache_pct": 25, "block_size": ["4k", "16k"]})
+    assert len(sel) == 6 and set(sel["cache_pct"]) == {25}
+    with pytest.raises(ValueError, match="filters: 'nope' is not a column"):
+        analysis.filter_runs(runs, {"nope": 1})
+    with pytest.raises(ValueError, match="filters.cache_pct: 50 not among the levels 100, 25"):
+        analysis.filter_runs(runs, {"cache_pct": 50})
+    with pytest.raises(FileNotFoundError, match="no processed/runs.csv"):
+        analysis.load_runs_table(store.root / "nowhere")
+    ref = analysis.load_runs_table()  # the committed reference of the storage matrix
+    assert len(ref) >= 48 and {"engine", "medium", "tps"} <= set(ref.columns)
+
+
+def test_threads_study_gets_prefixed_macros_and_its_figure(built, exp: Experiment, tmp_path: Path) -> None:
+    """Two studies in one build: the storage study keeps its macro names, the thread sweep prefixes
+    its own (thr...), no name is defined twice, and figure 1 comes from the sweep."""
+    store, _ = built
+    analysis.analyse(store, exp)
+    sweep = parse_experiment({**SPEC, "experiment": "unit-threads", "factors": {"cache_pct": [25, 100],
+                                                                               "threads": [1, 4, 16]},
+                              "comparisons": None})
+    tstore, _ = build_store(tmp_path / "threads", sweep)
+    analysis.analyse(tstore, sweep)
+    studies = [analysis.load_study_tables(store, exp, "storage", ""),
+               analysis.load_study_tables(tstore, sweep, "threads", "thr")]
+    out = analysis.publish_all(studies, "unit", tmp_path / "fig", tmp_path / "gen")
+    assert out.figures["throughput-vs-threads"] == "unit-threads"
+    assert out.figures["throughput-vs-cache"] == "unit-analysis"
+    text = (tmp_path / "gen" / "macros.tex").read_text()
+    names = re.findall(r"\\newcommand\{\\([A-Za-z]+)\}", text)
+    assert len(names) == len(set(names))
+    assert "\\newcommand{\\thrNRuns}{18}" in text and "\\newcommand{\\nRuns}{12}" in text
+    assert "\\newcommand{\\thrPeakThreads}" in text and "\\newcommand{\\nStudies}{2}" in text
+    assert (tmp_path / "gen" / "table-thr-cells.tex").read_text().count("\\label{tab:thrcells}") == 1
+    claims = out.claims.set_index("id")
+    assert claims.loc["threadsScale", "study"] == "unit-threads"
+
+
+def test_replication_section_inputs_the_galera_helpers_section(tmp_path: Path) -> None:
+    assert analysis.replication_section(tmp_path, published=True) is None  # no paper/replication.tex
+    (tmp_path / "replication.tex").write_text("\\section{Replication}\n")
+    assert analysis.replication_section(tmp_path, published=False) is None  # nothing was published
+    assert analysis.replication_section(tmp_path, published=True) == (
+        "\\input{generated/replication-macros.tex}\n\\input{replication}")
+    (tmp_path / "replication.tex").write_text("\\input{generated/replication-macros.tex}\n\\section{R}\n")
+    assert analysis.replication_section(tmp_path, published=True) == "\\input{replication}"  # no double input

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from dbmatrix import paths
 from dbmatrix.cli import build_parser, main
 from dbmatrix.runner import format_duration, summarize_plan
@@ -29,12 +28,12 @@ def test_plan_smoke_prints_runs_and_duration(capsys: pytest.CaptureFixture[str],
     assert f"experiment {exp.name}" in out and exp.digest() in out
     assert f"= {len(summary.runs)} runs on localhost" in out
     for run in summary.runs:
-        assert re.search(rf"^\s*{run.order}\s+{run.block}\s+{re.escape(run.run_id)}$", out, re.M), run.run_id
+        assert re.search(rf"^\s*{run.order}\s+{run.block}\s+{re.escape(run.run_id)}$", out, re.MULTILINE), run.run_id
     for ds in summary.datasets:
         assert ds in out
     assert f"estimated duration: {format_duration(summary.estimated_s)}" in out
     assert re.search(r"estimated duration: (\d+h)?\d+m\d\ds", out)
-    assert str(tmp_path / "out" / "data" / "smoke") in out
+    assert str(tmp_path / "out" / "data" / "runs" / "cache-sweep-smoke") in out
     assert not (tmp_path / "out").exists()  # planning writes nothing
 
 
@@ -93,3 +92,45 @@ def test_plan_of_the_quick_profile_names_the_fraction(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "design: 2^(5-1) fraction of resolution 5 (generators E=ABCD" in out
     assert "media: disk, tmpfs (emulates pmem-fsdax)" in out
+
+
+def test_plan_of_a_profile_covers_every_study(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--profile", "quick"]) == 0
+    out = capsys.readouterr().out
+    assert "experiment storage-matrix-quick" in out and "experiment threads-quick" in out
+    assert re.search(r"profile quick: \d+ studies, estimated (\d+h)?\d+m\d\ds in all", out)
+
+
+def test_results_dir_needs_one_spec(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["status", "--profile", "quick", "--results", str(tmp_path / "r")]) == 2
+    assert "give --spec too, or use --data DIR" in capsys.readouterr().err
+
+
+def test_sources_say_where_each_study_reads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["sources", "--profile", "quick"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"storage-matrix-quick\s+storage\s+data/reference/storage-matrix-quick \(reference; "
+                     r"completed runs\)", out)
+    assert re.search(r"threads-quick\s+threads\s+\S+ \((reference|runs); ", out)
+    assert main(["sources", "--profile", "quick", "--make"]) == 0
+    mk = capsys.readouterr().out
+    stamp = "data/reference/storage-matrix-quick/processed/analysis.json"
+    assert re.search(rf"^STUDY_STAMPS := (\S+ )*{re.escape(stamp)}( |$)", mk, re.MULTILINE)
+    assert re.search(rf"^{re.escape(stamp)}: \$\(wildcard data/reference/storage-matrix-quick/raw/\*/manifest"
+                     r"\.json\) specs/quick\.yaml \$\(ANALYSIS_CODE\)$", mk, re.MULTILINE)
+    assert "\t$(BIN)/dbmatrix analyse --profile quick --spec specs/quick.yaml --results " \
+           "data/reference/storage-matrix-quick" in mk
+    assert main(["sources", "--profile", "quick", "--data", str(tmp_path), "--make"]) == 0
+    other = capsys.readouterr().out
+    assert "STUDY_STAMPS := \n" in other and "storage-matrix-quick" in other.splitlines()[3]  # nothing there
+
+
+def test_notebook_parameters_make_directories_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notebooks run in notebooks/: a relative --data or --results must not be read from there."""
+    from dbmatrix.cli import notebook_parameters
+
+    monkeypatch.chdir(tmp_path)
+    p = notebook_parameters("quick", data="data/reference", spec="specs/quick.yaml")
+    assert p == {"profile": "quick", "inventory": None, "data": str(tmp_path / "data" / "reference"),
+                 "spec": "specs/quick.yaml"}
+    assert notebook_parameters("smoke", results="r")["results_dir"] == str(tmp_path / "r")

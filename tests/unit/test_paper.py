@@ -1,4 +1,5 @@
-"""Tests of dbmatrix.paper's pure parts: macro names and files, LaTeX escaping, booktabs tables."""
+"""Tests of dbmatrix.paper's pure parts: macro names and files, LaTeX escaping, booktabs tables, the setup,
+claims and provenance tables, generated include lists, macro checks."""
 
 from __future__ import annotations
 
@@ -7,8 +8,22 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from dbmatrix.paper import latex_escape, macro_name, render_macros, render_table, write_macros
+from dbmatrix.paper import (
+    claim_measured,
+    latex_escape,
+    macro_name,
+    macros_defined,
+    macros_used,
+    prefixed,
+    render_claims_table,
+    render_inputs,
+    render_macros,
+    render_provenance,
+    render_setup_table,
+    render_table,
+    setup_rows,
+    write_macros,
+)
 
 
 @pytest.mark.parametrize("parts,expected", [
@@ -96,3 +111,74 @@ def test_render_table() -> None:
 def test_render_table_column_format() -> None:
     df = pd.DataFrame({"a": [1], "b": [2.0]})
     assert r"\begin{tabular}{lr}" in render_table(df, "c", "tab:c", column_format="lr")
+
+
+# ------------------------------------------------------------------------------------ generated inputs
+
+
+def test_prefixed_macros() -> None:
+    assert prefixed({"nRuns": "4", "cacheRatio": "0.5"}, "thr") == {"thrNRuns": "4", "thrCacheRatio": "0.5"}
+    assert prefixed({"nRuns": "4"}, "") == {"nRuns": "4"}
+
+
+FACTS = {"host": "db1", "hostname": "vm", "cpu_model": "Intel(R) Xeon(R)", "online_cpus": 2, "sockets": 1,
+         "mem_total_bytes": 24 * 2**30, "kernel": "6.1.0", "mariadb_version": "10.11.19-MariaDB",
+         "block_devices": [{"name": "vda", "type": "disk", "size": 256 * 2**30, "rota": True},
+                           {"name": "zram0", "type": "disk", "size": 0}]}
+MEDIA = {"disk": {"kind": "dir", "fstype": "ext4", "device": "vda", "emulates": None},
+         "tmpfs": {"kind": "tmpfs", "fstype": "tmpfs", "device": None, "emulates": "pmem-fsdax"},
+         "nvme": {"error": "MediaError: no such device"}}
+
+
+def test_setup_rows_say_na_for_what_was_not_recorded() -> None:
+    rows = dict(setup_rows(FACTS, MEDIA))
+    assert rows["CPU"] == "Intel(R) Xeon(R)" and rows["Online CPUs"] == "2" and rows["Memory"] == "24.0\\,GiB"
+    assert rows["Cores per socket"] == "n/a" and rows["fio"] == "n/a" and rows["Swap"] == "n/a"
+    assert rows["Block devices"] == "vda (256.0\\,GiB, rotational)"  # zero-sized zram left out
+    assert rows["Media"] == ("disk: dir (ext4 on vda); nvme: not available; "
+                             "tmpfs: tmpfs (tmpfs, emulates pmem-fsdax)")
+    assert dict(setup_rows({}))["CPU"] == "n/a"
+
+
+def test_render_setup_table() -> None:
+    tex = render_setup_table([(FACTS, MEDIA)])
+    assert "\\label{tab:setup}" in tex and "Memory & 24.0\\,GiB \\\\" in tex
+    assert "Intel(R) Xeon(R)" in tex and "\\toprule" in tex and "\\bottomrule" in tex
+    assert tex.count("\\begin{table}") == 1
+    assert "no host facts" in render_setup_table([])
+
+
+def test_claims_table_and_measured_numbers() -> None:
+    table = pd.DataFrame([
+        {"seed": "003", "where": "slide 13", "claim": "4\\,KB blocks", "kind": "ratio", "estimate": 1.054,
+         "ci_lo": 0.98, "ci_hi": 1.13, "verdict": "inconclusive", "compared": "block 4k / 16k", "basis": "model",
+         "reason": "", "study": "m", "stand_in": "tmpfs for PMEM"},
+        {"seed": "002", "where": "chart", "claim": "pauses", "kind": "difference", "estimate": -30.0,
+         "ci_lo": -41.25, "ci_hi": -18.5, "verdict": "agree", "compared": "appliers 16/1", "basis": "Welch",
+         "reason": "", "study": "g", "stand_in": ""},
+        {"seed": "004", "where": "raid", "claim": "RAID0 50_50", "kind": "ratio", "estimate": float("nan"),
+         "ci_lo": float("nan"), "ci_hi": float("nan"), "verdict": "not tested", "compared": "", "basis": "",
+         "reason": "no MD RAID", "study": "", "stand_in": "x"},
+    ])
+    tex = render_claims_table(table)
+    assert "\\begin{table*}" in tex and "\\label{tab:claims}" in tex
+    assert "1.05 [0.98, 1.13]" in tex and "+-30.0" not in tex and "-30.0 [-41.2, -18.5] pts" in tex
+    assert "(here: tmpfs for PMEM)" in tex and "\\textbf{not tested}" in tex and "no MD RAID" in tex
+    assert "m: model" in tex  # more than one study: the basis names it
+    assert claim_measured({"kind": "share", "estimate": 0.96, "ci_lo": 0.9, "ci_hi": 1.0}) == \
+        "96\\,\\% [90\\,\\%, 100\\,\\%]"
+    assert claim_measured({"kind": "ratio", "estimate": float("nan")}) == "--"
+
+
+def test_provenance_and_inputs() -> None:
+    tex = render_provenance([{"experiment": "storage-matrix-quick", "results_dir": "data/reference/x",
+                              "n_runs": 48, "data_sha": "0123456789abcdef"}], ["threads-quick"])
+    assert "\\nolinkurl{data/reference/x} & 48 & \\texttt{01234567}" in tex
+    assert "not run" in tex and "threads\\-quick" not in tex and "\\texttt{threads-quick}" in tex
+    assert render_inputs(["fig-a", "fig-b"], "c").splitlines()[1:] == ["\\input{fig-a}", "\\input{fig-b}"]
+
+
+def test_macros_used_and_defined() -> None:
+    tex = "% \\ignored\nText \\nRuns{} and 5\\,\\% \\cacheRatio.\n\\newcommand{\\nRuns}{4}"
+    assert macros_used(tex) >= {"nRuns", "cacheRatio", "newcommand"} and "ignored" not in macros_used(tex)
+    assert macros_defined(render_macros({"a": "1", "bB": "2"})) == {"a", "bB"}

@@ -1,4 +1,5 @@
-"""Project hygiene: one declaration of dependencies, output-free thin notebooks, profiles that load."""
+"""Project hygiene: one declaration of dependencies, output-free thin notebooks, profiles that load, the
+data layout (runs vs the committed reference), the Makefile's real targets, the paper's fragments."""
 
 from __future__ import annotations
 
@@ -9,8 +10,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from dbmatrix.study import PROFILES, load_study
+from dbmatrix import paths
+from dbmatrix.spec import SpecError
+from dbmatrix.study import (
+    PARAM_KEYS,
+    PROFILES,
+    load_studies,
+    load_study,
+    macro_prefixes,
+    studies_with_data,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,8 +52,9 @@ def test_constraints_pin_every_declared_dependency():
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_the_four_notebooks_exist():
-    assert [p.stem for p in NOTEBOOKS] == ["00-host-setup", "10-run-matrix", "20-analysis", "30-figures"]
+def test_the_notebooks_exist():
+    assert [p.stem for p in NOTEBOOKS] == ["00-host-setup", "10-run-matrix", "20-analysis", "30-figures",
+                                           "40-explore"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -54,7 +64,11 @@ def test_notebook_is_output_free_thin_and_parameterised(path: Path):
     params = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(params) == 1, "exactly one cell tagged 'parameters'"
     src = "".join(params[0]["source"])
-    assert 'profile = "smoke"' in src, "default parameters are the smoke profile"
+    if path.stem == "40-explore":  # defaults: the committed reference, so it runs anywhere
+        assert "run_dir = None" in src and "metric = " in src and "filters = " in src
+    else:
+        assert 'profile = "smoke"' in src, "default parameters are the smoke profile"
+        assert "data = None" in src, "every step notebook takes a data root"
     for c in cells:
         if c["cell_type"] == "code":
             assert not c.get("outputs") and c.get("execution_count") is None, "source notebooks carry no outputs"
@@ -63,11 +77,108 @@ def test_notebook_is_output_free_thin_and_parameterised(path: Path):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_profile_loads_and_plans(profile: str, tmp_path: Path):
-    study = load_study(profile, results_dir=tmp_path)
-    runs = study.experiment.plan()
-    assert runs and len({r.run_id for r in runs}) == len(runs)
+    for study in load_studies(profile, data=tmp_path):
+        runs = study.experiment.plan()
+        assert runs and len({r.run_id for r in runs}) == len(runs)
+        assert study.store.root == tmp_path / study.experiment.name
     params = yaml.safe_load((ROOT / "notebooks" / "params" / f"{profile}.yaml").read_text())
-    assert set(params) <= {"spec", "inventory", "results_dir"}
+    assert set(params) <= set(PARAM_KEYS)
+
+
+def test_quick_profile_runs_the_storage_matrix_then_the_thread_sweep():
+    studies = load_studies("quick")
+    assert [s.experiment.name for s in studies][:2] == ["storage-matrix-quick", "threads-quick"]
+    assert [s.kind for s in studies][:2] == ["storage", "threads"]
+    assert all((ROOT / "specs").joinpath(s.spec_path.name).is_file() for s in studies)
+    assert load_studies("smoke")[0].experiment.name == "cache-sweep-smoke" and len(load_studies("smoke")) == 1
+
+
+# ------------------------------------------------------------------------------------ data layout
+
+
+@pytest.fixture
+def out_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DBMATRIX_OUTPUT_ROOT", str(tmp_path / "out"))
+    return tmp_path / "out"
+
+
+def _complete_run(root: Path, status: str = "ok") -> None:
+    d = root / "raw" / "r1"
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"run_id": "r1", "status": status}))
+
+
+def test_runs_go_to_data_runs_and_never_into_the_reference(out_root: Path):
+    study = load_study("quick")
+    assert study.store.root == out_root / "data" / "runs" / "storage-matrix-quick"
+    ref = paths.reference_dir("storage-matrix-quick")
+    with pytest.raises(SpecError, match="inside the committed reference"):
+        load_study("quick", results_dir=ref)
+    with pytest.raises(SpecError, match="inside the committed reference"):
+        load_study("quick", data=paths.reference_root())
+
+
+def test_figures_read_runs_when_complete_else_the_reference(out_root: Path, tmp_path: Path):
+    reading = load_study("quick", for_run=False)
+    assert reading.store.root == paths.reference_dir("storage-matrix-quick") and reading.has_data()
+    runs = out_root / "data" / "runs" / "storage-matrix-quick"
+    _complete_run(runs, status="failed")  # only failed runs: still the reference
+    assert load_study("quick", for_run=False).store.root == paths.reference_dir("storage-matrix-quick")
+    (runs / "raw" / "r1").rename(runs / "raw" / "old")
+    _complete_run(runs)
+    assert load_study("quick", for_run=False).store.root == runs
+    other = tmp_path / "elsewhere"
+    assert load_study("quick", data=other, for_run=False).store.root == other / "storage-matrix-quick"
+    threads = load_studies("quick", for_run=False)[1]
+    assert threads.store.root == out_root / "data" / "runs" / "threads-quick" or threads.has_data()
+    have, _missing = studies_with_data(load_studies("quick", for_run=False))
+    assert "storage-matrix-quick" in [s.experiment.name for s in have]
+
+
+def test_several_specs_need_a_data_root_not_one_results_dir(out_root: Path, tmp_path: Path):
+    with pytest.raises(SpecError, match="--results names one study's directory"):
+        load_studies("quick", results_dir=tmp_path)
+    assert len(load_studies("quick", spec="specs/quick.yaml", results_dir=tmp_path)) == 1
+
+
+def test_macro_prefixes_by_kind():
+    studies = load_studies("quick")
+    assert macro_prefixes(studies)["storage-matrix-quick"] == ""
+    assert macro_prefixes(studies)["threads-quick"] == "thr"
+    twice = [studies[0], studies[0]]
+    assert list(macro_prefixes(twice).values()) == ["storageMatrixQuick"]  # same name: the second wins
+
+
+# ------------------------------------------------------------------------------------ make, paper, git
+
+
+def test_makefile_has_real_file_targets_for_figures_and_paper():
+    mk = (ROOT / "Makefile").read_text()
+    assert ".DELETE_ON_ERROR:" in mk and ".SHELLFLAGS := -eu -o pipefail -c" in mk
+    assert re.search(r"^figures: \$\(GEN\)/provenance\.json$", mk, re.MULTILINE)
+    assert re.search(r"^paper/main\.pdf: \$\(GEN\)/provenance\.json", mk, re.MULTILINE)
+    assert re.search(r"^\$\(GEN\)/provenance\.json: \$\(GEN\)/sources\.mk \$\(STUDY_STAMPS\)", mk, re.MULTILINE)
+    assert "DATA ?=" in mk and "include $(GEN)/sources.mk" in mk
+
+
+def test_gitignore_keeps_new_runs_out_and_the_reference_in():
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert "data/runs/" in ignored and "data/notebooks/" in ignored
+    assert not any(line.startswith("data/reference") for line in ignored)
+    assert (ROOT / "data" / "reference" / "storage-matrix-quick" / "plan.json").is_file()
+
+
+def test_every_figure_has_its_paper_fragment():
+    from dbmatrix.analysis import FIGURES
+
+    for fd in FIGURES:
+        frag = (ROOT / "paper" / f"fig-{fd.stem}.tex").read_text()
+        assert "\\includegraphics[width=\\" in frag and f"{{{fd.stem}.pdf}}" in frag, fd.stem
+        assert "\\ciPct" in frag or "CI" not in frag, f"{fd.stem}: the CI level comes from a macro"
+    main = (ROOT / "paper" / "main.tex").read_text()
+    for name in ("generated/figures.tex", "generated/table-claims.tex", "generated/table-setup.tex",
+                 "generated/replication-section.tex", "generated/tpcc-section.tex", "generated/provenance.tex"):
+        assert f"\\input{{{name}}}" in main
 
 
 def test_quick_profile_is_the_storage_matrix():

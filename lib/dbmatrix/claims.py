@@ -1,0 +1,567 @@
+"""The seeds' claims set beside what our runs measured, with a verdict computed from the data.
+
+Each :class:`Claim` names a seed, a short paraphrase of what it says, and what to compare: a metric, a
+factor's two levels (``a`` against ``b``), the levels of other factors it holds (``at``), and the band of
+values the claim asserts for the estimate (a ratio a/b, or a difference a - b in points). The estimate and
+its 95 % CI come from the data (:func:`estimate`):
+
+1. runs restricted to the claim's conditions, if only the compared factor still varies there: the two
+   cells' repetitions, Welch's t on log values (ratio of geometric means);
+2. otherwise the factorial model of log(metric) over all runs (main effects + two-way interactions,
+   sum-to-zero coding, OLS; :func:`fit_log_model`): the contrast between the two levels at the claim's
+   conditions, averaged over the levels of the factors the claim leaves free; its CI from the model's
+   covariance and t with the residual degrees of freedom (this is how a fractional design answers a
+   question about one engine at one cache level: no pair of cells differs only in the compared factor);
+3. if the interactions are not estimable on the runs that measured the metric (e.g. device I/O exists
+   only on the disk medium, a resolution-IV half of the fraction), a main-effects model on the runs at the
+   claim's conditions;
+4. dataset sizes (one dataset per engine x page x compression, no repetitions): the geometric mean of the
+   matched pairs' ratios, the "interval" being their range; shares (runs that passed the steady-state test):
+   a Wilson interval; the replication study's own effect table for the Galera claims.
+
+Verdict rule, with [L, U] the 95 % CI and [lo, hi] the claimed band (null value 1 for ratios, 0 for
+differences):
+
+- ``direction`` claims (an effect in a direction, up to / about a size): **agree** when the CI overlaps the
+  band and excludes the null on the claimed side; **disagree** when the CI misses the band entirely (the
+  opposite direction, or a size clearly outside the claim); **inconclusive** otherwise.
+- ``within`` claims (no or a bounded effect): **agree** when the CI lies inside the band; **disagree**
+  when it misses the band entirely; **inconclusive** otherwise.
+- **not tested**: no study of the build varies the factor at the needed levels, or the hardware the claim
+  is about does not exist here (the reason is given).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations, product
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from .effects import sum_contrast
+from .stats import level_key, welch_log_ratio
+
+VERDICTS = ("agree", "disagree", "inconclusive", "not tested")
+UNTESTED_STEADY = ("too_short", "no_intervals")
+METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn": "KiB written/txn",
+                 "read_kb_per_txn": "KiB read/txn", "mysqld_cpu_us_per_txn": "mysqld CPU/txn",
+                 "data_physical_bytes": "on-disk size", "steady": "steady runs",
+                 "fc_paused_pct_points": "flow-control paused time", "tps_ratio": "throughput",
+                 "lat_p95_ratio": "p95 latency", "lat_avg_ratio": "average latency", "tpmC": "tpmC"}
+FACTOR_WORDS = {"cache_pct": "cache", "block_size": "block", "compression": "compression", "medium": "medium",
+                "engine": "engine", "threads": "threads", "slave_threads": "appliers"}
+# The dataset of a run is fixed by these factors (sizes are measured once per dataset).
+DATASET_FACTORS = ("engine", "block_size", "compression", "workload")
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str  # letters only: used in macro names (claim<Id>Verdict ...)
+    seed: str  # "003"
+    where: str  # "slide 13"
+    text: str  # the seed's claim, short, in English
+    metric: str
+    band: tuple[float, float]  # the values of the estimate the claim asserts
+    test: str = "direction"  # "direction" | "within"
+    kind: str = "ratio"  # "ratio" (a/b) | "difference" (a - b) | "share"
+    factor: str | None = None
+    a: Any = None  # level, or "min", "max", "second-max", "emulated:pmem", "native"
+    b: Any = None
+    at: Mapping[str, Any] = field(default_factory=dict)
+    sources: tuple[str, ...] = ("storage",)  # study kinds that can test it, preferred first
+    stand_in: str = ""  # what stands in for the seed's condition (said in the table)
+    not_tested: str = ""  # set: never testable here, for this reason
+
+    @property
+    def null(self) -> float:
+        return 0.0 if self.kind == "difference" else 1.0
+
+
+@dataclass
+class Evidence:
+    """What a study offers the claims: its processed runs and, for Galera, its effect table."""
+
+    experiment: str
+    kind: str
+    runs: pd.DataFrame
+    level_order: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    replication: pd.DataFrame | None = None
+
+
+@dataclass
+class Estimate:
+    estimate: float
+    ci_lo: float
+    ci_hi: float
+    basis: str
+    n: int
+    compared: str = ""
+
+
+class NotTestable(Exception):
+    """The data cannot answer this claim (the message says why)."""
+
+
+# ============================================================================ the claims
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("blockSmallCache", "003", "slide 13",
+          "4\\,KB blocks give up to 10\\,\\% more throughput than 16\\,KB on PMEM without a block cache",
+          "tps", (1.0, 1.10), factor="block_size", a="4k", b="16k",
+          at={"engine": "myrocks", "cache_pct": "min", "medium": "emulated:pmem"}, sources=("tpcc", "storage"),
+          stand_in="lowest cache level for a disabled block cache"),
+    Claim("blockLargeCache", "003", "slide 13",
+          "with the block cache enabled, 4\\,KB and 16\\,KB blocks differ negligibly",
+          "tps", (0.95, 1.05), test="within", factor="block_size", a="4k", b="16k",
+          at={"engine": "myrocks", "cache_pct": "max"}, sources=("tpcc", "storage")),
+    Claim("blockSize", "003", "slide 13", "4\\,KB blocks may grow the dataset by up to 10\\,\\%",
+          "data_physical_bytes", (1.0, 1.10), factor="block_size", a="4k", b="16k", at={"engine": "myrocks"},
+          sources=("tpcc", "storage")),
+    Claim("lzFourTps", "003", "slide 14", "lz4 costs almost no throughput (PMEM)",
+          "tps", (0.95, 1.05), test="within", factor="compression", a="lz4", b="none",
+          at={"engine": "myrocks", "medium": "emulated:pmem"}, sources=("tpcc", "storage")),
+    Claim("lzFourSize", "003", "slide 14", "the lz4 dataset is 4$\\times$ smaller than the uncompressed one",
+          "data_physical_bytes", (0.20, 0.33), test="within", factor="compression", a="lz4", b="none",
+          at={"engine": "myrocks"}, sources=("tpcc", "storage")),
+    Claim("lzFourWrites", "003", "slide 14", "lz4 cuts the write rate by up to 2.5$\\times$",
+          "write_kb_per_txn", (0.40, 1.0), factor="compression", a="lz4", b="none", at={"engine": "myrocks"},
+          sources=("tpcc", "storage")),
+    Claim("pmemNoCache", "003", "slide 15",
+          "without a block cache, PMEM outperforms NVMe by up to 4$\\times$",
+          "tps", (1.0, 4.0), factor="medium", a="emulated:pmem", b="native",
+          at={"engine": "myrocks", "cache_pct": "min"}, sources=("tpcc", "storage"),
+          stand_in="tmpfs (RAM) for PMEM, the root disk for NVMe, lowest cache level for no block cache"),
+    Claim("pmemCache", "003", "slide 15",
+          "with the block cache enabled, PMEM's advantage over NVMe is up to 25\\,\\%",
+          "tps", (1.0, 1.25), factor="medium", a="emulated:pmem", b="native",
+          at={"engine": "myrocks", "cache_pct": "max"}, sources=("tpcc", "storage"),
+          stand_in="tmpfs (RAM) for PMEM, the root disk for NVMe"),
+    Claim("bufferPool", "001", "section 3",
+          "throughput grows with the InnoDB buffer pool share of the data (25 to 100\\,\\%)",
+          "tps", (0.0, 1.0), factor="cache_pct", a="min", b="max", at={"engine": "innodb"},
+          sources=("threads", "storage")),
+    Claim("threadsScale", "001", "section 3", "throughput rises with client threads (8 to 128)",
+          "tps", (1.0, math.inf), factor="threads", a="max", b="min", sources=("threads",)),
+    Claim("remoteNvme", "001", "section 3.1",
+          "NVMe pooled over InfiniBand outperforms local NVMe, less so at high concurrency",
+          "tps", (1.0, math.inf),
+          not_tested="no NVMe-oF/InfiniBand storage on this machine"),
+    Claim("applierPause", "002", "flow-control charts",
+          "16 applier threads cut flow-control pauses (from 64\\,\\% to 20\\,\\% of the time)",
+          "fc_paused_pct_points", (-100.0, 0.0), kind="difference", factor="slave_threads", a="max", b=1,
+          sources=("galera",)),
+    Claim("applierTps", "002", "throughput chart", "16 applier threads give about 11\\,\\% more throughput",
+          "tps_ratio", (1.0, 1.25), factor="slave_threads", a="max", b=1, sources=("galera",)),
+    Claim("applierLatency", "002", "latency chart",
+          "one applier thread has 27\\,\\% higher average latency than 16",
+          "lat_avg_ratio", (0.70, 1.0), factor="slave_threads", a="max", b=1, sources=("galera",)),
+    Claim("steadyRuns", "000", "per-second charts",
+          "after warm-up, per-second throughput is stable over the run", "steady", (0.90, 1.0),
+          test="within", kind="share", sources=("storage", "threads", "tpcc")),
+    Claim("saturationTps", "000", "single-server scaling",
+          "past saturation, more client threads add no throughput", "tps", (0.0, 1.05), test="within",
+          factor="threads", a="max", b="second-max", sources=("threads",)),
+    Claim("saturationLatency", "000", "p95 latency chart", "past saturation, p95 latency grows with clients",
+          "p95_ms", (1.0, math.inf), factor="threads", a="max", b="second-max", sources=("threads",)),
+    Claim("overProvisioning", "004", "tablespace file systems",
+          "leaving 40\\,\\% of each NVMe unpartitioned keeps write throughput; a full drive halves it",
+          "tps", (1.0, math.inf),
+          not_tested="no NVMe here: loop devices have no flash translation layer to over-provision"),
+    Claim("raidChunk", "004", "log file system",
+          "RAID0 of two NVMe with 256\\,KB chunks carries 2--3\\,GB/s of sequential log writes",
+          "tps", (1.0, math.inf),
+          not_tested="no NVMe, and this kernel has no MD RAID (mdadm cannot create an array)"),
+)
+
+
+# ============================================================================ verdicts
+
+
+def verdict(ci_lo: float, ci_hi: float, band: tuple[float, float], test: str = "direction",
+            null: float = 1.0) -> str:
+    """The rule of the module docstring, for an interval [ci_lo, ci_hi] and a claimed band."""
+    if test not in ("direction", "within"):
+        raise ValueError(f"test: {test!r}; allowed: direction, within")
+    if not (np.isfinite(ci_lo) and np.isfinite(ci_hi)):
+        return "inconclusive"
+    lo, hi = band
+    overlaps = ci_lo <= hi and ci_hi >= lo
+    if not overlaps:
+        return "disagree"
+    if test == "within":
+        return "agree" if lo <= ci_lo and ci_hi <= hi else "inconclusive"
+    up = (lo + hi) / 2 > null if np.isfinite(hi) else lo >= null
+    excludes_null = ci_lo > null if up else ci_hi < null
+    return "agree" if excludes_null else "inconclusive"
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion k/n."""
+    if n == 0:
+        return math.nan, math.nan
+    z = sps.norm.ppf((1 + confidence) / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# ============================================================================ the model
+
+
+def _sort_key(k: Any) -> tuple[bool, float, str]:
+    number = isinstance(k, (int, float, np.number)) and not isinstance(k, bool)
+    return (not number, float(k) if number else 0.0, str(k))
+
+
+def ordered_levels(values: pd.Series, order: Sequence[Any] | None = None) -> list[Any]:
+    """Levels present in `values`: those of `order` first (in its order), the rest sorted."""
+    present = {level_key(v): v for v in values}
+    out = [v for v in (order or ()) if level_key(v) in present]
+    known = {level_key(v) for v in out}
+    return out + [present[k] for k in sorted((k for k in present if k not in known), key=_sort_key)]
+
+
+@dataclass
+class LogModel:
+    """OLS of log(metric) on sum-to-zero coded factors (main effects, two-way interactions if asked)."""
+
+    factors: list[str]
+    levels: dict[str, list[Any]]
+    terms: list[tuple[str, ...]]
+    params: np.ndarray
+    cov: np.ndarray
+    df_resid: int
+    n: int
+    name: str
+
+    def _coded(self, f: str, level: Any) -> np.ndarray:
+        keys = [level_key(v) for v in self.levels[f]]
+        if level_key(level) not in keys:
+            raise NotTestable(f"{f}={level} has no runs in the model (levels: "
+                              f"{', '.join(map(str, self.levels[f]))})")
+        return sum_contrast(len(keys))[keys.index(level_key(level))]
+
+    def row(self, at: Mapping[str, Any]) -> np.ndarray:
+        """The design row of the levels `at`, averaged over every level of the factors it leaves free
+        (whose sum-to-zero codes average to zero)."""
+        coded = {f: self._coded(f, at[f]) if f in at else np.zeros(len(self.levels[f]) - 1)
+                 for f in self.factors}
+        parts = [np.ones(1)]
+        for t in self.terms:
+            parts.append(coded[t[0]] if len(t) == 1 else np.kron(coded[t[0]], coded[t[1]]))
+        return np.concatenate(parts)
+
+    def contrast(self, at_a: Mapping[str, Any], at_b: Mapping[str, Any],
+                 confidence: float = 0.95) -> tuple[float, float, float]:
+        """log(metric) at `at_a` minus at `at_b`: estimate and CI on the log scale."""
+        L = self.row(at_a) - self.row(at_b)
+        est = float(L @ self.params)
+        se = float(math.sqrt(max(L @ self.cov @ L, 0.0)))
+        half = sps.t.ppf((1 + confidence) / 2, self.df_resid) * se
+        return est, est - half, est + half
+
+    def mean(self, at: Mapping[str, Any], confidence: float = 0.95) -> tuple[float, float, float]:
+        """Model geometric mean at `at` (others averaged): estimate and CI, back on the metric's scale."""
+        x = self.row(at)
+        est = float(x @ self.params)
+        se = float(math.sqrt(max(x @ self.cov @ x, 0.0)))
+        half = sps.t.ppf((1 + confidence) / 2, self.df_resid) * se
+        return math.exp(est), math.exp(est - half), math.exp(est + half)
+
+
+def positive_values(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Rows with a finite, positive metric (the model works on logarithms)."""
+    if metric not in runs.columns:
+        return runs.iloc[0:0]
+    y = pd.to_numeric(runs[metric], errors="coerce")
+    return runs[np.isfinite(y) & (y > 0)]
+
+
+def varied(runs: pd.DataFrame, factors: Sequence[str]) -> list[str]:
+    return [f for f in factors if f in runs.columns and runs[f].map(level_key).nunique() > 1]
+
+
+def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps", *,
+                  interactions: bool = True,
+                  level_order: Mapping[str, Sequence[Any]] | None = None) -> LogModel | None:
+    """The factorial model of :func:`dbmatrix.effects.factorial_model` with its covariance kept, so that
+    any contrast can be estimated. None when not estimable (aliased terms or no residual df)."""
+    import statsmodels.api as sm
+
+    data = positive_values(runs, metric)
+    factors = varied(data, factors)
+    if not factors:
+        return None
+    y = np.log(pd.to_numeric(data[metric]).to_numpy(dtype=float))
+    levels = {f: ordered_levels(data[f], (level_order or {}).get(f)) for f in factors}
+    coded = {}
+    for f in factors:
+        keys = [level_key(v) for v in levels[f]]
+        codes = np.array([keys.index(level_key(v)) for v in data[f]], dtype=int)
+        coded[f] = sum_contrast(len(keys))[codes]
+    terms = [(f,) for f in factors] + (list(combinations(factors, 2)) if interactions else [])
+    blocks = [np.ones((y.size, 1))]
+    for t in terms:
+        if len(t) == 1:
+            blocks.append(coded[t[0]])
+        else:
+            a, b = coded[t[0]], coded[t[1]]
+            blocks.append((a[:, :, None] * b[:, None, :]).reshape(y.size, -1))
+    X = np.hstack(blocks)
+    if np.linalg.matrix_rank(X) < X.shape[1] or y.size - X.shape[1] < 1:
+        return None
+    fit = sm.OLS(y, X).fit()
+    return LogModel(factors, levels, terms, np.asarray(fit.params), np.asarray(fit.cov_params()),
+                    int(fit.df_resid), int(y.size), "main+2way" if interactions and len(factors) > 1 else "main")
+
+
+# ============================================================================ estimates
+
+
+def _numeric_levels(levels: list[Any], factor: str) -> list[float]:
+    try:
+        return sorted(float(v) for v in levels)
+    except (TypeError, ValueError):
+        raise NotTestable(f"{factor}: levels {levels} are not numbers, so min/max mean nothing") from None
+
+
+def resolve_level(runs: pd.DataFrame, factor: str, spec: Any) -> Any:
+    """A claim's level in this study's runs: a level as written, or min / max / second-max (numbers),
+    ``emulated:<device>`` (the medium emulating it), ``native`` (a medium emulating nothing)."""
+    if factor not in runs.columns:
+        raise NotTestable(f"no {factor} column in the runs")
+    present = ordered_levels(runs[factor])
+    if isinstance(spec, str) and spec in ("min", "max", "second-max"):
+        nums = _numeric_levels(present, factor)
+        if spec == "second-max" and len(nums) < 3:
+            raise NotTestable(f"{factor}: needs three levels to tell a saturation step, has {len(nums)}")
+        value = {"min": nums[0], "max": nums[-1], "second-max": nums[-2] if len(nums) > 1 else nums[0]}[spec]
+        return next(v for v in present if float(v) == value)
+    if isinstance(spec, str) and (spec.startswith("emulated:") or spec == "native"):
+        if "emulated" not in runs.columns:
+            raise NotTestable("the runs do not record which media are emulated")
+        emu = runs.groupby(runs[factor].map(level_key), sort=False)["emulated"].first()
+        if spec == "native":
+            hits = [lv for lv in present if not _text(emu.get(level_key(lv)))]
+        else:
+            device = spec.split(":", 1)[1]
+            hits = [lv for lv in present if _text(emu.get(level_key(lv))).startswith(device)]
+        if not hits:
+            raise NotTestable(f"{factor}: no level {'emulates nothing' if spec == 'native' else 'emulates ' + spec[9:]}")
+        return hits[0]
+    for v in present:
+        if level_key(v) == level_key(spec) or str(v) == str(spec):
+            return v
+    raise NotTestable(f"{factor}={spec} was not measured (levels: {', '.join(map(str, present))})")
+
+
+def _text(v: Any) -> str:
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
+def _describe(at: Mapping[str, Any]) -> str:
+    return ", ".join(f"{FACTOR_WORDS.get(f, f)} {v}{' %' if f == 'cache_pct' else ''}" for f, v in at.items())
+
+
+def _compared(factor: str, a: Any, b: Any, at: Mapping[str, Any]) -> str:
+    unit = " %" if factor == "cache_pct" else ""
+    return (f"{FACTOR_WORDS.get(factor, factor)} {a}{unit} / {b}{unit}"
+            + (f" at {_describe(at)}" if at else ""))
+
+
+def _condition(runs: pd.DataFrame, at: Mapping[str, Any]) -> pd.DataFrame:
+    mask = np.ones(len(runs), dtype=bool)
+    for f, v in at.items():
+        mask &= (runs[f].map(level_key) == level_key(v)).to_numpy()
+    return runs[mask]
+
+
+def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
+                   at: Mapping[str, Any] | None = None, *, factors: Sequence[str] | None = None,
+                   level_order: Mapping[str, Sequence[Any]] | None = None) -> Estimate:
+    """Ratio a/b of `metric` between two levels of `factor` at the levels `at` (see the module docstring:
+    matched cells, else the two-way model's contrast, else a main-effects model at the conditions)."""
+    at = dict(at or {})
+    data = positive_values(runs, metric)
+    if data.empty:
+        raise NotTestable(f"{METRIC_LABELS.get(metric, metric)} was not measured")
+    candidates = list(factors) if factors is not None else [
+        f for f in ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload",
+                    "log_medium", "slave_threads", "write_to") if f in data.columns]
+    a, b = resolve_level(data, factor, a), resolve_level(data, factor, b)
+    if level_key(a) == level_key(b):
+        raise NotTestable(f"{factor}: {a} against itself")
+    at = {f: resolve_level(data, f, v) for f, v in at.items()}
+    compared = _compared(factor, a, b, at)
+    sub = _condition(data, at)
+    sub = sub[sub[factor].map(level_key).isin([level_key(a), level_key(b)])]
+    if not varied(sub, [f for f in candidates if f != factor]) and len(sub):
+        va = sub.loc[sub[factor].map(level_key) == level_key(a), metric].astype(float)
+        vb = sub.loc[sub[factor].map(level_key) == level_key(b), metric].astype(float)
+        if len(va) and len(vb):
+            w = welch_log_ratio(va, vb)
+            return Estimate(w["ratio"], w["ci_lo"], w["ci_hi"],
+                            f"matched cells, {len(va)}+{len(vb)} runs, Welch", len(va) + len(vb),
+                            compared)
+    order = level_order or {}
+    model = fit_log_model(data, candidates, metric, level_order=order)
+    if model is not None and model.name == "main+2way" and factor in model.factors:
+        held = {f: v for f, v in at.items() if f in model.factors}
+        est, lo, hi = model.contrast({**held, factor: a}, {**held, factor: b})
+        avg = [f for f in model.factors if f != factor and f not in held]
+        return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
+                        f"two-way model, {model.n} runs"
+                        + (f"; averaged over {', '.join(FACTOR_WORDS.get(f, f) for f in avg)}" if avg else ""),
+                        model.n, compared)
+    sub = _condition(data, at)
+    model = fit_log_model(sub, candidates, metric, interactions=False, level_order=order)
+    if model is None or factor not in model.factors:
+        raise NotTestable(f"{factor} {a} vs {b} is not estimable from the runs at {_describe(at) or 'all levels'}")
+    est, lo, hi = model.contrast({factor: a}, {factor: b})
+    others = [f for f in model.factors if f != factor]
+    return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
+                    f"main-effects model, {model.n} runs at the conditions (interactions aliased)"
+                    + (f"; averaged over {', '.join(FACTOR_WORDS.get(f, f) for f in others)}" if others else ""),
+                    model.n, compared)
+
+
+def dataset_ratio(runs: pd.DataFrame, factor: str, a: Any, b: Any,
+                  at: Mapping[str, Any] | None = None) -> Estimate:
+    """On-disk size ratio a/b over the dataset pairs that differ only in `factor`; the interval is the
+    range of the pairs' ratios (sizes are measured once per dataset: no repetitions)."""
+    if "data_physical_bytes" not in runs.columns or factor not in DATASET_FACTORS:
+        raise NotTestable(f"no dataset sizes per {factor}")
+    keys = [f for f in DATASET_FACTORS if f in runs.columns]
+    ds = runs.dropna(subset=["data_physical_bytes"]).groupby(keys, sort=True)["data_physical_bytes"].median()
+    ds = ds.reset_index()
+    a, b = resolve_level(ds, factor, a), resolve_level(ds, factor, b)
+    at = {f: resolve_level(ds, f, v) for f, v in (at or {}).items()}
+    ds = _condition(ds, at)
+    others = [f for f in keys if f != factor]
+    ratios = []
+    for _, g in ds.groupby([ds[f].map(level_key) for f in others], sort=True) if others else [((), ds)]:
+        sa = g.loc[g[factor].map(level_key) == level_key(a), "data_physical_bytes"]
+        sb = g.loc[g[factor].map(level_key) == level_key(b), "data_physical_bytes"]
+        if len(sa) and len(sb) and float(sb.iloc[0]) > 0:
+            ratios.append(float(sa.iloc[0]) / float(sb.iloc[0]))
+    if not ratios:
+        raise NotTestable(f"no pair of datasets differs only in {factor}")
+    gm = math.exp(float(np.mean(np.log(ratios))))
+    compared = _compared(factor, a, b, at)
+    return Estimate(gm, min(ratios), max(ratios),
+                    f"dataset sizes (du), {len(ratios)} pair{'s' if len(ratios) > 1 else ''}; range", len(ratios),
+                    compared)
+
+
+def steady_share(runs: pd.DataFrame) -> Estimate:
+    """Share of the runs long enough for the steady-state test that passed it, Wilson 95 % interval."""
+    if "steady" not in runs.columns:
+        raise NotTestable("no steady-state results in the runs")
+    reason = (runs["steady_reason"].astype(object).where(runs["steady_reason"].notna(), "")
+              if "steady_reason" in runs.columns else pd.Series("", index=runs.index, dtype=object))
+    tested = runs[runs["steady"].notna() & ~reason.isin(UNTESTED_STEADY)]
+    if tested.empty:
+        raise NotTestable("every run was too short for the steady-state test")
+    k = int(tested["steady"].astype(str).str.lower().isin(["true", "1", "1.0"]).sum())
+    lo, hi = wilson_interval(k, len(tested))
+    return Estimate(k / len(tested), lo, hi, f"steady-state test, {len(tested)} runs; Wilson",
+                    len(tested), "share of runs that settled")
+
+
+def replication_estimate(table: pd.DataFrame, metric: str) -> Estimate:
+    """A row of the replication study's effect table (``replication-effects.csv``)."""
+    rows = table[table["metric"] == metric] if "metric" in table.columns else table.iloc[0:0]
+    if rows.empty:
+        raise NotTestable(f"the replication study has no {metric}")
+    la, lb = pd.to_numeric(rows["level_a"], errors="coerce"), pd.to_numeric(rows["level_b"], errors="coerce")
+    rows = rows[(la == la.max()) & (lb == lb.min())] if la.notna().any() and lb.notna().any() else rows
+    rows = rows.assign(_n=pd.to_numeric(rows.get("n_a"), errors="coerce").fillna(0)
+                       + pd.to_numeric(rows.get("n_b"), errors="coerce").fillna(0))
+    r = rows.sort_values("_n", ascending=False, kind="stable").iloc[0]  # the highest level against the lowest
+    n = int(r["_n"])
+    return Estimate(float(r["estimate"]), float(r["ci_lo"]), float(r["ci_hi"]),
+                    f"replication study, Welch ({n} runs)", n,
+                    f"appliers {_level(r.get('level_a'))}/{_level(r.get('level_b'))}")
+
+
+def _level(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return _text(v)
+
+
+def estimate(claim: Claim, ev: Evidence) -> Estimate:
+    """The claim's estimate from one study (raises NotTestable with the reason)."""
+    if claim.kind == "share":
+        return steady_share(ev.runs)
+    if ev.kind == "galera" and claim.metric in ("fc_paused_pct_points", "tps_ratio", "lat_avg_ratio",
+                                                "lat_p95_ratio"):
+        if ev.replication is None or ev.replication.empty:
+            raise NotTestable("the replication study's effect table is missing")
+        return replication_estimate(ev.replication, claim.metric)
+    if claim.factor is None:
+        raise NotTestable("no factor to compare")
+    if claim.metric == "data_physical_bytes":
+        return dataset_ratio(ev.runs, claim.factor, claim.a, claim.b, claim.at)
+    runs = ev.runs
+    if "rate_fraction" in runs.columns:
+        runs = runs[pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0) == 0]
+    return ratio_estimate(runs, claim.metric, claim.factor, claim.a, claim.b, claim.at,
+                          level_order=ev.level_order)
+
+
+VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",
+                   "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in")
+
+
+def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
+    """One row per claim: the first study (in the claim's preferred order of study kinds, then the order
+    given) that can test it, its estimate with the 95 % CI, and the verdict; else "not tested" and why."""
+    rows = []
+    for c in claims:
+        row: dict[str, Any] = {"id": c.id, "seed": c.seed, "where": c.where, "claim": c.text, "metric": c.metric,
+                               "kind": c.kind, "test": c.test, "band_lo": c.band[0], "band_hi": c.band[1],
+                               "study": "", "compared": "", "basis": "", "n": 0, "estimate": math.nan,
+                               "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
+                               "stand_in": c.stand_in}
+        if c.not_tested:
+            row["reason"] = c.not_tested
+            rows.append(row)
+            continue
+        pool = [e for k in c.sources for e in evidence if e.kind == k]
+        if c.kind == "share":  # stability is a property of every standalone run of the build
+            pool = [Evidence("+".join(e.experiment for e in pool), "pooled",
+                             pd.concat([e.runs for e in pool], ignore_index=True))] if pool else []
+        reasons = []
+        for ev in pool:
+            try:
+                est = estimate(c, ev)
+            except NotTestable as exc:
+                reasons.append(f"{ev.experiment}: {exc}")
+                continue
+            row.update(study=ev.experiment, compared=est.compared, basis=est.basis, n=est.n,
+                       estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi,
+                       verdict=verdict(est.ci_lo, est.ci_hi, c.band, c.test, c.null),
+                       reason="" if np.isfinite(est.ci_lo) else "no interval (too few repetitions)")
+            break
+        else:
+            row["reason"] = "; ".join(reasons) if reasons else (
+                "needs a " + " or ".join(c.sources) + " study; none in this build")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
+
+
+def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
+    return {v: int((table["verdict"] == v).sum()) for v in VERDICTS}
+
+
+def level_product(levels: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the given factors' levels (for model means over a grid)."""
+    keys = list(levels)
+    return [dict(zip(keys, combo)) for combo in product(*(levels[k] for k in keys))]

@@ -1,0 +1,151 @@
+"""Tests of dbmatrix.plots: the style, stable bytes with provenance and Type 42 fonts, and every figure
+function on small tidy tables (what it draws, and the clear error when its data is absent)."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from dbmatrix import plots
+from dbmatrix.paper import type3_fonts
+from dbmatrix.plots import FigureDataError
+
+
+def cells_threads() -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, runs = [], []
+    for cache, threads in itertools.product([25, 100], [1, 4, 16]):
+        cid = f"innodb-c{cache}-t{threads}"
+        mean = 300.0 * min(threads, 4) * (0.6 if cache == 25 else 1.0)
+        rows.append({"cell_id": cid, "cache_pct": cache, "threads": threads, "engine": "innodb", "mean": mean,
+                     "ci_lo": mean * 0.95, "ci_hi": mean * 1.05, "p95_ms": 2.0 * threads})
+        runs += [{"cell_id": cid, "threads": threads, "p95_ms": 2.0 * threads * f, "tps": mean * f}
+                 for f in (0.98, 1.0, 1.02)]
+    return pd.DataFrame(rows), pd.DataFrame(runs)
+
+
+def test_style_is_the_paper_style() -> None:
+    plots.apply_style()
+    assert plt.rcParams["pdf.fonttype"] == 42 and plt.rcParams["ps.fonttype"] == 42
+    assert plt.rcParams["svg.hashsalt"] == "dbmatrix"
+    assert plots.COLUMN_WIDTH_IN == pytest.approx(3.39) and plots.TEXT_WIDTH_IN > 2 * plots.COLUMN_WIDTH_IN
+
+
+def test_save_figure_is_byte_stable_with_provenance_and_no_type3(tmp_path: Path) -> None:
+    cells, runs = cells_threads()
+    out = []
+    for name in ("a", "b"):
+        fig, _ = plots.throughput_vs_threads(cells, runs)
+        out.append(plots.save_figure(fig, tmp_path / name, "fig", commit="abc123", data_sha="d1", title="T"))
+    for fa, fb in zip(*out):
+        assert fa.read_bytes() == fb.read_bytes(), fa.name
+    pdf = out[0][0].read_bytes()
+    assert b"CreationDate" not in pdf and b"dbmatrix data sha256:d1" in pdf and b"git:abc123" in pdf
+    assert type3_fonts(out[0][0]) == []
+    fonts = subprocess.run(["pdffonts", str(out[0][0])], capture_output=True, text=True, check=True).stdout
+    assert "CID TrueType" in fonts or "TrueType" in fonts  # Type 42: embedded TrueType
+    png = out[0][1].read_bytes()
+    assert png.startswith(b"\x89PNG") and b"git:abc123 data:d1" in png
+
+
+def test_throughput_vs_threads() -> None:
+    cells, runs = cells_threads()
+    fig, info = plots.throughput_vs_threads(cells, runs)
+    assert info == {"series": ["cache_pct"], "threads": [1, 4, 16]}
+    top, bottom = fig.axes
+    assert [t.get_text() for t in top.get_legend().get_texts()] == ["cache 25 %", "cache 100 %"]
+    assert bottom.get_xlabel() == "Client threads" and top.get_xscale() == "log"
+    plt.close(fig)
+    with pytest.raises(FigureDataError, match="client-thread levels"):
+        plots.throughput_vs_threads(cells[cells["threads"] == 4], runs)
+    with pytest.raises(FigureDataError, match="no data"):
+        plots.throughput_vs_threads(pd.DataFrame(), runs)
+
+
+def test_block_size_ratios_shade_the_claim() -> None:
+    t = pd.DataFrame({"engine": ["innodb", "innodb", "myrocks", "myrocks"], "cache_pct": [25, 100, 25, 100],
+                      "estimate": [1.5, 1.3, 1.02, 0.9], "ci_lo": [1.4, 1.2, 0.95, 0.8], "ci_hi": [1.6, 1.4, 1.1, 1.0]})
+    fig, info = plots.block_size_ratios(t)
+    ax = fig.axes[0]
+    assert info["engines"] == ["innodb", "myrocks"] and ax.get_ylabel() == "Throughput ratio 4k / 16k"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["25 %", "100 %"]
+    assert any(p.get_label().startswith("seed 003") for p in ax.patches)
+    plt.close(fig)
+    with pytest.raises(FigureDataError):
+        plots.block_size_ratios(t.iloc[0:0])
+
+
+def test_compression_panels_side_by_side() -> None:
+    means = pd.DataFrame({"engine": ["innodb", "innodb", "myrocks", "myrocks"],
+                          "compression": ["none", "lz4", "none", "lz4"], "mean": [1000.0, 600, 990, 960],
+                          "ci_lo": [950.0, 570, 940, 900], "ci_hi": [1050.0, 650, 1040, 1020]})
+    sizes = pd.DataFrame({"engine": ["innodb"] * 2 + ["myrocks"] * 2, "block_size": ["16k"] * 4,
+                          "compression": ["none", "lz4"] * 2, "data_physical_bytes": [80e6, 47e6, 42e6, 40e6]})
+    fig, _ = plots.compression_panels(means, sizes, means.assign(mean=[40.0, 120, 8, 8]))
+    assert len(fig.axes) == 3 and fig.get_size_inches()[0] == pytest.approx(plots.TEXT_WIDTH_IN)
+    assert [a.get_title(loc="left") for a in fig.axes] == ["a) throughput", "b) on-disk size",
+                                                          "c) writes per transaction"]
+    plt.close(fig)
+    fig, _ = plots.compression_panels(means, sizes, pd.DataFrame())
+    assert "not measured" in fig.axes[2].texts[0].get_text()
+    plt.close(fig)
+
+
+def test_medium_cache_labels_emulated_media() -> None:
+    rows = [{"engine": e, "medium": m, "cache_pct": c, "mean": 1000.0, "ci_lo": 900.0, "ci_hi": 1100.0,
+             "emulated": "pmem-fsdax" if m == "tmpfs" else None}
+            for e, m, c in itertools.product(["innodb", "myrocks"], ["disk", "tmpfs"], [25, 100])]
+    t = pd.DataFrame(rows)
+    fig, _info = plots.medium_cache(t, t.assign(mean=5.0, ci_lo=4.0, ci_hi=6.0))
+    labels = [x.get_text() for x in fig.legends[0].get_texts()]
+    assert "tmpfs (emulated pmem-fsdax), myrocks" in labels and "disk, innodb" in labels
+    plt.close(fig)
+    with pytest.raises(FigureDataError, match="two or more media"):
+        plots.medium_cache(t[t["medium"] == "disk"], t)
+
+
+def test_throughput_over_time() -> None:
+    iv = pd.DataFrame([{"run_id": f"{c}-r{r}", "cell_id": c, "t_s": t, "tps": 100.0 + t, "lat_ms": 5.0}
+                       for c in ("slow", "fast") for r in (1, 2) for t in range(1, 11)])
+    steady = pd.DataFrame({"run_id": ["slow-r1", "fast-r2"], "trim_s": [2.0, 0.0]})
+    fig, info = plots.throughput_over_time(iv, steady, ["slow", "fast"], {"slow": "the slow one"})
+    assert info["cells"] == ["slow", "fast"]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["the slow one", "fast"]
+    assert len(fig.axes[1].lines) == 4  # a p95 line per run
+    plt.close(fig)
+    with pytest.raises(FigureDataError, match="no per-second rows"):
+        plots.throughput_over_time(iv, steady, ["other"])
+
+
+def test_efficiency_vs_baseline() -> None:
+    t = pd.DataFrame({"label": ["a (baseline)", "b", "a (baseline)", "b"],
+                      "metric": ["mysqld_cpu_us_per_txn"] * 2 + ["write_kb_per_txn"] * 2,
+                      "ratio": [1.0, 2.0, 1.0, 0.5], "ci_lo": [0.9, 1.8, 0.9, np.nan],
+                      "ci_hi": [1.1, 2.2, 1.1, np.nan], "baseline_mean": [900.0, 900.0, 5.0, 5.0]})
+    fig, info = plots.efficiency_vs_baseline(t, "a")
+    assert info["metrics"] == ["mysqld_cpu_us_per_txn", "write_kb_per_txn"] and len(fig.axes) == 2
+    assert fig.axes[0].get_title().endswith("baseline 900")
+    plt.close(fig)
+    with pytest.raises(FigureDataError):
+        plots.efficiency_vs_baseline(t.assign(metric="tps"), "a")
+
+
+def test_metric_by_factor_summarises_the_selection() -> None:
+    runs = pd.DataFrame({"cache_pct": [25, 25, 100, 100, 25, 100], "engine": ["a", "a", "a", "a", "b", "b"],
+                         "tps": [1.0, 3.0, 10.0, 12.0, 5.0, 7.0]})
+    fig, info = plots.metric_by_factor(runs, "cache_pct", "tps", hue="engine")
+    s = info["summary"].set_index(["engine", "cache_pct"])
+    assert s.loc[("a", 25), "mean"] == 2.0 and s.loc[("a", 100), "n"] == 2
+    assert np.isnan(s.loc[("b", 25), "ci_lo"])  # one run: no interval
+    plt.close(fig)
+    with pytest.raises(FigureDataError, match="'nope' is not a column"):
+        plots.metric_by_factor(runs, "nope")
+
+
+def test_factor_effects_needs_a_model() -> None:
+    with pytest.raises(FigureDataError, match="factorial model"):
+        plots.factor_effects(pd.DataFrame())
