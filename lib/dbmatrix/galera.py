@@ -448,10 +448,10 @@ class GaleraCluster:
         filled by the caller, e.g. datasets.restore, and handed over with :meth:`chown_datadir`)."""
         for host, node, user in zip(self.hosts, self.nodes, self.run_as):
             q = shlex.quote
-            d, r = node.paths.datadir, node.rundir
-            host.run(f"rm -rf {q(d)} && mkdir -p {q(d)} {q(r)}")
+            d, r, t = node.paths.datadir, node.rundir, node.paths.tmpdir
+            host.run(f"rm -rf {q(d)} {q(t)} && mkdir -p {q(d)} {q(r)} {q(t)}")
             if user:
-                host.run(f"chown {q(user)}: {q(d)} {q(r)}")
+                host.run(f"chown {q(user)}: {q(d)} {q(r)} {q(t)}")
             self._check_reachable(host, node, user)
 
     def chown_datadir(self, index: int) -> None:

@@ -39,6 +39,12 @@ class ServerPaths:
     error_log: str
     port: int
 
+    @property
+    def tmpdir(self) -> str:
+        """The server's own temporary directory beside its socket: mariadbd deletes every ``#sql*`` file
+        in its tmpdir at startup, so servers sharing /tmp delete each other's temporary tables."""
+        return self.pid_file.removesuffix(".pid") + ".tmp"
+
     @classmethod
     def under(cls, rundir: str, datadir: str, name: str, port: int) -> ServerPaths:
         return cls(datadir, f"{rundir}/{name}.sock", f"{rundir}/{name}.pid", f"{rundir}/{name}.err", port)
@@ -120,6 +126,7 @@ def render_options(
         "--bind-address=127.0.0.1",
         f"--pid-file={paths.pid_file}",
         f"--log-error={paths.error_log}",
+        f"--tmpdir={paths.tmpdir}",
         "--skip-log-bin",
         "--skip-name-resolve",
         # Cold, identical starting state: never reload a saved buffer pool.
@@ -146,6 +153,9 @@ def install_db_command(cell: Cell, datadir: str, user: str) -> str:
     args = [
         "mariadb-install-db", "--no-defaults", f"--datadir={datadir}", f"--user={user}",
         "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+        # The bootstrap's temporary tables in its own datadir, not /tmp: a server starting meanwhile
+        # on the same machine would delete them (its startup removes every #sql* file in its tmpdir).
+        f"--tmpdir={datadir}",
     ]
     if cell.engine == "innodb":
         args.append(f"--innodb-page-size={cell.block_size}")
@@ -208,7 +218,7 @@ class MariaDBServer:
 
     def start(self, timeout_s: float = 120.0) -> None:
         rundir = self.paths.socket.rsplit("/", 1)[0]
-        self.host.run(f"mkdir -p {shlex.quote(rundir)}")
+        self.host.run(f"mkdir -p {shlex.quote(rundir)} {shlex.quote(self.paths.tmpdir)}")
         self.reap_orphan()
         q = shlex.quote
         self.host.run(f"rm -f {q(self.paths.socket)} {q(self.paths.pid_file)} {q(self.paths.error_log)}")

@@ -73,7 +73,7 @@ GALERA_FACTORS = ("slave_threads", "write_to")
 HARNESS_OPTIONS = frozenset({
     "innodb_buffer_pool_size", "innodb_page_size", "innodb_compression_algorithm",
     "rocksdb_block_cache_size", "rocksdb_block_size", "rocksdb_default_cf_options", "datadir",
-    "socket", "port", "bind_address", "pid_file", "log_error", "user", "no_defaults",
+    "socket", "port", "bind_address", "pid_file", "log_error", "tmpdir", "user", "no_defaults",
     "innodb_buffer_pool_load_at_startup", "innodb_buffer_pool_dump_at_shutdown", "plugin_load_add",
     "innodb_log_group_home_dir", "rocksdb_wal_dir",
     "wsrep_on", "wsrep_provider", "wsrep_cluster_address", "wsrep_node_address", "wsrep_provider_options",

@@ -50,6 +50,8 @@ def test_render_options_innodb_basics() -> None:
     assert "--port=13306" in o
     assert f"--pid-file={PATHS.pid_file}" in o
     assert f"--log-error={PATHS.error_log}" in o
+    # its own tmpdir: a server's startup deletes every #sql* file in its tmpdir, so shared /tmp is unsafe
+    assert PATHS.tmpdir == "/var/tmp/dbm/run/bench.tmp" and f"--tmpdir={PATHS.tmpdir}" in o
     assert "--innodb-buffer-pool-load-at-startup=OFF" in o
     assert "--innodb-buffer-pool-dump-at-shutdown=OFF" in o
     assert "--innodb-page-size=8k" in o
@@ -116,7 +118,7 @@ def test_constant_controlled_by_a_factor_or_harness_is_rejected(name: str) -> No
     assert f"server_options.{name}" in str(ei.value)
 
 
-@pytest.mark.parametrize("name", ["pid_file", "log_error", "innodb_buffer_pool_load_at_startup"])
+@pytest.mark.parametrize("name", ["pid_file", "log_error", "tmpdir", "innodb_buffer_pool_load_at_startup"])
 def test_constant_overriding_a_harness_option_is_rejected(name: str) -> None:
     with pytest.raises(SpecError):
         opts(cell(), constants={name: "ON"})
@@ -170,6 +172,7 @@ def test_install_db_command() -> None:
     assert "--datadir=/data/dir with space" in cmd
     assert "--user=mysql" in cmd
     assert "--innodb-page-size=4k" in cmd
+    assert "--tmpdir=/data/dir with space" in cmd  # the bootstrap's temporary tables stay in its datadir
     rocks = shlex.split(install_db_command(cell(engine="myrocks", block_size="4k"), "/d", "mysql"))
     assert not any(a.startswith("--innodb-page-size") for a in rocks)
 
