@@ -34,15 +34,16 @@ from .galera import (
     summarize_samples,
     wsrep_deltas,
 )
-from .mysqld import cache_bytes, constants_for, requested_cache_bytes
+from .mysqld import cache_bytes
 from .remote import Host, RunInterrupted
 from .runner import (
     HostContext,
     RunFailed,
+    StepClock,
     _fetch,
     _shielded,
-    base_manifest,
     parse_listening_ports,
+    run_manifest,
     sysbench_seed,
 )
 from .spec import Experiment, PlannedRun, SpecError
@@ -86,9 +87,7 @@ def execute_galera_run(ctxs: list[HostContext], exp: Experiment, run: PlannedRun
     cell = run.cell
     ctx1 = ctxs[0]
     host1 = ctx1.host
-    medium = ctx1.spec.media[cell.medium]
     cache = cache_bytes(cell, dataset.data_physical_bytes)
-    requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
     placement = exp.cpu_placement
     client_prefix = placement.prefix("client")
     w = exp.workload
@@ -96,27 +95,12 @@ def execute_galera_run(ctxs: list[HostContext], exp: Experiment, run: PlannedRun
     timeout = sync_timeout_s(dataset)
     staging = store.begin_run(run.run_id)
     state1 = ctx1.media.get(cell.medium)
-    manifest: dict[str, Any] = {
-        **base_manifest(exp, run, host1.name), "host_facts": ctx1.facts, "medium": medium.to_dict(),
-        "media_state": {cell.medium: state1.to_dict()} if hasattr(state1, "to_dict") else {},
-        "log_dir": None,
-        "versions": {"mariadb": ctx1.facts.get("mariadb_version"),
-                     "sysbench": ctx1.facts.get("sysbench_version")},
-        "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct, "cache_bytes": cache,
-        "cache_bytes_requested": requested, "cache_clamped_to_minimum": cache > requested,
-        "server_constants": constants_for(cell, exp.server_options),
-        "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
-        "sysbench_seed": seed, "steps": {}, "adaptive": run.adaptive,
-        "topology": {**asdict(topo), "hosts": [c.spec.name for c in ctxs]},
-        "cluster": {"sync_timeout_s": timeout}, "nodes": {}, "wsrep": {},
-    }
-    step = "plan"
-    t_step = time.monotonic()
-
-    def mark(next_step: str) -> None:
-        nonlocal step, t_step
-        manifest["steps"][step] = round(time.monotonic() - t_step, 3)
-        step, t_step = next_step, time.monotonic()
+    manifest = run_manifest(exp, run, ctx1, dataset,
+                            {cell.medium: state1.to_dict()} if hasattr(state1, "to_dict") else {})
+    manifest.update(log_dir=None, topology={**asdict(topo), "hosts": [c.spec.name for c in ctxs]},
+                    cluster={"sync_timeout_s": timeout}, nodes={}, wsrep={})
+    clock = StepClock(manifest["steps"], "plan")
+    mark = clock.mark
 
     def save(name: str, text: str) -> None:
         write_text_atomic(staging / name, text)
@@ -269,7 +253,7 @@ def execute_galera_run(ctxs: list[HostContext], exp: Experiment, run: PlannedRun
         raise
     except Exception as exc:  # noqa: BLE001 - any failure is recorded with its step; the matrix goes on
         manifest["status"] = "failed"
-        manifest["failed_step"] = step
+        manifest["failed_step"] = clock.step
         manifest["error"] = f"{type(exc).__name__}: {exc}"
         save("traceback.txt", traceback.format_exc())
         stop_monitors()
@@ -289,7 +273,7 @@ def execute_galera_run(ctxs: list[HostContext], exp: Experiment, run: PlannedRun
                 manifest["wsrep_samples"] = {"interval_s": samplers[0].interval_s, "errors": errors,
                                              "nodes": summarize_samples(parse_samples(
                                                  "".join(s.text for s in samplers)))}
-            if cluster is not None and step != "plan":
+            if cluster is not None and clock.step != "plan":
                 for n, h in zip(nodes, cluster.hosts):
                     _fetch(h, n.paths.error_log, staging / f"mariadbd-{n.name}.err")
     manifest["finished_utc"] = utc_now()

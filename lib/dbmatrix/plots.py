@@ -243,6 +243,19 @@ def _log_ratio_axis(ax: plt.Axes, values: np.ndarray) -> None:
 # ------------------------------------------------------------------------------------ figure 1
 
 
+def _finish_tps_p95(fig: plt.Figure, ax: plt.Axes, ax2: plt.Axes, xlabel: str, legend_size: float) -> None:
+    """Labels, zero-based y axes, grid, legend and spines of a throughput-over-p95 pair of panels."""
+    ax.set_ylabel("Throughput (txn/s)")
+    ax.set_ylim(bottom=0)
+    ax2.set_ylabel("p95 latency (ms)")
+    ax2.set_ylim(bottom=0)
+    ax2.set_xlabel(xlabel)
+    for a in (ax, ax2):
+        a.grid(axis="y", linewidth=0.4, alpha=0.5)
+    ax.legend(frameon=False, fontsize=legend_size)
+    sns.despine(fig)
+
+
 def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
     """Seed 001's chart: throughput (cell mean with its 95 % CI) and p95 latency (histograms merged
     across repetitions; faint dots: each repetition's p95) against client threads, one line per cache
@@ -276,15 +289,7 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.set_ylabel("Throughput (txn/s)")
-    ax.set_ylim(bottom=0)
-    ax2.set_ylabel("p95 latency (ms)")
-    ax2.set_ylim(bottom=0)
-    ax2.set_xlabel("Client threads")
-    for a in (ax, ax2):
-        a.grid(axis="y", linewidth=0.4, alpha=0.5)
-    ax.legend(frameon=False, fontsize=6)
-    sns.despine(fig)
+    _finish_tps_p95(fig, ax, ax2, "Client threads", legend_size=6)
     return fig, {"series": series, "threads": [int(t) for t in levels]}
 
 
@@ -460,15 +465,7 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
             if t0 is not None and np.isfinite(t0) and t0 > 0:
                 at = g.loc[(g["t_s"] - t0).abs().idxmin()]
                 ax.plot([at["t_s"]], [at["tps"]], marker="x", color=color, markersize=4, linewidth=0)
-    ax.set_ylabel("Throughput (txn/s)")
-    ax.set_ylim(bottom=0)
-    ax2.set_ylabel("p95 latency (ms)")
-    ax2.set_ylim(bottom=0)
-    ax2.set_xlabel("Time into the measured window (s)")
-    for a in (ax, ax2):
-        a.grid(axis="y", linewidth=0.4, alpha=0.5)
-    ax.legend(frameon=False, fontsize=5.5)
-    sns.despine(fig)
+    _finish_tps_p95(fig, ax, ax2, "Time into the measured window (s)", legend_size=5.5)
     return fig, {"cells": [c for c in cells if c in set(sel["cell_id"])]}
 
 

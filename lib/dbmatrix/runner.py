@@ -228,6 +228,39 @@ def open_loop_rate(store: ResultStore, cell: Cell) -> tuple[int, float]:
     return max(1, round(cell.rate_fraction * peak)), peak
 
 
+class StepClock:
+    """Seconds per step of a run, written into `steps` as each step ends; `step` is the one under way."""
+
+    def __init__(self, steps: dict[str, float], first: str) -> None:
+        self.steps, self.step, self._t = steps, first, time.monotonic()
+
+    def mark(self, next_step: str) -> None:
+        self.steps[self.step] = round(time.monotonic() - self._t, 3)
+        self.step, self._t = next_step, time.monotonic()
+
+
+def run_manifest(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: DatasetInfo,
+                 media_state: dict[str, Any]) -> dict[str, Any]:
+    """What every measured run's manifest starts with, a single server's or a cluster's (`ctx` is the
+    host of the server, or of node 1): identity, host facts, medium, dataset, cache sizing, server
+    constants, CPU placement and the sysbench seed; `steps` is filled by a :class:`StepClock`."""
+    cell = run.cell
+    cache = cache_bytes(cell, dataset.data_physical_bytes)
+    requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
+    placement = exp.cpu_placement
+    return {
+        **base_manifest(exp, run, ctx.host.name), "host_facts": ctx.facts,
+        "medium": ctx.spec.media[cell.medium].to_dict(), "media_state": media_state,
+        "versions": {"mariadb": ctx.facts.get("mariadb_version"),
+                     "sysbench": ctx.facts.get("sysbench_version")},
+        "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct, "cache_bytes": cache,
+        "cache_bytes_requested": requested, "cache_clamped_to_minimum": cache > requested,
+        "server_constants": constants_for(cell, exp.server_options),
+        "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
+        "sysbench_seed": sysbench_seed(exp.seed, run.run_id), "steps": {}, "adaptive": run.adaptive,
+    }
+
+
 def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: DatasetInfo,
                 store: ResultStore) -> dict[str, Any]:
     """Measure one run; always returns a committed manifest (ok or failed) unless interrupted."""
@@ -253,29 +286,12 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
         return sysbench.command_string([*client_prefix, *argv])
 
     staging = store.begin_run(run.run_id)
-    requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
     states = {n: ctx.media[n] for n in {cell.medium, cell.log_medium} - {"same"}}
-    manifest: dict[str, Any] = {
-        **base_manifest(exp, run, host.name), "host_facts": ctx.facts, "medium": medium.to_dict(),
-        "media_state": {n: st.to_dict() for n, st in sorted(states.items())},
-        "log_dir": log_dir,
-        "versions": {"mariadb": ctx.facts.get("mariadb_version"),
-                     "sysbench": ctx.facts.get("sysbench_version")},
-        "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct, "cache_bytes": cache,
-        "cache_bytes_requested": requested, "cache_clamped_to_minimum": cache > requested,
-        "server_constants": constants_for(cell, exp.server_options),
-        "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
-        "sysbench_seed": seed, "steps": {}, "adaptive": run.adaptive,
-        "server": {"command": server.command, "options": options},
-    }
+    manifest = run_manifest(exp, run, ctx, dataset, {n: st.to_dict() for n, st in sorted(states.items())})
+    manifest.update(log_dir=log_dir, server={"command": server.command, "options": options})
     devices = sorted({st.device for st in states.values() if st.device})
-    step = "restore"
-    t_step = time.monotonic()
-
-    def mark(next_step: str) -> None:
-        nonlocal step, t_step
-        manifest["steps"][step] = round(time.monotonic() - t_step, 3)
-        step, t_step = next_step, time.monotonic()
+    clock = StepClock(manifest["steps"], "restore")
+    mark = clock.mark
 
     def save(name: str, text: str) -> None:
         write_text_atomic(staging / name, text)
@@ -361,7 +377,7 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
         raise
     except Exception as exc:
         manifest["status"] = "failed"
-        manifest["failed_step"] = step
+        manifest["failed_step"] = clock.step
         manifest["error"] = f"{type(exc).__name__}: {exc}"
         save("traceback.txt", traceback.format_exc())
         if collectors is not None:
@@ -374,7 +390,7 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
         if collectors is not None and staging.is_dir():
             for name, text in collectors.texts.items():
                 save(f"{name}.txt", text)
-        if server.pid is None and step != "restore" and staging.is_dir():
+        if server.pid is None and clock.step != "restore" and staging.is_dir():
             _fetch(host, paths.error_log, staging / "mariadbd.err")
     manifest["finished_utc"] = utc_now()
     manifest["duration_s"] = round(time.monotonic() - t0, 3)
