@@ -15,6 +15,10 @@ What the namespaces share and what they do not: the file system is shared (so ea
 is not; and ``ip netns exec`` gives sshd its own mount namespace, so file systems mounted over SSH on
 a test host are visible to that host only and vanish with it.
 
+The two hosts reach each other, as the hosts of a Galera cluster spread over an inventory must: a
+second veth pair joins the namespaces directly, with a /32 route in each to the other's address (no
+forwarding in the root namespace, no other address involved).
+
 Teardown (also after failures, and after a failed setup): sshd is stopped by PID, every process
 left in the namespace (a test's mariadbd or sysbench) is TERMed then KILLed (found with
 ``ip netns pids``: they can only be ours), the namespace and the root-side veth are deleted. sshd
@@ -114,6 +118,7 @@ try:
         _log_tail,
         _stop,
         _wait_listening,
+        write_sshd_config,
     )
 except ImportError:  # loaded as a top-level module (tests/ on sys.path)
     from conftest_sshd import (  # type: ignore
@@ -122,6 +127,7 @@ except ImportError:  # loaded as a top-level module (tests/ on sys.path)
         _log_tail,
         _stop,
         _wait_listening,
+        write_sshd_config,
     )
 
 
@@ -144,6 +150,15 @@ class NetnsHost:
     workdir: str  # <tmp>/h1-work: datadirs, sockets, media of this host (the file system is shared)
     sshd_pid: int
     log_file: str  # sshd's stderr (-e)
+    sshd_config: str  # its configuration, to start it again (sshd rewrites its /proc cmdline)
+
+    def start_sshd_again(self, timeout_s: float = READY_TIMEOUT_S) -> int:
+        """Start this host's sshd again after a test killed it (a dropped-out host coming back); wait
+        until it listens. The namespace teardown stops it. Returns its PID."""
+        proc = _start_sshd(self.namespace, Path(self.sshd_config), Path(self.log_file))
+        if not _wait_listening(proc, self.address, self.port, timeout_s):
+            raise RuntimeError(f"sshd of {self.name} did not listen again; log:\n{_log_tail(Path(self.log_file))}")
+        return proc.pid
 
     def medium_paths(self, media: Mapping[str, Any] | Callable[[NetnsHost], Mapping[str, Any]] | None
                      ) -> dict[str, Any]:
@@ -245,24 +260,8 @@ def pick_free_blocks(count: int, used: list[ipaddress.IPv4Network], rng: random.
 
 
 def _sshd_config(d: Path, name: str, address: str, port: int, host_key: Path, authorized: Path) -> Path:
-    config = d / f"sshd_config-{name}"
-    config.write_text("\n".join([
-        f"ListenAddress {address}:{port}",
-        f"HostKey {host_key}",
-        f"PidFile {d / f'sshd-{name}.pid'}",
-        f"AuthorizedKeysFile {authorized}",
-        "PermitRootLogin prohibit-password",
-        "PubkeyAuthentication yes",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "UsePAM no",
-        "StrictModes no",
-        "Subsystem sftp internal-sftp",
-        "LogLevel VERBOSE",
-        "",
-    ]))
-    subprocess.run([SSHD, "-t", "-f", str(config)], check=True, capture_output=True, stdin=subprocess.DEVNULL)
-    return config
+    return write_sshd_config(d / f"sshd_config-{name}", address, port, host_key, d / f"sshd-{name}.pid",
+                             authorized)
 
 
 def _skip_reason() -> str | None:
@@ -297,6 +296,18 @@ def _add_host_network(ns: str, veth_root: str, veth_ns: str, block: ipaddress.IP
     _ip("-n", ns, "link", "set", veth_ns, "up")
     _ip("-n", ns, "link", "set", "lo", "up")
     return gw, addr
+
+
+def _link_hosts(ns1: str, ns2: str, addr1: str, addr2: str, veth: str, cleanup: contextlib.ExitStack) -> None:
+    """A direct veth link between two namespaces, and a route in each to the other's address over it."""
+    a, b = f"{veth}1", f"{veth}2"
+    cleanup.callback(lambda: os.path.exists(f"/sys/class/net/{a}") and _ip("link", "del", a, check=False))
+    _ip("link", "add", a, "type", "veth", "peer", "name", b)
+    _ip("link", "set", a, "netns", ns1)
+    _ip("link", "set", b, "netns", ns2)
+    for ns, dev, mine, other in ((ns1, a, addr1, addr2), (ns2, b, addr2, addr1)):
+        _ip("-n", ns, "link", "set", dev, "up")
+        _ip("-n", ns, "route", "add", f"{other}/32", "dev", dev, "src", mine)
 
 
 def _start_sshd(ns: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -361,6 +372,8 @@ def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHosts
                 ns, veth_root, veth_ns = names[h]
                 addrs[h] = _add_host_network(ns, veth_root, veth_ns, block, cleanup)
 
+        _link_hosts(names["h1"][0], names["h2"][0], addrs["h1"][1], addrs["h2"][1], f"dbmx{tag}x", cleanup)
+
         port = 22
         procs: dict[str, subprocess.Popen[bytes]] = {}
         for h in labels:
@@ -394,6 +407,7 @@ def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHosts
                 wrong_known_hosts=str(wrong), empty_known_hosts=str(empty),
                 host_pubkey=pub(keys / f"host_{h}_ed25519.pub"), workdir=str(workdir),
                 sshd_pid=procs[h].pid, log_file=str(keys / f"sshd-{h}.log"),
+                sshd_config=str(keys / f"sshd_config-{h}"),
             ))
         info = NetnsHosts(tuple(hosts), str(base))
         (base / "timing.txt").write_text(f"setup_s {time.monotonic() - started:.3f}\n")

@@ -132,6 +132,28 @@ def _wait_listening(proc: subprocess.Popen, address: str, port: int, timeout: fl
     return False
 
 
+def write_sshd_config(config: Path, address: str, port: int, host_key: Path, pid_file: Path,
+                      authorized: Path) -> Path:
+    """A throwaway sshd's configuration: keys only, root by key, no PAM, sftp built in; checked by `sshd -t`."""
+    config.write_text("\n".join([
+        f"ListenAddress {address}:{port}",
+        f"HostKey {host_key}",
+        f"PidFile {pid_file}",
+        f"AuthorizedKeysFile {authorized}",
+        "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        "StrictModes no",  # keys under /tmp (mode 1777) would be refused otherwise
+        "Subsystem sftp internal-sftp",
+        "LogLevel VERBOSE",
+        "",
+    ]))
+    subprocess.run([SSHD, "-t", "-f", str(config)], check=True, capture_output=True, stdin=subprocess.DEVNULL)
+    return config
+
+
 @pytest.fixture(scope="session")
 def sshd_host(tmp_path_factory: pytest.TempPathFactory):
     """Start a real sshd on 127.0.0.1:<free port>; yield :class:`SSHDInfo`; stop it at session end."""
@@ -160,25 +182,7 @@ def sshd_host(tmp_path_factory: pytest.TempPathFactory):
     port = 0
     for _attempt in range(3):  # another process may grab the probed port before sshd binds it
         port = _free_port(address)
-        config.write_text(
-            "\n".join([
-                f"ListenAddress {address}:{port}",
-                f"HostKey {host_key}",
-                f"PidFile {pid_file}",
-                f"AuthorizedKeysFile {authorized}",
-                "PermitRootLogin prohibit-password",
-                "PubkeyAuthentication yes",
-                "PasswordAuthentication no",
-                "KbdInteractiveAuthentication no",
-                "UsePAM no",
-                "StrictModes no",
-                "Subsystem sftp internal-sftp",
-                "LogLevel VERBOSE",
-                "",
-            ])
-        )
-        subprocess.run([SSHD, "-t", "-f", str(config)], check=True, capture_output=True,
-                       stdin=subprocess.DEVNULL)
+        write_sshd_config(config, address, port, host_key, pid_file, authorized)
         with open(log, "ab") as logf:
             proc = subprocess.Popen(
                 [SSHD, "-D", "-e", "-f", str(config)],
