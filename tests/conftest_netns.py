@@ -152,6 +152,19 @@ class NetnsHost:
     log_file: str  # sshd's stderr (-e)
     sshd_config: str  # its configuration, to start it again (sshd rewrites its /proc cmdline)
 
+    def processes(self, *names: str) -> list[int]:
+        """PIDs of the processes running in this host's namespace, only those named `names` if given
+        (by /proc/PID/comm, e.g. "mariadbd", "sysbench", "sshd")."""
+        pids = []
+        for pid in namespace_pids(self.namespace):
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:  # gone meanwhile
+                continue
+            if not names or comm in names:
+                pids.append(pid)
+        return pids
+
     def start_sshd_again(self, timeout_s: float = READY_TIMEOUT_S) -> int:
         """Start this host's sshd again after a test killed it (a dropped-out host coming back); wait
         until it listens. The namespace teardown stops it. Returns its PID."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -37,18 +36,6 @@ def _study(tmp: Path, netns_hosts, name: str, reps: int = 1):
     spec.write_text(yaml.safe_dump({**SPEC, "experiment": name, "repetitions": reps}))
     inv = netns_hosts.inventory_yaml(tmp / f"{name}-inventory.yaml")
     return load_study("smoke", spec=spec, inventory=inv, results_dir=tmp / name)
-
-
-def _ns_pids(namespace: str) -> list[int]:
-    out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
 
 
 def test_matrix_split_across_two_ssh_hosts(tmp_path: Path, netns_hosts) -> None:
@@ -81,19 +68,17 @@ def test_matrix_split_across_two_ssh_hosts(tmp_path: Path, netns_hosts) -> None:
 class HostDropper(threading.Thread):
     """Kills every sshd of host h2 (listener and sessions) once h2 measures: the host drops out."""
 
-    def __init__(self, namespace: str):
+    def __init__(self, host):  # a conftest_netns.NetnsHost
         super().__init__(daemon=True)
-        self.namespace = namespace
+        self.host = host
         self.dropped = threading.Event()
         self.stop_flag = threading.Event()
 
     def run(self) -> None:
         while not self.stop_flag.is_set():
-            pids = _ns_pids(self.namespace)
-            if any(_comm(p) == "sysbench" for p in pids):
+            if self.host.processes("sysbench"):
                 time.sleep(0.5)
-                sshd = [p for p in _ns_pids(self.namespace) if _comm(p) == "sshd"]
-                for p in sshd:
+                for p in self.host.processes("sshd"):
                     try:
                         os.kill(p, signal.SIGKILL)
                     except ProcessLookupError:
@@ -106,7 +91,7 @@ class HostDropper(threading.Thread):
 def test_a_host_that_drops_out_is_retired_and_the_rest_goes_on(tmp_path: Path, netns_hosts) -> None:
     study = _study(tmp_path, netns_hosts, "it-fleet-drop")
     h2 = netns_hosts["h2"]
-    dropper = HostDropper(h2.namespace)
+    dropper = HostDropper(h2)
     dropper.start()
     try:
         counts = run_study(study, progress=False)
@@ -114,9 +99,8 @@ def test_a_host_that_drops_out_is_retired_and_the_rest_goes_on(tmp_path: Path, n
         dropper.stop_flag.set()
         dropper.join(5)
         # what h2 left running (mariadbd, sysbench) belongs to this test: stop it by PID
-        for p in _ns_pids(h2.namespace):
-            if _comm(p) in ("mariadbd", "sysbench"):
-                os.kill(p, signal.SIGKILL)
+        for p in h2.processes("mariadbd", "sysbench"):
+            os.kill(p, signal.SIGKILL)
         if dropper.dropped.is_set():
             h2.start_sshd_again()  # h2 comes back: for the rerun below and the session's other tests
     assert dropper.dropped.is_set()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -32,18 +31,6 @@ SPEC = {
     "repetitions": 1, "seed": 11, "warmup_s": 1, "measure_s": 4,
     "server_options": {"innodb_log_file_size": "16M", "innodb_flush_log_at_trx_commit": 1},
 }
-
-
-def _mariadbd_in(namespace: str) -> list[int]:
-    out = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout
-    pids = []
-    for p in out.split():
-        try:
-            if Path(f"/proc/{p}/comm").read_text().strip() == "mariadbd":
-                pids.append(int(p))
-        except OSError:
-            pass
-    return pids
 
 
 @pytest.fixture
@@ -86,4 +73,4 @@ def test_a_cluster_spread_over_two_hosts_runs_a_cell(spread_study, netns_hosts) 
     run_dir = spread_study.store.root / "raw" / m["run_id"]
     assert {p.name for p in run_dir.glob("mariadbd-node*.err")} == {f"mariadbd-node{i}.err" for i in (1, 2, 3)}
     for h in netns_hosts:
-        assert _mariadbd_in(h.namespace) == [], f"a node left running on {h.name}"
+        assert h.processes("mariadbd") == [], f"a node left running on {h.name}"
