@@ -39,7 +39,7 @@ $(PY_STAMP): pyproject.toml constraints.txt
 	touch $@
 
 # OS packages through the same host-setup code that prepares remote hosts (idempotent).
-$(OS_STAMP): $(PY_STAMP) lib/dbmatrix/hostsetup.py
+$(OS_STAMP): $(PY_STAMP) lib/dbmatrix/hosts/setup.py
 	$(BIN)/dbmatrix setup --roles server,paper,test
 	touch $@
 
@@ -56,10 +56,11 @@ run: setup
 # its processed tables (stamp: processed/analysis.json) from its raw manifests, spec and the analysis code.
 # It is rewritten only when its content changes (another PROFILE or DATA, runs appearing in data/runs), so
 # that change rebuilds what depends on it; make re-reads it before deciding anything else.
-ANALYSIS_CODE := $(wildcard $(addprefix lib/dbmatrix/,analysis.py stats.py effects.py store.py sysbench.py \
-                 collect.py spec.py steps.py replication.py))
-FIGURE_CODE := $(wildcard $(addprefix lib/dbmatrix/,plots.py plots_replication.py paper.py claims.py \
-               analysis.py steps.py study.py paths.py replication.py)) notebooks/30-figures.ipynb \
+# Code dependencies come from the packages: what analysing reads (analyse/, the workload parsers, the store
+# and the spec) and what publishing adds (publish/ and the steps that drive it).
+PKG_CODE = $(shell find $(addprefix lib/dbmatrix/,$(1)) -name '*.py' 2>/dev/null | sort)
+ANALYSIS_CODE := $(call PKG_CODE,analyse workload spec hosts/collect.py store.py steps.py study.py paths.py)
+FIGURE_CODE := $(ANALYSIS_CODE) $(call PKG_CODE,publish) notebooks/30-figures.ipynb \
                notebooks/params/$(PROFILE).yaml
 STUDY_STAMPS :=
 FIGURE_GOALS := figures paper $(GEN)/provenance.json paper/main.pdf

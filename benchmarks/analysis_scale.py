@@ -19,10 +19,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from dbmatrix import analysis, sysbench
-from dbmatrix.effects import factorial_model, pairwise_comparisons
-from dbmatrix.spec import Experiment, parse_experiment
-from dbmatrix.stats import merged_percentiles, noise_report, ratios_to_baseline_cells, steady_state
+from dbmatrix.analyse import tables as analysis
+from dbmatrix.workload import sysbench
+from dbmatrix.analyse.effects import factorial_model, pairwise_comparisons
+from dbmatrix.spec.experiment import Experiment, parse_experiment
+from dbmatrix.analyse.stats import merged_percentiles, noise_report, ratios_to_baseline_cells, steady_state
 
 
 def design(n_cells: int) -> Experiment:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from dbmatrix.runner import run_study
+from dbmatrix.run.matrix import run_study
 from dbmatrix.study import load_study
 
 RUNS_SPEC = {

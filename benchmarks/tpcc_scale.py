@@ -19,9 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dbmatrix import sysbench, tpcc
-from dbmatrix.datasets import measure_sizes
-from dbmatrix.mysqld import (
+from dbmatrix.workload import sysbench, tpcc
+
+from dbmatrix.workload.commands import check_consistency
+from dbmatrix.run.datasets import measure_sizes
+from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,
     install_db_command,
@@ -29,9 +31,9 @@ from dbmatrix.mysqld import (
     server_user,
     table_engine,
 )
-from dbmatrix.remote import LocalHost
-from dbmatrix.runner import free_port
-from dbmatrix.spec import Cell
+from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.run.matrix import free_port
+from dbmatrix.spec.experiment import Cell
 
 MiB = 1024 * 1024
 
@@ -69,7 +71,7 @@ def measure_engine(host: LocalHost, workdir: Path, engine: str, args: argparse.N
             row.update(tpmC=round(rep["tpmC"], 1), tps=out.summary["tps"],
                        retries=sum(v["retried"] for v in rep["transactions"].values()),
                        new_order_avg_ms=rep["transactions"]["new_order"]["avg_ms"])
-            check = tpcc.check_consistency(host, socket=paths.socket, script=script, tables=args.tables,
+            check = check_consistency(host, socket=paths.socket, script=script, tables=args.tables,
                                            scale=args.warehouses)
             row["consistent_1_4"] = check.passed
     finally:

@@ -194,17 +194,17 @@ class NetnsHost:
         return {k: fill(v) for k, v in media.items()}
 
     def inventory_entry(self, media: Any = None) -> dict[str, Any]:
-        """This host in the inventory format of :mod:`dbmatrix.inventory`."""
+        """This host in the inventory format of :mod:`dbmatrix.hosts.inventory`."""
         return {"name": self.name, "address": self.address, "user": self.user, "port": self.port,
                 "key_file": self.key_file, "known_hosts": self.known_hosts, "workdir": self.workdir,
                 "media": self.medium_paths(media)}
 
-    def host_spec(self, media: Any = None):  # -> dbmatrix.inventory.HostSpec
-        from dbmatrix.inventory import parse_inventory
+    def host_spec(self, media: Any = None):  # -> dbmatrix.hosts.inventory.HostSpec
+        from dbmatrix.hosts.inventory import parse_inventory
 
         return parse_inventory({"hosts": [self.inventory_entry(media)]}).hosts[0]
 
-    def connect(self):  # -> dbmatrix.remote.SSHHost, through HostSpec.connect() as a study does
+    def connect(self):  # -> dbmatrix.hosts.remote.SSHHost, through HostSpec.connect() as a study does
         return self.host_spec().connect()
 
 
@@ -241,8 +241,8 @@ class NetnsHosts:
         target.write_text(yaml.safe_dump(self.inventory_dict(media), sort_keys=False))
         return str(target)
 
-    def inventory(self, media: Any = None):  # -> dbmatrix.inventory.Inventory
-        from dbmatrix.inventory import parse_inventory
+    def inventory(self, media: Any = None):  # -> dbmatrix.hosts.inventory.Inventory
+        from dbmatrix.hosts.inventory import parse_inventory
 
         return parse_inventory(self.inventory_dict(media))
 

@@ -8,16 +8,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import paths
-from .remote import RunInterrupted
-from .spec import SpecError
+from dbmatrix import paths
+from dbmatrix.hosts.remote import RunInterrupted
+from dbmatrix.spec.experiment import SpecError
 
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
 
 
 def _studies(args: argparse.Namespace, for_run: bool = True) -> list:
     """The profile's studies (or the one --spec), with results for running or for reading."""
-    from .study import load_studies
+    from dbmatrix.study import load_studies
 
     return load_studies(args.profile, spec=args.spec, inventory=args.inventory, results_dir=args.results,
                         data=getattr(args, "data", None), for_run=for_run)
@@ -28,7 +28,7 @@ def _study(args: argparse.Namespace):
 
 
 def _plan_one(study) -> None:
-    from .runner import format_duration, media_used, summarize_plan
+    from dbmatrix.run.matrix import format_duration, media_used, summarize_plan
 
     exp = study.experiment
     s = summarize_plan(exp)
@@ -61,7 +61,7 @@ def _plan_one(study) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .runner import format_duration, summarize_plan
+    from dbmatrix.run.matrix import format_duration, summarize_plan
 
     studies = _studies(args)
     for i, study in enumerate(studies):
@@ -75,7 +75,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .runner import run_study
+    from dbmatrix.run.matrix import run_study
 
     failed = 0
     for study in _studies(args):
@@ -87,7 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from .runner import format_duration, study_status, time_accounting
+    from dbmatrix.run.matrix import format_duration, study_status, time_accounting
 
     for study in _studies(args):
         st = study_status(study)
@@ -107,7 +107,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_sources(args: argparse.Namespace) -> int:
     """Where figures and the paper read each study's data (runs, else the committed reference)."""
-    from .study import make_rules, sources
+    from dbmatrix.study import make_rules, sources
 
     studies = _studies(args, for_run=False)
     if args.make:
@@ -122,7 +122,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Notebook 20 without the notebook: processed tables of every study that has data."""
-    from . import steps
+    from dbmatrix import steps
 
     for study in _studies(args, for_run=False):
         if not study.has_data():
@@ -136,7 +136,7 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
 def cmd_figures(args: argparse.Namespace) -> int:
     """Notebook 30 without the notebook: figures and the paper's generated inputs."""
-    from . import steps
+    from dbmatrix import steps
 
     out = steps.make_figures(_studies(args, for_run=False), data=args.data,
                              timeline_cells=args.timeline_cells.split(",") if args.timeline_cells else None)
@@ -148,9 +148,9 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from .hostsetup import setup_packages
-    from .inventory import load_inventory
-    from .remote import LocalHost
+    from dbmatrix.hosts.setup import setup_packages
+    from dbmatrix.hosts.inventory import load_inventory
+    from dbmatrix.hosts.remote import LocalHost
 
     roles = tuple(r for r in args.roles.split(",") if r)
     hosts = load_inventory(args.inventory).hosts if args.inventory else None
@@ -171,7 +171,7 @@ def notebook_parameters(profile: str, results: str | None = None, spec: str | No
     """What papermill injects: the profile, and the overrides given. Directories are made absolute here
     (the notebooks run in notebooks/); spec and inventory paths stay as given (relative ones are
     resolved against the repository, as in the params files)."""
-    from .study import profile_params
+    from dbmatrix.study import profile_params
 
     injected: dict[str, object] = {"profile": profile, "inventory": profile_params(profile).get("inventory")}
     for k, v in (("results_dir", results), ("data", data)):
@@ -212,7 +212,7 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 
 
 def cmd_paper(args: argparse.Namespace) -> int:
-    from .paper import build_paper
+    from dbmatrix.publish.paper import build_paper
 
     print(build_paper())
     return 0
@@ -220,8 +220,8 @@ def cmd_paper(args: argparse.Namespace) -> int:
 
 def cmd_media(args: argparse.Namespace) -> int:
     """Show the plan, verify, apply or tear down the inventory's media (all, or those named)."""
-    from . import media
-    from .inventory import load_inventory
+    from dbmatrix.hosts import media
+    from dbmatrix.hosts.inventory import load_inventory
 
     inv = load_inventory(args.inventory)
     failed = 0

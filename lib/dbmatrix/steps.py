@@ -13,26 +13,24 @@ from typing import Any
 
 import pandas as pd
 
-from . import paths
-from .analysis import (
-    Analysis,
-    Published,
-    StudyTables,
-    analyse,
-    load_study_tables,
-    publish_all,
-)
-from .hostsetup import setup_packages
-from .runner import host_facts, run_study, study_status, summarize_plan
-from .store import write_json_atomic, write_text_atomic
-from .study import ANALYSIS_STAMP as STAMP
-from .study import Study, macro_prefixes, studies_with_data
+from dbmatrix import paths
+from dbmatrix.analyse.tables import Analysis, analyse
+from dbmatrix.publish.registry import Published
+from dbmatrix.analyse.figure_data import StudyTables, load_study_tables
+from dbmatrix.publish.build import publish_all
+from dbmatrix.hosts.setup import setup_packages
+from dbmatrix.run.matrix import host_facts, run_study, study_status, summarize_plan
+from dbmatrix.analyse.replication import analyse_replication
+from dbmatrix.store import write_json_atomic, write_text_atomic
+from dbmatrix.study import ANALYSIS_STAMP as STAMP
+from dbmatrix.publish.paper_inputs import macro_prefixes
+from dbmatrix.study import Study, studies_with_data
 
 
 def setup_hosts(studies: Study | Sequence[Study], roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
     """Step 00: packages (installed only if missing), host facts, and the media the studies use
     (applied and verified; media no study uses are left alone); one row per host and study."""
-    from .runner import prepare_media
+    from dbmatrix.run.matrix import prepare_media
 
     rows = []
     for study in [studies] if isinstance(studies, Study) else studies:
@@ -65,7 +63,7 @@ def _medium_line(medium: Any, state: Any) -> str:
 
 
 def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
-    from .runner import format_duration
+    from dbmatrix.run.matrix import format_duration
 
     exp = study.experiment
     s = summarize_plan(exp)
@@ -88,31 +86,18 @@ def run_all(studies: Sequence[Study], progress: bool = True) -> pd.DataFrame:
     return pd.DataFrame([{"experiment": s.experiment.name, **run_matrix(s, progress)} for s in studies])
 
 
-def analyse_study(study: Study) -> Analysis | None:
+def analyse_study(study: Study) -> Analysis:
     """Step 20: processed tables from the raw runs (a Galera study also gets its replication tables).
 
-    The standard tables of a Galera study are best effort (its runs may lack a standalone run's fields);
     `processed/analysis.json` is written last, so its presence means the tables are complete."""
     exp, store = study.experiment, study.store
-    a: Analysis | None = None
-    notes = []
+    notes: list[str] = []
     if study.kind == "galera":
-        from .analysis import _replication
-
-        rep, _ = _replication()
-        if rep is None:
-            notes.append("dbmatrix.replication is not installed: no replication tables")
-        else:
-            rep.analyse_replication(store, exp)
-        try:
-            a = analyse(store, exp)
-        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
-            notes.append(f"standard tables not computed: {type(exc).__name__}: {exc}")
-    else:
-        a = analyse(store, exp)
+        analyse_replication(store, exp)
+    a = analyse(store, exp)
     write_text_atomic(store.processed / STAMP, json.dumps({
         "experiment": exp.name, "spec_digest": exp.digest(), "kind": study.kind,
-        "runs": len(a.runs) if a is not None else None, "notes": notes,
+        "runs": len(a.runs), "notes": notes,
         "tables": sorted(p.name for p in store.processed.iterdir() if p.name != STAMP),
     }, indent=2, sort_keys=True) + "\n")
     return a

@@ -26,9 +26,9 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from . import sysbench
-from .collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
-from .spec import FACTOR_DEFAULTS, FACTORS
+from dbmatrix.workload import sysbench
+from dbmatrix.hosts.collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
+from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS
 
 MANIFEST = "manifest.json"
 SCHEMA_VERSION = 1

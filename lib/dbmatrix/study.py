@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from . import paths
-from .inventory import Inventory, load_inventory
-from .spec import Experiment, SpecError, check_media, load_spec
-from .store import ResultStore
+from dbmatrix import paths
+from dbmatrix.hosts.inventory import Inventory, load_inventory
+from dbmatrix.spec.experiment import Experiment, SpecError, check_media, load_spec
+from dbmatrix.store import ResultStore
 
 ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's target for processed tables
 
@@ -162,20 +162,6 @@ def studies_with_data(studies: list[Study]) -> tuple[list[Study], list[Study]]:
     """Studies with completed runs (what figures and the paper use), and those without."""
     have = [s for s in studies if s.has_data()]
     return have, [s for s in studies if s not in have]
-
-
-def macro_prefixes(studies: list[Study]) -> dict[str, str]:
-    """Macro prefix per experiment: by kind (:data:`KIND_PREFIX`); a second study of the same kind is
-    prefixed by its own name so that no two studies define the same macro."""
-    from .paper import macro_name
-
-    out: dict[str, str] = {}
-    seen: set[str] = set()
-    for s in studies:
-        kind = s.kind
-        out[s.experiment.name] = KIND_PREFIX[kind] if kind not in seen else macro_name(s.experiment.name)
-        seen.add(kind)
-    return out
 
 
 def sources(studies: Sequence[Study]) -> pd.DataFrame:

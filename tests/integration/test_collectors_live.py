@@ -1,4 +1,4 @@
-"""dbmatrix.collect on this machine: real sysstat/procps collectors around a real disk and CPU load."""
+"""dbmatrix.hosts.collect on this machine: real sysstat/procps collectors around a real disk and CPU load."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix import collect as c
-from dbmatrix.remote import LocalHost
+from dbmatrix.hosts import collect as c
+from dbmatrix.hosts.remote import LocalHost
 
 pytestmark = [
     pytest.mark.integration,

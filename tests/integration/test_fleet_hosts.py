@@ -14,17 +14,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from dbmatrix.hostinfo import collect_facts, parse_meminfo, parse_os_release
-from dbmatrix.hostsetup import (
+from dbmatrix.hosts.facts import collect_facts, parse_meminfo, parse_os_release
+from dbmatrix.hosts.setup import (
     missing_packages,
     os_family,
     setup_packages,
     wanted_packages,
 )
-from dbmatrix.inventory import load_inventory
-from dbmatrix.mysqld import MariaDBServer, ServerPaths
-from dbmatrix.remote import HostKeyError, SSHHost
-from dbmatrix.runner import base_port, parse_listening_ports
+from dbmatrix.hosts.inventory import load_inventory
+from dbmatrix.run.mysqld import MariaDBServer, ServerPaths
+from dbmatrix.hosts.remote import HostKeyError, SSHHost
+from dbmatrix.run.matrix import base_port, parse_listening_ports
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbmatrix.runner import run_study, study_status
+from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration

@@ -15,19 +15,20 @@ import time
 from pathlib import Path
 
 import pytest
-from dbmatrix.datasets import prepare_dataset
-from dbmatrix.galera import GALERA_PROVIDER, WSREP_KEYS
-from dbmatrix.galera_run import execute_galera_run
-from dbmatrix.inventory import localhost_inventory
-from dbmatrix.mysqld import server_user
-from dbmatrix.runner import (
+from dbmatrix.run.datasets import prepare_dataset
+from dbmatrix.analyse.wsrep import WSREP_KEYS
+from dbmatrix.run.galera_cluster import GALERA_PROVIDER
+from dbmatrix.run.galera import execute_galera_run
+from dbmatrix.hosts.inventory import localhost_inventory
+from dbmatrix.run.mysqld import server_user
+from dbmatrix.run.matrix import (
     HostContext,
     free_port,
     host_facts,
     prepare_media,
     record_plan,
 )
-from dbmatrix.spec import parse_experiment
+from dbmatrix.spec.experiment import parse_experiment
 from dbmatrix.store import ResultStore
 
 pytestmark = [
@@ -187,8 +188,8 @@ def test_a_missing_sst_tool_fails_the_run_at_plan(env) -> None:
 
 
 def test_datadirs_the_mysql_user_cannot_reach_are_refused(env) -> None:
-    from dbmatrix.galera import GaleraCluster, GaleraError, plan_nodes
-    from dbmatrix.spec import Topology
+    from dbmatrix.run.galera_cluster import GaleraCluster, GaleraError, plan_nodes
+    from dbmatrix.spec.experiment import Topology
 
     hidden = Path(env["base"]) / "hidden"
     hidden.mkdir(mode=0o700)

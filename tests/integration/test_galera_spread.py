@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dbmatrix.galera import GALERA_PROVIDER
-from dbmatrix.runner import run_study
+from dbmatrix.run.galera_cluster import GALERA_PROVIDER
+from dbmatrix.run.matrix import run_study
 from dbmatrix.study import load_study
 
 pytestmark = [

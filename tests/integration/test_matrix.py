@@ -12,8 +12,8 @@ import time
 import pytest
 import yaml
 
-from dbmatrix import collect, media
-from dbmatrix.runner import run_study, study_status
+from dbmatrix.hosts import collect, media
+from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from dbmatrix import media
-from dbmatrix.inventory import Medium, parse_medium
-from dbmatrix.media import MediaError, ensure, launch_prefix, plan, teardown, verify
-from dbmatrix.remote import CommandResult, LocalHost
+from dbmatrix.hosts import media
+from dbmatrix.hosts.inventory import Medium, parse_medium
+from dbmatrix.hosts.media import MediaError, ensure, launch_prefix, plan, teardown, verify
+from dbmatrix.hosts.remote import CommandResult, LocalHost
 
 pytestmark = [
     pytest.mark.integration,

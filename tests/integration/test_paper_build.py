@@ -14,7 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from dbmatrix import analysis, cli, paper, paths, steps
+from dbmatrix.analyse import tables as analysis
+from dbmatrix.publish import build
+from dbmatrix.analyse import figure_data
+from dbmatrix import cli, paths, steps
+from dbmatrix.publish import paper
 from dbmatrix.study import load_studies, studies_with_data
 
 pytestmark = pytest.mark.integration
@@ -119,7 +123,7 @@ def test_regenerating_from_the_same_data_gives_the_same_bytes(built: dict[str, o
     not_run = [s.experiment.name for s in built["missing"]]
     outs = []
     for name in ("a", "b"):
-        out = analysis.publish_all(tables, "quick", tmp_path / name / "figures", tmp_path / name / "generated",
+        out = build.publish_all(tables, "quick", tmp_path / name / "figures", tmp_path / name / "generated",
                                    not_run=not_run)
         outs.append({p.relative_to(tmp_path / name): p.read_bytes() for p in out.written})
     assert outs[0].keys() == outs[1].keys() and len(outs[0]) > 20
@@ -200,15 +204,15 @@ def test_with_a_thread_sweep_the_paper_gains_figure_one(built: dict[str, object]
     import sys
 
     sys.path.insert(0, str(REPO / "tests" / "unit"))
-    from dbmatrix.spec import parse_experiment
+    from dbmatrix.spec.experiment import parse_experiment
     from test_analysis import SPEC, build_store
 
     sweep = parse_experiment({**SPEC, "experiment": "threads-quick", "comparisons": None,
                               "factors": {"cache_pct": [25, 100], "threads": [1, 4, 16]}})
     store, _ = build_store(tmp_path / "threads-quick", sweep)
     analysis.analyse(store, sweep)
-    tables = [*steps.study_tables(built["have"]), analysis.load_study_tables(store, sweep, "threads", "thr")]
-    out = analysis.publish_all(tables, "quick", tmp_path / "figures", tmp_path / "paper" / "generated")
+    tables = [*steps.study_tables(built["have"]), figure_data.load_study_tables(store, sweep, "threads", "thr")]
+    out = build.publish_all(tables, "quick", tmp_path / "figures", tmp_path / "paper" / "generated")
     assert out.figures["throughput-vs-threads"] == "threads-quick"
     pdf = paper.build_paper(tmp_path / "paper")
     assert "fig-throughput-vs-threads" in (tmp_path / "paper" / "generated" / "figures.tex").read_text()

@@ -12,8 +12,10 @@ import time
 
 import pytest
 import yaml
-from dbmatrix import analysis, paper
-from dbmatrix.runner import run_study, study_status
+from dbmatrix.analyse import tables as analysis
+from dbmatrix.publish import build
+from dbmatrix.publish import paper
+from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study
 
@@ -109,7 +111,7 @@ def test_analysis_figure_and_macros_are_deterministic(study, ran, tmp_path):
     for name in ("a", "b"):
         a = analysis.analyse(study.store, study.experiment)
         root = tmp_path / name
-        written = analysis.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
+        written = build.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
         outs.append((root, written, sorted((study.store.processed).iterdir())))
     assert len(a.cells) == 2 and (a.cells["n"] == 2).all()
     assert a.cells["ci_lo"].le(a.cells["mean"]).all() and a.cells["ci_hi"].ge(a.cells["mean"]).all()
@@ -127,7 +129,7 @@ def test_analysis_figure_and_macros_are_deterministic(study, ran, tmp_path):
 def test_the_paper_builds(study, ran, tmp_path):
     root = tmp_path / "p"
     analysis.analyse(study.store, study.experiment)
-    analysis.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
+    build.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
     pdf = paper.build_paper(root / "paper")
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 20_000
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=False).stdout

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from dbmatrix.remote import CommandError, Host, HostKeyError, LocalHost, SSHHost
+from dbmatrix.hosts.remote import CommandError, Host, HostKeyError, LocalHost, SSHHost
 
 pytestmark = pytest.mark.integration
 

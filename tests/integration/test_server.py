@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix.mysqld import (MariaDBServer, ServerError, ServerPaths, install_db_command, render_options,
+from dbmatrix.run.mysqld import (MariaDBServer, ServerError, ServerPaths, install_db_command, render_options,
                              server_user)
-from dbmatrix.remote import LocalHost
-from dbmatrix.runner import free_port
-from dbmatrix.spec import Cell
+from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.run.matrix import free_port
+from dbmatrix.spec.experiment import Cell
 
 pytestmark = pytest.mark.integration
 

@@ -10,17 +10,18 @@ import time
 from pathlib import Path
 
 import pytest
-from dbmatrix import sysbench, tpcc
-from dbmatrix.mysqld import (
+from dbmatrix.workload import sysbench, tpcc
+from dbmatrix.workload.commands import check_consistency
+from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,
     install_db_command,
     render_options,
     server_user,
 )
-from dbmatrix.remote import LocalHost
-from dbmatrix.runner import free_port
-from dbmatrix.spec import Cell
+from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.run.matrix import free_port
+from dbmatrix.spec.experiment import Cell
 
 pytestmark = pytest.mark.integration
 
@@ -82,13 +83,13 @@ def test_prepare_run_check_cleanup(workdir: Path, engine: str):
         assert completed == out.summary["transactions"]
         assert out.summary["tpmC"] > 0 and rep["run"]["isolation"] == "RC"
 
-        result = tpcc.check_consistency(host, socket=sock, script=script, tables=1, scale=1, conditions="all")
+        result = check_consistency(host, socket=sock, script=script, tables=1, scale=1, conditions="all")
         assert result.passed, result.conditions
         assert [c["condition"] for c in result.conditions] == list(tpcc.CONDITIONS)
 
         # The check can fail: D_YTD off by one breaks conditions 1 and 9 for that district's warehouse.
         server.sql("UPDATE sbtest.district1 SET d_ytd = d_ytd + 1 WHERE d_w_id = 1 AND d_id = 4")
-        bad = tpcc.check_consistency(host, socket=sock, script=script, tables=1, scale=1, conditions="all")
+        bad = check_consistency(host, socket=sock, script=script, tables=1, scale=1, conditions="all")
         assert not bad.passed and bad.exit_code == 1 and bad.failed == [1, 9]
 
         # Loading twice is an error with a non-zero exit status (sysbench alone would exit 0).
@@ -96,7 +97,7 @@ def test_prepare_run_check_cleanup(workdir: Path, engine: str):
         assert again.exit_code == 1 and "already exists" in again.stderr
 
         with pytest.raises(tpcc.TpccError, match="table set 2 is not loaded"):
-            tpcc.check_consistency(host, socket=sock, script=script, tables=2, scale=1)
+            check_consistency(host, socket=sock, script=script, tables=2, scale=1)
 
         clean = _sysbench(host, "cleanup", sock, script, engine, threads=1)
         assert clean.ok, clean.stdout + clean.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from dbmatrix.runner import run_study
+from dbmatrix.run.matrix import run_study
 from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration

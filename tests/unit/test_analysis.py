@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.analysis on synthetic data: a small result store written in the layout store.py
+"""Tests of dbmatrix.analyse.tables on synthetic data: a small result store written in the layout store.py
 reads (manifests + sysbench.out texts), analysed and published twice (byte-identical), and the pure
 analysis of in-memory tables with several varied factors (the headline comparison, exclusions)."""
 
@@ -15,9 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from dbmatrix import analysis, sysbench
-from dbmatrix.claims import CLAIMS
-from dbmatrix.spec import Experiment, parse_experiment
+from dbmatrix.analyse import tables as analysis
+from dbmatrix.publish import build
+from dbmatrix import explore
+from dbmatrix.analyse import figure_data
+from dbmatrix.publish import paper_inputs
+from dbmatrix.workload import sysbench
+from dbmatrix.publish.claims import CLAIMS
+from dbmatrix.spec.experiment import Experiment, parse_experiment
 from dbmatrix.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,7 +205,7 @@ def test_publish_writes_tables_and_macros_byte_identical(built, exp: Experiment,
     analysis.analyse(store, exp)
     outs = []
     for name in ("a", "b"):
-        written = analysis.publish(store, exp, "unit", tmp_path / name / "fig", tmp_path / name / "gen")
+        written = build.publish(store, exp, "unit", tmp_path / name / "fig", tmp_path / name / "gen")
         outs.append({p.name: p.read_bytes() for p in written})
     assert outs[0] == outs[1]
     macros = outs[0]["macros.tex"].decode()
@@ -226,8 +231,8 @@ def test_publish_from_processed_tables_of_an_older_analysis(built, exp: Experime
     old.processed.mkdir(parents=True)
     for name in ("runs", "cells", "ratios", "failed"):
         shutil.copyfile(store.processed / f"{name}.csv", old.processed / f"{name}.csv")
-    st = analysis.load_study_tables(old, exp)
-    out = analysis.publish_all([st], "unit", tmp_path / "fig", tmp_path / "gen")
+    st = figure_data.load_study_tables(old, exp)
+    out = build.publish_all([st], "unit", tmp_path / "fig", tmp_path / "gen")
     macros = (tmp_path / "gen" / "macros.tex").read_text()
     assert "\\newcommand{\\lowCachePct}{25}" in macros and "\\newcommand{\\topFactor}{--}" in macros
     assert (tmp_path / "gen" / "table-pairwise.tex").read_text().startswith("% Generated")
@@ -311,7 +316,7 @@ def test_cells_table_shows_the_varied_factors() -> None:
                             "comparisons": None})
     runs, intervals = frames(exp)
     a = analysis.analyse_frames(runs, intervals, pd.DataFrame(), exp)
-    t = analysis.cells_table(a)
+    t = paper_inputs.cells_table(a)
     assert list(t.columns[:2]) == ["Engine", "Cache %"] and "Page" not in t.columns
     assert list(t["Cache %"][:2]) == [25, 100] and len(t) == 4
 
@@ -363,7 +368,7 @@ def test_publish_draws_every_figure_it_has_data_for_and_removes_stale_ones(built
     figs, gen = tmp_path / "fig", tmp_path / "gen"
     figs.mkdir()
     (figs / "old-figure.pdf").write_bytes(b"%PDF stale")
-    out = analysis.publish_all([analysis.load_study_tables(store, exp)], "unit", figs, gen)
+    out = build.publish_all([figure_data.load_study_tables(store, exp)], "unit", figs, gen)
     assert set(out.figures) == {"factor-effects", "throughput-vs-cache", "block-size", "efficiency",
                                 "throughput-over-time"}
     assert not (figs / "old-figure.pdf").exists(), "figures/ holds exactly the figures of this data"
@@ -383,8 +388,8 @@ def test_publish_draws_every_figure_it_has_data_for_and_removes_stale_ones(built
 def test_block_size_table_recovers_the_page_effect(built, exp: Experiment) -> None:
     store, _ = built
     analysis.analyse(store, exp)
-    st = analysis.load_study_tables(store, exp)
-    table, a, b = analysis.block_size_table(st)
+    st = figure_data.load_study_tables(store, exp)
+    table, a, b = figure_data.block_size_table(st)
     assert (a, b) == ("4k", "16k") and list(table["cache_pct"]) == [25, 100]
     for _, r in table.iterrows():  # cache 25's 16k cell holds the run that never settles: wider there
         assert r["ci_lo"] < PAGE["4k"] / PAGE["16k"] < r["ci_hi"] and r["basis"].startswith("matched cells")
@@ -395,7 +400,7 @@ def test_adjusted_means_in_a_fraction_use_the_model() -> None:
     full = parse_experiment({**SPEC, "factors": {"engine": ["innodb", "myrocks"], "cache_pct": [25, 100],
                                                  "block_size": ["4k", "16k"]}})
     runs, _ = frames(full)
-    t = analysis.adjusted_means(runs, "tps", ["engine", "cache_pct"], dict(full.factors))
+    t = figure_data.adjusted_means(runs, "tps", ["engine", "cache_pct"], dict(full.factors))
     assert len(t) == 4 and (t["basis"] == "main+2way model").all()
     got = t.set_index(["engine", "cache_pct"])["mean"]
     # geometric mean over the page sizes: LEVEL x engine x sqrt(1.25 x 1.0)
@@ -403,7 +408,7 @@ def test_adjusted_means_in_a_fraction_use_the_model() -> None:
     assert (t["ci_lo"] < t["mean"]).all() and (t["mean"] < t["ci_hi"]).all()
     # a metric measured in a half fraction of the cells only: the two-way model is not estimable there
     half = ((runs["engine"] == "myrocks").astype(int) + (runs["cache_pct"] == 25) + (runs["block_size"] == "4k")) % 2
-    t2 = analysis.adjusted_means(runs.assign(w=np.where(half == 0, runs["tps"], np.nan)), "w",
+    t2 = figure_data.adjusted_means(runs.assign(w=np.where(half == 0, runs["tps"], np.nan)), "w",
                                  ["engine", "cache_pct"], dict(full.factors))
     assert len(t2) == 4 and not (t2["basis"] == "main+2way model").any()
 
@@ -411,16 +416,16 @@ def test_adjusted_means_in_a_fraction_use_the_model() -> None:
 def test_exploration_helpers(built, exp: Experiment) -> None:
     store, _ = built
     analysis.analyse(store, exp)
-    runs = analysis.load_runs_table(store.root)
-    sel = analysis.filter_runs(runs, {"cache_pct": 25, "block_size": ["4k", "16k"]})
+    runs = explore.load_runs_table(store.root)
+    sel = explore.filter_runs(runs, {"cache_pct": 25, "block_size": ["4k", "16k"]})
     assert len(sel) == 6 and set(sel["cache_pct"]) == {25}
     with pytest.raises(ValueError, match="filters: 'nope' is not a column"):
-        analysis.filter_runs(runs, {"nope": 1})
+        explore.filter_runs(runs, {"nope": 1})
     with pytest.raises(ValueError, match="filters.cache_pct: 50 not among the levels 100, 25"):
-        analysis.filter_runs(runs, {"cache_pct": 50})
+        explore.filter_runs(runs, {"cache_pct": 50})
     with pytest.raises(FileNotFoundError, match="no processed/runs.csv"):
-        analysis.load_runs_table(store.root / "nowhere")
-    ref = analysis.load_runs_table()  # the committed reference of the storage matrix
+        explore.load_runs_table(store.root / "nowhere")
+    ref = explore.load_runs_table()  # the committed reference of the storage matrix
     assert len(ref) >= 48 and {"engine", "medium", "tps"} <= set(ref.columns)
 
 
@@ -434,9 +439,9 @@ def test_threads_study_gets_prefixed_macros_and_its_figure(built, exp: Experimen
                               "comparisons": None})
     tstore, _ = build_store(tmp_path / "threads", sweep)
     analysis.analyse(tstore, sweep)
-    studies = [analysis.load_study_tables(store, exp, "storage", ""),
-               analysis.load_study_tables(tstore, sweep, "threads", "thr")]
-    out = analysis.publish_all(studies, "unit", tmp_path / "fig", tmp_path / "gen")
+    studies = [figure_data.load_study_tables(store, exp, "storage", ""),
+               figure_data.load_study_tables(tstore, sweep, "threads", "thr")]
+    out = build.publish_all(studies, "unit", tmp_path / "fig", tmp_path / "gen")
     assert out.figures["throughput-vs-threads"] == "unit-threads"
     assert out.figures["throughput-vs-cache"] == "unit-analysis"
     text = (tmp_path / "gen" / "macros.tex").read_text()
@@ -450,10 +455,10 @@ def test_threads_study_gets_prefixed_macros_and_its_figure(built, exp: Experimen
 
 
 def test_replication_section_inputs_the_galera_helpers_section(tmp_path: Path) -> None:
-    assert analysis.replication_section(tmp_path, published=True) is None  # no paper/replication.tex
+    assert build.replication_section(tmp_path, published=True) is None  # no paper/replication.tex
     (tmp_path / "replication.tex").write_text("\\section{Replication}\n")
-    assert analysis.replication_section(tmp_path, published=False) is None  # nothing was published
-    assert analysis.replication_section(tmp_path, published=True) == (
+    assert build.replication_section(tmp_path, published=False) is None  # nothing was published
+    assert build.replication_section(tmp_path, published=True) == (
         "\\input{generated/replication-macros.tex}\n\\input{replication}")
     (tmp_path / "replication.tex").write_text("\\input{generated/replication-macros.tex}\n\\section{R}\n")
-    assert analysis.replication_section(tmp_path, published=True) == "\\input{replication}"  # no double input
+    assert build.replication_section(tmp_path, published=True) == "\\input{replication}"  # no double input

@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.claims: the verdict rule, the estimates behind each claim (matched cells, the
+"""Tests of dbmatrix.publish.claims: the verdict rule, the estimates behind each claim (matched cells, the
 factorial model's conditional contrast, main effects at the conditions, dataset sizes, shares, the
 replication table) on synthetic runs with known effects, and the claim list itself."""
 
@@ -11,9 +11,11 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from dbmatrix import claims
-from dbmatrix.claims import CLAIMS, Claim, Evidence, NotTestable, evaluate, verdict
-from dbmatrix.effects import factorial_model
+from dbmatrix.analyse import contrasts
+from dbmatrix.analyse.contrasts import NotTestable
+from dbmatrix.publish import claims
+from dbmatrix.publish.claims import CLAIMS, Claim, Evidence, evaluate, verdict
+from dbmatrix.analyse.effects import factorial_model
 from statsmodels.stats.proportion import proportion_confint
 
 # ================================================================================ verdict rule
@@ -47,7 +49,7 @@ def test_verdict_rejects_an_unknown_test() -> None:
 
 @pytest.mark.parametrize("k,n", [(48, 48), (40, 48), (0, 10), (7, 9)])
 def test_wilson_interval_agrees_with_statsmodels(k: int, n: int) -> None:
-    assert claims.wilson_interval(k, n) == pytest.approx(proportion_confint(k, n, method="wilson"), abs=1e-12)
+    assert contrasts.wilson_interval(k, n) == pytest.approx(proportion_confint(k, n, method="wilson"), abs=1e-12)
 
 
 # ================================================================================ synthetic runs
@@ -85,12 +87,12 @@ FACTORS = ("engine", "cache_pct", "block_size", "compression")
 def test_conditional_ratio_from_matched_cells_is_welch() -> None:
     runs = synthetic_runs(full_factorial(engine=["innodb", "myrocks"], cache_pct=[25, 100],
                                          block_size=["4k", "16k"]))
-    e = claims.ratio_estimate(runs, "tps", "block_size", "4k", "16k",
+    e = contrasts.ratio_estimate(runs, "tps", "block_size", "4k", "16k",
                               {"engine": "myrocks", "cache_pct": "min"}, factors=FACTORS)
     assert e.basis.startswith("matched cells")
     assert e.ci_lo < 1.25 < e.ci_hi and e.estimate == pytest.approx(1.25, rel=0.05)
     assert e.compared == "block 4k / 16k at engine myrocks, cache 25 %"
-    flat = claims.ratio_estimate(runs, "tps", "block_size", "4k", "16k", {"engine": "innodb", "cache_pct": 100},
+    flat = contrasts.ratio_estimate(runs, "tps", "block_size", "4k", "16k", {"engine": "innodb", "cache_pct": 100},
                                  factors=FACTORS)
     assert flat.ci_lo < 0.9 < flat.ci_hi
 
@@ -100,7 +102,7 @@ def test_conditional_ratio_from_the_model_averages_the_free_factors() -> None:
     the main effect of effects.factorial_model where no condition is given."""
     cells = full_factorial(engine=["innodb", "myrocks"], cache_pct=[25, 100], block_size=["4k", "16k"],
                            compression=["none", "lz4"])
-    estimates = [claims.ratio_estimate(synthetic_runs(cells, seed=seed), "tps", "block_size", "4k", "16k",
+    estimates = [contrasts.ratio_estimate(synthetic_runs(cells, seed=seed), "tps", "block_size", "4k", "16k",
                                        {"engine": "myrocks", "cache_pct": 25}, factors=FACTORS)
                  for seed in range(40)]
     e = estimates[0]
@@ -109,7 +111,7 @@ def test_conditional_ratio_from_the_model_averages_the_free_factors() -> None:
     assert covered >= 34, f"the 95 % interval covered the true 1.25 in {covered}/40 fixed seeds"
     assert np.mean([math.log(x.estimate) for x in estimates]) == pytest.approx(math.log(1.25), abs=0.005)
     runs = synthetic_runs(cells)
-    main = claims.ratio_estimate(runs, "tps", "compression", "lz4", "none", factors=FACTORS)
+    main = contrasts.ratio_estimate(runs, "tps", "compression", "lz4", "none", factors=FACTORS)
     fit = factorial_model(runs, list(FACTORS))
     eff = fit.effects[fit.effects["term"] == "compression"].set_index("level_1")["log_effect"]
     assert main.estimate == pytest.approx(math.exp(eff["lz4"] - eff["none"]))
@@ -125,27 +127,27 @@ def test_a_fraction_answers_conditional_questions_through_the_model() -> None:
              if ((c["engine"] == "myrocks") + (c["cache_pct"] == 25) + (c["block_size"] == "4k")
                  + (c["compression"] == "lz4")) % 2 == 0]
     runs = synthetic_runs(cells)
-    e = claims.ratio_estimate(runs, "tps", "compression", "lz4", "none", {"engine": "innodb"}, factors=FACTORS)
+    e = contrasts.ratio_estimate(runs, "tps", "compression", "lz4", "none", {"engine": "innodb"}, factors=FACTORS)
     assert e.basis.startswith("main-effects model") and "interactions aliased" in e.basis
 
 
 def test_resolve_levels() -> None:
     runs = pd.DataFrame({"threads": [1, 4, 16, 16], "medium": ["disk", "tmpfs", "disk", "tmpfs"],
                          "emulated": [None, "pmem-fsdax", None, "pmem-fsdax"], "cache_pct": [25, 25, 100, 100]})
-    assert claims.resolve_level(runs, "threads", "max") == 16
-    assert claims.resolve_level(runs, "threads", "min") == 1
-    assert claims.resolve_level(runs, "threads", "second-max") == 4
-    assert claims.resolve_level(runs, "medium", "emulated:pmem") == "tmpfs"
-    assert claims.resolve_level(runs, "medium", "native") == "disk"
-    assert claims.resolve_level(runs, "cache_pct", "100") == 100
+    assert contrasts.resolve_level(runs, "threads", "max") == 16
+    assert contrasts.resolve_level(runs, "threads", "min") == 1
+    assert contrasts.resolve_level(runs, "threads", "second-max") == 4
+    assert contrasts.resolve_level(runs, "medium", "emulated:pmem") == "tmpfs"
+    assert contrasts.resolve_level(runs, "medium", "native") == "disk"
+    assert contrasts.resolve_level(runs, "cache_pct", "100") == 100
     with pytest.raises(NotTestable, match="three levels"):
-        claims.resolve_level(runs, "cache_pct", "second-max")
+        contrasts.resolve_level(runs, "cache_pct", "second-max")
     with pytest.raises(NotTestable, match="not measured"):
-        claims.resolve_level(runs, "cache_pct", 50)
+        contrasts.resolve_level(runs, "cache_pct", 50)
     with pytest.raises(NotTestable, match="not numbers"):
-        claims.resolve_level(runs, "medium", "max")
+        contrasts.resolve_level(runs, "medium", "max")
     with pytest.raises(NotTestable, match="emulates nvme"):
-        claims.resolve_level(runs, "medium", "emulated:nvme")
+        contrasts.resolve_level(runs, "medium", "emulated:nvme")
 
 
 def test_dataset_ratio_is_the_range_over_matched_datasets() -> None:
@@ -155,21 +157,21 @@ def test_dataset_ratio_is_the_range_over_matched_datasets() -> None:
         for (e, b, c), size in {("myrocks", "4k", "none"): 110.0, ("myrocks", "16k", "none"): 100.0,
                                 ("myrocks", "4k", "lz4"): 44.0, ("myrocks", "16k", "lz4"): 42.0,
                                 ("innodb", "4k", "none"): 500.0, ("innodb", "16k", "none"): 100.0}.items()])
-    e = claims.dataset_ratio(runs, "block_size", "4k", "16k", {"engine": "myrocks"})
+    e = contrasts.dataset_ratio(runs, "block_size", "4k", "16k", {"engine": "myrocks"})
     assert (e.ci_lo, e.ci_hi) == pytest.approx((44 / 42, 1.1))
     assert e.estimate == pytest.approx(math.sqrt(1.1 * 44 / 42)) and e.n == 2
     with pytest.raises(NotTestable):
-        claims.dataset_ratio(runs, "threads", 1, 4)
+        contrasts.dataset_ratio(runs, "threads", 1, 4)
 
 
 def test_steady_share_counts_only_tested_runs() -> None:
     runs = pd.DataFrame({"steady": [True, True, False, False],
                          "steady_reason": [None, None, "drift", "too_short"]})
-    e = claims.steady_share(runs)
+    e = contrasts.steady_share(runs)
     assert e.estimate == pytest.approx(2 / 3) and e.n == 3
-    assert (e.ci_lo, e.ci_hi) == pytest.approx(claims.wilson_interval(2, 3))
+    assert (e.ci_lo, e.ci_hi) == pytest.approx(contrasts.wilson_interval(2, 3))
     with pytest.raises(NotTestable, match="too short"):
-        claims.steady_share(runs.iloc[3:])
+        contrasts.steady_share(runs.iloc[3:])
 
 
 def test_replication_estimate_takes_the_highest_level_against_the_lowest() -> None:
@@ -181,10 +183,10 @@ def test_replication_estimate_takes_the_highest_level_against_the_lowest() -> No
         {"metric": "fc_paused_pct_points", "level_a": 16, "level_b": 1, "estimate": -30.0, "ci_lo": -40.0,
          "ci_hi": -20.0, "n_a": 3, "n_b": 3},
     ])
-    e = claims.replication_estimate(table, "tps_ratio")
+    e = contrasts.replication_estimate(table, "tps_ratio")
     assert (e.estimate, e.ci_lo, e.ci_hi) == (1.10, 1.04, 1.16) and e.compared == "appliers 16/1"
     with pytest.raises(NotTestable):
-        claims.replication_estimate(table, "lat_avg_ratio")
+        contrasts.replication_estimate(table, "lat_avg_ratio")
     rows = evaluate([Evidence("galera-x", "galera", pd.DataFrame(), {}, table)])
     by = rows.set_index("id")
     assert by.loc["applierTps", "verdict"] == "agree"

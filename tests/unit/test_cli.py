@@ -9,8 +9,8 @@ import pytest
 import yaml
 from dbmatrix import paths
 from dbmatrix.cli import build_parser, main
-from dbmatrix.runner import format_duration, summarize_plan
-from dbmatrix.spec import load_spec
+from dbmatrix.run.matrix import format_duration, summarize_plan
+from dbmatrix.spec.experiment import load_spec
 
 
 @pytest.fixture(autouse=True)

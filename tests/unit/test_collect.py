@@ -1,4 +1,4 @@
-"""dbmatrix.collect, pure parts: commands, parsers on real captured outputs, counters and deltas."""
+"""dbmatrix.hosts.collect, pure parts: commands, parsers on real captured outputs, counters and deltas."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dbmatrix import collect as c
+from dbmatrix.hosts import collect as c
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "collect"
 
@@ -61,7 +61,7 @@ def test_collector_commands_reject_pid(pid):
 
 
 def test_collector_set_validates_arguments_early():
-    from dbmatrix.remote import LocalHost
+    from dbmatrix.hosts.remote import LocalHost
 
     with pytest.raises(ValueError, match="remote_dir"):
         c.CollectorSet(LocalHost(), "relative/dir")

@@ -1,8 +1,8 @@
-"""Tests of the pure parts of dbmatrix.datasets: size parsing and the restore command."""
+"""Tests of the pure parts of dbmatrix.run.datasets: size parsing and the restore command."""
 
 from __future__ import annotations
 
-from dbmatrix.datasets import DatasetInfo, data_files_glob, parse_du, parse_du_total, restore_command
+from dbmatrix.run.datasets import DatasetInfo, data_files_glob, parse_du, parse_du_total, restore_command
 
 
 def info(engine: str) -> DatasetInfo:

@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.effects: Welch/Holm/Hedges against scipy and statsmodels, CI coverage over fixed
+"""Tests of dbmatrix.analyse.effects: Welch/Holm/Hedges against scipy and statsmodels, CI coverage over fixed
 seeds, pairwise comparisons of the spec, and the factorial model on synthetic data with known effects
 (full and resolution-V fractional designs)."""
 
@@ -15,7 +15,7 @@ import statsmodels.formula.api as smf
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from dbmatrix.effects import (
+from dbmatrix.analyse.effects import (
     factorial_model,
     hedges_g,
     holm,
@@ -23,7 +23,7 @@ from dbmatrix.effects import (
     sum_contrast,
     welch_log_ratio,
 )
-from dbmatrix.spec import Comparison
+from dbmatrix.spec.experiment import Comparison
 
 # ================================================================================ two samples
 

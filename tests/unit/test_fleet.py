@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from dbmatrix.fleet import Fleet, Worker
-from dbmatrix.inventory import HostSpec
-from dbmatrix.remote import CommandResult, Host, LocalHost
-from dbmatrix.runner import _record_early_failure
-from dbmatrix.spec import PlannedRun, parse_experiment
+from dbmatrix.run.fleet import Fleet, Worker
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.hosts.remote import CommandResult, Host, LocalHost
+from dbmatrix.run.matrix import _record_early_failure
+from dbmatrix.spec.experiment import PlannedRun, parse_experiment
 from dbmatrix.store import ResultStore
 
 

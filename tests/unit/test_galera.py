@@ -14,10 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from dbmatrix import galera, plots_replication, replication
-from dbmatrix.inventory import HostSpec
-from dbmatrix.spec import Cell, SpecError, Topology, parse_experiment
-from dbmatrix.stats import welch_log_ratio
+from dbmatrix.analyse import wsrep
+from dbmatrix.run import galera_cluster as galera
+from dbmatrix.publish import figures_replication as plots_replication
+from dbmatrix.analyse import replication
+from dbmatrix.publish import replication as publish_replication
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.spec.experiment import Cell, SpecError, Topology, parse_experiment
+from dbmatrix.analyse.stats import welch_log_ratio
 from dbmatrix.store import ResultStore
 from scipy import stats as sps
 
@@ -198,8 +202,8 @@ def test_status_query_reads_the_clock_in_the_same_call() -> None:
 
 
 def test_wsrep_deltas_over_a_captured_window() -> None:
-    d = galera.wsrep_deltas(galera.parse_status(BEFORE), galera.parse_status(AFTER))
-    assert set(d) == set(galera.WSREP_KEYS)
+    d = wsrep.wsrep_deltas(galera.parse_status(BEFORE), galera.parse_status(AFTER))
+    assert set(d) == set(wsrep.WSREP_KEYS)
     assert d["window_s"] == pytest.approx(1795322951.946316 - 1795322936.664983)
     assert d["fc_paused_ns"] == 8037645277 - 1012553016
     assert d["fc_paused_pct"] == pytest.approx(100 * (8037645277 - 1012553016) / (d["window_s"] * 1e9))
@@ -216,22 +220,22 @@ def test_wsrep_deltas_over_a_captured_window() -> None:
 def test_wsrep_deltas_edge_cases() -> None:
     before = {"wsrep_flow_control_paused_ns": "500", "wsrep_received": "10"}
     after = {"wsrep_flow_control_paused_ns": "100", "wsrep_received": "30"}  # a restart reset the counter
-    d = galera.wsrep_deltas(before, after, window_s=2.0)
+    d = wsrep.wsrep_deltas(before, after, window_s=2.0)
     assert d["fc_paused_ns"] is None and d["fc_paused_pct"] is None and d["received"] == 20
-    assert galera.wsrep_deltas({}, {})["window_s"] is None
-    d = galera.wsrep_deltas({"wsrep_flow_control_paused_ns": "0"}, {"wsrep_flow_control_paused_ns": "5e8"},
+    assert wsrep.wsrep_deltas({}, {})["window_s"] is None
+    d = wsrep.wsrep_deltas({"wsrep_flow_control_paused_ns": "0"}, {"wsrep_flow_control_paused_ns": "5e8"},
                             window_s=1.0)
     assert d["fc_paused_pct"] == 50.0
 
 
 def test_sync_problem() -> None:
     ok = {"wsrep_local_state_comment": "Synced", "wsrep_cluster_size": "3", "wsrep_cluster_status": "Primary"}
-    assert galera.sync_problem(ok, 3) is None
-    assert galera.sync_problem({**ok, "wsrep_local_state_comment": "Joining: receiving State Transfer"}, 3) == \
+    assert wsrep.sync_problem(ok, 3) is None
+    assert wsrep.sync_problem({**ok, "wsrep_local_state_comment": "Joining: receiving State Transfer"}, 3) == \
         "wsrep_local_state_comment=Joining: receiving State Transfer"
-    assert galera.sync_problem({**ok, "wsrep_cluster_size": "2"}, 3) == "wsrep_cluster_size=2 (want 3)"
-    assert galera.sync_problem({**ok, "wsrep_cluster_status": "non-Primary"}, 3) == "wsrep_cluster_status=non-Primary"
-    assert galera.sync_problem({}, 1) == "wsrep_local_state_comment=(none)"
+    assert wsrep.sync_problem({**ok, "wsrep_cluster_size": "2"}, 3) == "wsrep_cluster_size=2 (want 3)"
+    assert wsrep.sync_problem({**ok, "wsrep_cluster_status": "non-Primary"}, 3) == "wsrep_cluster_status=non-Primary"
+    assert wsrep.sync_problem({}, 1) == "wsrep_local_state_comment=(none)"
 
 
 # =============================================================================== sampler
@@ -241,13 +245,13 @@ def test_sampler_script_is_valid_shell_with_one_query_per_node() -> None:
     script = galera.sampler_script([(n.name, n.paths.socket) for n in nodes], "/w/s.txt", "/w/s.stop")
     assert subprocess.run(["sh", "-n"], input=script, text=True, check=False).returncode == 0
     assert script.count("--socket=") == 3 and "while [ ! -e /w/s.stop ]" in script
-    for var in galera.SAMPLED:
+    for var in wsrep.SAMPLED:
         assert f"'{var}'" in script
     assert "sleep 1\n" in script and ") &" in script  # the queries do not shift the cadence
 
 
 def test_parse_samples_pivots_and_derives_the_paused_share() -> None:
-    s = galera.parse_samples(SAMPLES)
+    s = wsrep.parse_samples(SAMPLES)
     assert list(s.columns) == ["t", "t_s", "node", "recv_queue", "send_queue", "paused_ns", "fc_sent", "fc_recv",
                                "last_committed", "paused_frac"]
     n2 = s[s["node"] == "node2"].reset_index(drop=True)
@@ -256,10 +260,10 @@ def test_parse_samples_pivots_and_derives_the_paused_share() -> None:
     dt = 1795322938.427749543 - 1795322937.422918371
     assert n2.loc[1, "paused_frac"] == pytest.approx((2130277540 - 1507458356) / (dt * 1e9))
     assert math.isnan(n2.loc[0, "paused_frac"])
-    summary = galera.summarize_samples(s)
+    summary = wsrep.summarize_samples(s)
     assert summary["node2"] == {"samples": 3, "recv_queue_mean": 20.0, "recv_queue_max": 31}
     assert summary["node1"]["recv_queue_max"] == 0
-    assert galera.parse_samples("").empty and galera.parse_samples("garbage line\n").empty
+    assert wsrep.parse_samples("").empty and wsrep.parse_samples("garbage line\n").empty
 
 
 def test_parse_sst_seconds_from_a_joiner_log() -> None:
@@ -330,7 +334,7 @@ def write_store(root: Path) -> tuple[ResultStore, Any]:
                 samples.append(f"{t0 + k:.6f} {node} wsrep_local_recv_queue\t{q}")
                 samples.append(f"{t0 + k:.6f} {node} wsrep_flow_control_paused_ns\t{int(k * paused * 1e7)}")
         (staging / "wsrep-samples.txt").write_text("\n".join(samples) + "\n")
-        wsrep = {f"node{i}": {**{k: 0 for k in galera.WSREP_KEYS}, "window_s": 10.0, "fc_paused_pct": paused + i - 2,
+        node_wsrep = {f"node{i}": {**{k: 0 for k in wsrep.WSREP_KEYS}, "window_s": 10.0, "fc_paused_pct": paused + i - 2,
                               "fc_sent": 100 if st == 1 else 1, "recv_queue_avg": 12.0 / st, "recv_queue_max": 40 // st,
                               "committed": int(tps * 10), "cluster_size": 3, "state": "Synced"}
                  for i in (1, 2, 3)}
@@ -338,7 +342,7 @@ def write_store(root: Path) -> tuple[ResultStore, Any]:
                     "cell": run.cell.levels(), "repetition": run.repetition, "block": run.block, "order": run.order,
                     "host": "localhost", "status": "ok", "topology": {"kind": "galera", "nodes": 3},
                     "summary": {"tps": tps, "qps": 6 * tps, "lat_pct_ms": lat * 1.5, "ignored_errors": 0},
-                    "wsrep": wsrep, "host_facts": FACTS, "cluster": {"start_s": 11.0},
+                    "wsrep": node_wsrep, "host_facts": FACTS, "cluster": {"start_s": 11.0},
                     "nodes": {"node1": {}, "node2": {"sst_s": 3.5, "join_s": 5.5},
                               "node3": {"sst_s": 3.3, "join_s": 5.3}}}
         store.commit_run(staging, manifest)
@@ -420,7 +424,7 @@ def test_seed_comparison_and_macros(analysed) -> None:
     seed = t["seed"].set_index("claim")
     assert seed.loc["paused", "verdict"] == "agree" and seed.loc["paused", "seed_position"] == "inside our CI"
     assert seed.loc["lat", "seed_value"] == pytest.approx(1 / 1.27)
-    m = replication.replication_macros(t, exp, FACTS)
+    m = publish_replication.replication_macros(t, exp, FACTS)
     assert all(k.startswith("repl") and k.isalpha() for k in m)
     assert m["replMachineCpus"] == "2" and m["replMachineMemGiB"] == "24" and m["replNodes"] == "3"
     assert (m["replLow"], m["replHigh"]) == ("1", "16")
@@ -430,18 +434,18 @@ def test_seed_comparison_and_macros(analysed) -> None:
     assert m["replTpsVerdict"] in ("agree", "disagree", "inconclusive")
     assert m["replTpsSeedChangePct"] == "$+$11.0" and m["replLatAvgSeedChangePct"] == "$-$21.3"
     assert m["replRunsFailed"] == "1" and m["replLevels"] == "1, 4, 16"
-    from dbmatrix.paper import render_macros
+    from dbmatrix.publish.paper import render_macros
     assert "\\newcommand{\\replPausedVerdict}" in render_macros(m)
 
 
 def test_macros_without_runs_still_render() -> None:
-    m = replication.replication_macros({}, None, {})
+    m = publish_replication.replication_macros({}, None, {})
     assert m["replRuns"] == "0" and m["replMachineCpus"] == "--"
 
 
 def test_settings_table(analysed) -> None:
     _, _, t = analysed
-    table = replication.settings_table(t).set_index("Appliers")
+    table = publish_replication.settings_table(t).set_index("Appliers")
     assert list(table.columns) == ["1", "4", "16"]
     assert table.loc["TPS", "1"].startswith("950 [") and table.loc["n", "16"] == "3"
     assert table.loc["FC paused %", "16"].startswith("20.0 [")
@@ -465,7 +469,7 @@ def test_figures_have_stable_bytes(analysed, tmp_path: Path) -> None:
 
 def test_publish_writes_macros_table_and_figures(analysed, tmp_path: Path) -> None:
     store, exp, _ = analysed
-    paths = replication.publish_replication(store, exp, tmp_path / "fig", tmp_path / "gen")
+    paths = publish_replication.publish_replication(store, exp, tmp_path / "fig", tmp_path / "gen")
     assert all(p.is_file() for p in paths)
     macros = (tmp_path / "gen" / "replication-macros.tex").read_text()
     assert "\\newcommand{\\replMachineCpus}{2}" in macros
@@ -478,14 +482,14 @@ def test_every_macro_of_the_paper_section_is_always_defined() -> None:
 
     tex = (Path(__file__).resolve().parents[2] / "paper" / "replication.tex").read_text()
     used = set(re.findall(r"\\(repl[A-Za-z]+)", tex))
-    assert used and used <= set(replication.replication_macros({}, None, {}))
+    assert used and used <= set(publish_replication.replication_macros({}, None, {}))
     assert "generated/replication-macros.tex" in tex and "generated/table-replication.tex" in tex
     for stem in plots_replication.STEMS.values():
         assert f"{{{stem}.pdf}}" in tex
 
 
 def test_the_galera_specs() -> None:
-    from dbmatrix.spec import load_spec
+    from dbmatrix.spec.experiment import load_spec
 
     root = Path(__file__).resolve().parents[2] / "specs"
     quick = load_spec(root / "quick-galera.yaml")

@@ -1,4 +1,4 @@
-"""Tests of the pure parsers and collectors of dbmatrix.hostinfo on captured (and documented) outputs.
+"""Tests of the pure parsers and collectors of dbmatrix.hosts.facts on captured (and documented) outputs.
 
 `localhost.facts.txt` is the real facts-script output of the study VM; the ndctl/ipmctl/nested
 lscpu fixtures are written from the tools' documentation (see tests/fixtures/hostinfo/README.md).
@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dbmatrix.hostinfo import (
+from dbmatrix.hosts.facts import (
     COLLECTORS,
     COMMANDS,
     FACT_PACKAGES,
@@ -48,7 +48,7 @@ from dbmatrix.hostinfo import (
     parse_sysbench_version,
     pmem_facts,
 )
-from dbmatrix.remote import CommandResult, Host
+from dbmatrix.hosts.remote import CommandResult, Host
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "hostinfo"
 LOCAL = (FIX / "localhost.facts.txt").read_text()

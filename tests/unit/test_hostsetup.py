@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.hostsetup: OS family, install plans (apt/dnf, root/non-root), version checks,
+"""Tests of dbmatrix.hosts.setup: OS family, install plans (apt/dnf, root/non-root), version checks,
 and setup on a simulated package database (the real one is exercised over SSH in
 tests/integration/test_fleet_hosts.py)."""
 
@@ -8,7 +8,7 @@ import os
 import shlex
 
 import pytest
-from dbmatrix.hostsetup import (
+from dbmatrix.hosts.setup import (
     PACKAGES,
     ROLES,
     SetupError,
@@ -21,7 +21,7 @@ from dbmatrix.hostsetup import (
     sudo_problem,
     wanted_packages,
 )
-from dbmatrix.remote import CommandResult, Host
+from dbmatrix.hosts.remote import CommandResult, Host
 
 DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n'
 ROCKY = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.3"\n'
@@ -180,7 +180,7 @@ class FakeHost(Host):
         return self._result(command, out, err, code, check)
 
     def _result(self, command: str, out: str, err: str, code: int, check: bool) -> CommandResult:
-        from dbmatrix.remote import CommandError
+        from dbmatrix.hosts.remote import CommandError
 
         res = CommandResult(command, out, err, code, 0.0)
         if check and code != 0:

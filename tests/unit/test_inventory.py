@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.inventory: media recipes per kind, defaults, round trips and error messages."""
+"""Tests of dbmatrix.hosts.inventory: media recipes per kind, defaults, round trips and error messages."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dbmatrix.inventory import (
+from dbmatrix.hosts.inventory import (
     EMULATES,
     KIND_OPTIONS,
     MEDIUM_KINDS,
@@ -24,7 +24,7 @@ from dbmatrix.inventory import (
     parse_medium,
     parse_size,
 )
-from dbmatrix.spec import SpecError
+from dbmatrix.spec.experiment import SpecError
 
 WD = "/var/tmp/dbm"
 

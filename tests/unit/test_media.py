@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.media without side effects: exact plans per kind, the DAX check on real findmnt
+"""Tests of dbmatrix.hosts.media without side effects: exact plans per kind, the DAX check on real findmnt
 output, fact parsing and evaluation (fed output captured from real media on this machine)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from dbmatrix import media
-from dbmatrix.inventory import Medium, parse_medium
-from dbmatrix.media import (
+from dbmatrix.hosts import media
+from dbmatrix.hosts.inventory import Medium, parse_medium
+from dbmatrix.hosts.media import (
     V1_DEFAULT,
     V2_DEFAULT,
     CgroupLayout,

@@ -1,4 +1,4 @@
-"""Tests of the pure parts of dbmatrix.mysqld: command lines, cache sizes, table engines."""
+"""Tests of the pure parts of dbmatrix.run.mysqld: command lines, cache sizes, table engines."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from dbmatrix.mysqld import (
+from dbmatrix.run.mysqld import (
     INNODB_MIN_BUFFER_POOL,
     ROCKSDB_MIN_BLOCK_CACHE,
     MariaDBServer,
@@ -21,7 +21,7 @@ from dbmatrix.mysqld import (
     render_options,
     table_engine,
 )
-from dbmatrix.spec import Cell, SpecError
+from dbmatrix.spec.experiment import Cell, SpecError
 
 PATHS = ServerPaths.under("/var/tmp/dbm/run", "/var/tmp/dbm/media/disk/datadir", "bench", 13306)
 

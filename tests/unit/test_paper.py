@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.paper's pure parts: macro names and files, LaTeX escaping, booktabs tables, the setup,
+"""Tests of dbmatrix.publish.paper's pure parts: macro names and files, LaTeX escaping, booktabs tables, the setup,
 claims and provenance tables, generated include lists, macro checks."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from dbmatrix.paper import (
+from dbmatrix.publish.paper import (
     claim_measured,
     latex_escape,
     macro_name,

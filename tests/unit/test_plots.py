@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.plots: the style, stable bytes with provenance and Type 42 fonts, and every figure
+"""Tests of dbmatrix.publish.figures: the style, stable bytes with provenance and Type 42 fonts, and every figure
 function on small tidy tables (what it draws, and the clear error when its data is absent)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from dbmatrix import plots
-from dbmatrix.paper import type3_fonts
-from dbmatrix.plots import FigureDataError
+from dbmatrix.publish import figures as plots
+from dbmatrix.publish.paper import type3_fonts
+from dbmatrix.publish.figures import FigureDataError
 
 
 def cells_threads() -> tuple[pd.DataFrame, pd.DataFrame]:

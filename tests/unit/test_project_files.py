@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 from dbmatrix import paths
-from dbmatrix.spec import SpecError
+from dbmatrix.spec.experiment import SpecError
 from dbmatrix.study import (
     PARAM_KEYS,
     PROFILES,
     load_studies,
     load_study,
-    macro_prefixes,
     studies_with_data,
 )
+from dbmatrix.publish.paper_inputs import macro_prefixes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -169,7 +169,7 @@ def test_gitignore_keeps_new_runs_out_and_the_reference_in():
 
 
 def test_every_figure_has_its_paper_fragment():
-    from dbmatrix.analysis import FIGURES
+    from dbmatrix.publish.registry import FIGURES
 
     for fd in FIGURES:
         frag = (ROOT / "paper" / f"fig-{fd.stem}.tex").read_text()

@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.runner's pure parts: port parsing, seeds, plan summaries, plan binding."""
+"""Tests of dbmatrix.run.matrix's pure parts: port parsing, seeds, plan summaries, plan binding."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dbmatrix.runner import (
+from dbmatrix.run.matrix import (
     DATASET_OVERHEAD_S,
     LOAD_ROWS_PER_S,
     RUN_OVERHEAD_S,
@@ -23,7 +23,7 @@ from dbmatrix.runner import (
     sysbench_seed,
     time_accounting,
 )
-from dbmatrix.spec import Experiment, SpecError, parse_experiment
+from dbmatrix.spec.experiment import Experiment, SpecError, parse_experiment
 from dbmatrix.store import ResultStore
 
 # Real `ss -Htln` output (iproute2 6.1): IPv4, IPv6 with brackets, wildcard, scoped address.
@@ -190,7 +190,7 @@ def test_time_accounting_sums_steps_and_preparation(tmp_path: Path) -> None:
 def test_adaptive_runs_add_a_repetition_until_the_target_or_the_cap(tmp_path: Path) -> None:
     from test_analysis import SPEC as ANALYSIS_SPEC, build_store
 
-    from dbmatrix.runner import adaptive_runs
+    from dbmatrix.run.matrix import adaptive_runs
 
     tight = parse_experiment({**ANALYSIS_SPEC, "noise": {"target_halfwidth_pct": 0.01, "max_repetitions": 4}})
     store, _ = build_store(tmp_path / "a", tight)

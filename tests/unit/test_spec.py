@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.spec: validation messages, the full factorial, and the seeded replicate-block plan."""
+"""Tests of dbmatrix.spec.experiment: validation messages, the full factorial, and the seeded replicate-block plan."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dbmatrix.spec import (
+from dbmatrix.spec.experiment import (
     COMPRESSIONS,
     ENGINES,
     FACTORS,

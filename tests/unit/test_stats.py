@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.stats: bootstrap and t CIs against scipy and their coverage, order invariance, steady
+"""Tests of dbmatrix.analyse.stats: bootstrap and t CIs against scipy and their coverage, order invariance, steady
 state on synthetic series, efficiency, exact histogram merging, noise report and the adaptive rule."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dbmatrix import sysbench
-from dbmatrix.stats import (
+from dbmatrix.workload import sysbench
+from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
     SYSBENCH_ROW_BYTES,

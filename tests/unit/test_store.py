@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dbmatrix.spec import FACTORS
+from dbmatrix.spec.experiment import FACTORS
 from dbmatrix.store import MANIFEST, SCHEMA_VERSION, ResultStore, write_json_atomic, write_text_atomic
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"

@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.sysbench against real sysbench 1.0.20 outputs (tests/fixtures/sysbench)."""
+"""Tests of dbmatrix.workload.sysbench against real sysbench 1.0.20 outputs (tests/fixtures/sysbench)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix.sysbench import (
+from dbmatrix.workload.sysbench import (
     RAND_TYPES,
     RUN_ONLY_OPTIONS,
     WORKLOADS,

@@ -1,4 +1,4 @@
-"""dbmatrix.tpcc and the TPC-C side of dbmatrix.sysbench, on outputs captured from real runs
+"""dbmatrix.workload.tpcc and the TPC-C side of dbmatrix.workload.sysbench, on outputs captured from real runs
 (tests/fixtures/tpcc), plus the Lua script's own selftest run by the real sysbench (no server)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dbmatrix import tpcc
-from dbmatrix.remote import LocalHost
-from dbmatrix.sysbench import build_command, command_string, parse_output
+from dbmatrix.workload import tpcc
+from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.workload.sysbench import build_command, command_string, parse_output
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"
 INNODB_RUN = "run_innodb_w1_t2_5s.stdout"
@@ -131,7 +131,7 @@ def test_parse_check_after_corruption():
     conds = tpcc.parse_check(text("check_innodb_corrupted.stdout"))
     assert [c["condition"] for c in conds if not c["passed"]] == [1, 3, 5, 8]
     assert all(c["violations"] == 1 for c in conds if not c["passed"])
-    assert tpcc._overall(text("check_innodb_corrupted.stdout")) is False
+    assert tpcc.overall_result(text("check_innodb_corrupted.stdout")) is False
 
 
 def test_parse_check_when_not_loaded():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dbmatrix.spec import parse_experiment
-from dbmatrix.workloads import command, prepare_threads
+from dbmatrix.spec.experiment import parse_experiment
+from dbmatrix.workload.commands import command, prepare_threads
 
 
 def _exp(workload: dict) -> object:

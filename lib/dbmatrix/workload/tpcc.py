@@ -2,7 +2,7 @@
 
 The workload (``lua/tpcc.lua`` and the ``tpcc_*.lua`` files it loads from its own directory) was
 written here from the TPC-C Standard Specification revision 5.11; see the header of ``tpcc.lua``.
-Commands are built by :func:`dbmatrix.sysbench.build_command` with ``workload="tpcc"``.
+Commands are built by :func:`dbmatrix.workload.sysbench.build_command` with ``workload="tpcc"``.
 
 Output formats this module parses (printed by the Lua script):
 
@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .remote import Host
+from dbmatrix.hosts.remote import Host
 
 __all__ = [
     "CONDITIONS",
@@ -49,7 +49,6 @@ __all__ = [
     "TXN_TYPES",
     "ConsistencyResult",
     "TpccError",
-    "check_consistency",
     "conditions_option",
     "install_script",
     "parse_check",
@@ -286,7 +285,7 @@ def parse_check(stdout: str) -> list[dict[str, Any]]:
     return out
 
 
-def _overall(stdout: str) -> bool | None:
+def overall_result(stdout: str) -> bool | None:
     for line in stdout.splitlines():
         if m := _OVERALL_RE.match(line.strip()):
             return m["res"] == "PASS"
@@ -309,40 +308,3 @@ class ConsistencyResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def check_consistency(
-    host: Host,
-    *,
-    socket: str,
-    script: str,
-    tables: int,
-    scale: int,
-    conditions: Iterable[int] | str = DEFAULT_CONDITIONS,
-    user: str = "root",
-    db: str = "sbtest",
-    timeout_s: float = 3600.0,
-    prefix: list[str] | None = None,
-) -> ConsistencyResult:
-    """Run ``sysbench tpcc.lua ... check`` on ``host`` and return the parsed result.
-
-    A failing condition is a result (``passed=False``), not an exception; TpccError is raised when
-    the check could not run at all (server down, tables missing, wrong scale), with sysbench's message.
-    ``prefix`` wraps the command (e.g. ``taskset``).
-    """
-    from . import sysbench
-
-    argv = sysbench.build_command(
-        "tpcc", "check", socket=socket, user=user, db=db, tables=tables, scale=scale, script=script,
-        threads=1, extra={"conditions": conditions_option(conditions)},
-    )
-    command = sysbench.command_string([*(prefix or []), *argv])
-    r = host.run(command, check=False, timeout=timeout_s)
-    conds = parse_check(r.stdout)
-    overall = _overall(r.stdout)
-    if not conds or overall is None:
-        tail = "\n".join((r.stderr + "\n" + r.stdout).strip().splitlines()[-5:])
-        raise TpccError(f"[{host.name}] TPC-C check did not run (exit {r.exit_code}): {command}\n{tail}")
-    passed = overall and r.exit_code == 0 and all(c["passed"] for c in conds)
-    return ConsistencyResult(passed=passed, conditions=conds, exit_code=r.exit_code, command=command,
-                             duration_s=round(r.duration_s, 3))

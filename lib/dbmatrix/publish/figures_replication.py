@@ -1,7 +1,7 @@
 """Figures of the Galera replication study: one function per figure, the style and stable bytes of
-:mod:`dbmatrix.plots` (column width, Type 42 fonts, no timestamps, provenance in the metadata).
+:mod:`dbmatrix.publish.figures` (column width, Type 42 fonts, no timestamps, provenance in the metadata).
 
-Inputs are the tables of :func:`dbmatrix.replication.analyse_replication` (``runs``, ``settings``,
+Inputs are the tables of :func:`dbmatrix.analyse.replication.analyse_replication` (``runs``, ``settings``,
 ``samples``). Error bars are Student-t 95 % CIs over repetitions; dots are the repetitions.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .plots import COLUMN_WIDTH_IN, MARKERS, apply_style, save_figure
+from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, apply_style, save_figure
 
 LEVEL = "slave_threads"
 STEMS = {"paused": "replication-paused", "throughput": "replication-throughput-latency",

@@ -1,4 +1,4 @@
-"""One measured run of a Galera cell: the cluster counterpart of :func:`dbmatrix.runner.execute_run`.
+"""One measured run of a Galera cell: the cluster counterpart of :func:`dbmatrix.run.matrix.execute_run`.
 
 Per run: plan the nodes (ports, directories) -> restore the dataset snapshot onto node 1 (cold) ->
 drop OS caches -> bootstrap node 1 -> join the other nodes one by one (full state transfer) and wait
@@ -16,9 +16,10 @@ import traceback
 from dataclasses import asdict
 from typing import Any
 
-from . import collect, media, sysbench
-from .datasets import DatasetInfo, drop_os_caches, restore
-from .galera import (
+from dbmatrix.hosts import collect, media
+from dbmatrix.workload import sysbench
+from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, restore
+from dbmatrix.run.galera_cluster import (
     GaleraCluster,
     NodePlan,
     WsrepSampler,
@@ -27,16 +28,14 @@ from .galera import (
     cluster_name,
     first_free_base,
     node_options,
-    parse_samples,
     parse_sst_seconds,
     plan_nodes,
     run_as_user,
-    summarize_samples,
-    wsrep_deltas,
 )
-from .mysqld import cache_bytes
-from .remote import Host, RunInterrupted
-from .runner import (
+from dbmatrix.analyse.wsrep import parse_samples, summarize_samples, wsrep_deltas
+from dbmatrix.run.mysqld import cache_bytes
+from dbmatrix.hosts.remote import Host, RunInterrupted
+from dbmatrix.run.matrix import (
     HostContext,
     RunFailed,
     StepClock,
@@ -46,8 +45,8 @@ from .runner import (
     run_manifest,
     sysbench_seed,
 )
-from .spec import Experiment, PlannedRun, SpecError
-from .store import ResultStore, utc_now, write_text_atomic
+from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError
+from dbmatrix.store import ResultStore, utc_now, write_text_atomic
 
 # Fixed cost of a galera run beyond warm-up and measurement, measured on the 2-vCPU VM with 3 nodes and a
 # 160 MB datadir: restore ~0.5-1 s, bootstrap ~0.5 s, two joins with rsync SST ~10-14 s, the measured window's

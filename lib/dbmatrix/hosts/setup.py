@@ -10,15 +10,15 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from .hostinfo import package_query_command, parse_os_release, parse_package_versions
-from .remote import CommandError, Host
+from dbmatrix.hosts.facts import package_query_command, parse_os_release, parse_package_versions
+from dbmatrix.hosts.remote import CommandError, Host
 
 # Package roles: `server` on every measured host; `paper` and `test` on the controller.
 PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
     "debian": {
         "server": ("mariadb-server", "mariadb-client", "mariadb-plugin-rocksdb",
                    "mariadb-plugin-provider-lz4", "sysbench", "sysstat", "procps", "iproute2",
-                   # storage media (dbmatrix.media): file systems, partitions, loop, PMEM, RAID, fio
+                   # storage media (dbmatrix.hosts.media): file systems, partitions, loop, PMEM, RAID, fio
                    "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm",
                    # Galera clusters (topology: galera): the provider and rsync for SST
                    "galera-4", "rsync"),

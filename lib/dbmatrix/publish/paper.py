@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import paths
-from .store import write_text_atomic
+from dbmatrix import paths
+from dbmatrix.store import write_text_atomic
 
 DIGITS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
 _NAME = re.compile(r"^[A-Za-z]+$")

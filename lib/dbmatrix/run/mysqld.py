@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from .remote import CommandError, Host
-from .spec import Cell, SpecError, block_size_bytes
+from dbmatrix.hosts.remote import CommandError, Host
+from dbmatrix.spec.experiment import Cell, SpecError, block_size_bytes
 
 MiB = 1024 * 1024
 
@@ -24,7 +24,7 @@ ROCKSDB_COMPRESSION = {
     "zstd": "kZSTD", "snappy": "kSnappyCompression",
 }
 # Options a factor sets: a spec may not also hold them constant.
-from .spec import HARNESS_OPTIONS as FACTOR_OPTIONS  # noqa: E402
+from dbmatrix.spec.experiment import HARNESS_OPTIONS as FACTOR_OPTIONS  # noqa: E402
 
 
 class ServerError(RuntimeError):

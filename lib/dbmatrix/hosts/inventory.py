@@ -1,7 +1,7 @@
 """Inventories: the hosts a study runs on and the storage media each offers.
 
 Pure: YAML in, frozen dataclasses out, with errors that name the field and the allowed values. The
-recipes that build the media (mkfs, mount, loop devices, cgroups) are in :mod:`dbmatrix.media`.
+recipes that build the media (mkfs, mount, loop devices, cgroups) are in :mod:`dbmatrix.hosts.media`.
 
 A medium is declared per host as ``media: {name: {kind: ..., path: ..., emulates: ...,
 description: ..., <kind-specific options>}}``. Parsing fills every default in, so
@@ -46,8 +46,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from .remote import Host, LocalHost, SSHHost
-from .spec import SpecError
+from dbmatrix.hosts.remote import Host, LocalHost, SSHHost
+from dbmatrix.spec.experiment import SpecError
 
 MEDIUM_KINDS = ("dir", "tmpfs", "loop", "ram-block", "blockdev", "mdraid", "pmem", "throttled")
 # What an emulating medium stands in for; figures and the paper say "emulated" next to these.

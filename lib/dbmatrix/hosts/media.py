@@ -1,7 +1,7 @@
 """Storage media recipes: plan -> apply -> verify -> teardown, idempotent.
 
-The recipe of a medium is data (:class:`dbmatrix.inventory.Medium`); this module turns it into
-shell commands and runs them through :class:`dbmatrix.remote.Host`, so the same code works here
+The recipe of a medium is data (:class:`dbmatrix.hosts.inventory.Medium`); this module turns it into
+shell commands and runs them through :class:`dbmatrix.hosts.remote.Host`, so the same code works here
 and over SSH (commands go through ``sudo -n`` when the login is not root).
 
 - :func:`plan` / :func:`teardown_plan` (pure): the exact commands, e.g. ``mkfs.xfs -q -b size=4096
@@ -46,9 +46,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .inventory import Medium, parse_medium
-from .remote import CommandResult, Host
-from .spec import SpecError
+from dbmatrix.hosts.inventory import Medium, parse_medium
+from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.spec.experiment import SpecError
 
 q = shlex.quote
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .remote import Host
+from dbmatrix.hosts.remote import Host
 
 Facts = dict[str, Any]
 NOT_FOUND = 127  # shell exit code of a command that does not exist

@@ -20,17 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import collect, media, sysbench, workloads
-from .datasets import DatasetInfo, drop_os_caches, prepare_dataset, restore
-from .hostinfo import collect_facts
-from .inventory import HostSpec
-from .mysqld import (MariaDBServer, ServerPaths, cache_bytes, constants_for, render_options,
+from dbmatrix.hosts import collect, media
+from dbmatrix.workload import sysbench, commands as workloads
+from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, prepare_dataset, restore
+from dbmatrix.hosts.facts import collect_facts
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.run.mysqld import (MariaDBServer, ServerPaths, cache_bytes, constants_for, render_options,
                      requested_cache_bytes, server_user)
-from .paths import git_state
-from .remote import Host, RunInterrupted
-from .spec import Cell, DatasetKey, Experiment, PlannedRun, SpecError
-from .store import ResultStore, utc_now, write_json_atomic, write_text_atomic
-from .study import Study
+from dbmatrix.paths import git_state
+from dbmatrix.hosts.remote import Host, RunInterrupted
+from dbmatrix.spec.experiment import Cell, DatasetKey, Experiment, PlannedRun, SpecError
+from dbmatrix.store import ResultStore, utc_now, write_json_atomic, write_text_atomic
+from dbmatrix.study import Study
 
 BASE_PORT = 13306
 # Rough fixed costs measured on a 2-vCPU VM (restore + start + stop + bookkeeping; init + load).
@@ -123,7 +124,7 @@ def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
 
     overhead = RUN_OVERHEAD_S
     if exp.topology.galera:
-        from .galera_run import GALERA_RUN_OVERHEAD_S  # galera_run imports this module
+        from dbmatrix.run.galera import GALERA_RUN_OVERHEAD_S  # galera_run imports this module
 
         overhead = GALERA_RUN_OVERHEAD_S
     est = (len(runs) * (exp.warmup_s + exp.measure_s + overhead)
@@ -400,13 +401,13 @@ def execute_run(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Dat
 
 def tpcc_check(host: Host, exp: Experiment, socket: str, script: str | None) -> Any:
     """TPC-C consistency conditions 1-4 on the server after a run (a failed condition fails the run)."""
-    from . import tpcc
+    from dbmatrix.workload.commands import check_consistency
 
     if not script:
         raise RunFailed("tpcc: the Lua script was not installed on the host")
     w = exp.workload
     conditions = (1, 2, 3, 4) if w.tables * w.warehouses <= TPCC_FULL_CHECK_MAX_WAREHOUSES else (1, 2, 3)
-    return tpcc.check_consistency(host, socket=socket, script=script, tables=w.tables, scale=w.warehouses,
+    return check_consistency(host, socket=socket, script=script, tables=w.tables, scale=w.warehouses,
                                   conditions=conditions)
 
 
@@ -463,8 +464,8 @@ def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
               host_name: str | None = None) -> dict[str, Any]:
     """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
-    several; see :mod:`dbmatrix.fleet`); returns counts. Safe to call again to resume."""
-    from .fleet import Fleet, Worker
+    several; see :mod:`dbmatrix.run.fleet`); returns counts. Safe to call again to resume."""
+    from dbmatrix.run.fleet import Fleet, Worker
 
     exp, store = study.experiment, study.store
     specs = fleet_hosts(study, host_name)
@@ -552,7 +553,7 @@ def _run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Re
     if isinstance(ds, Exception):
         return _record_early_failure(store, exp, run, ctx.host.name, "prepare_dataset", ds)
     if exp.topology.galera:
-        from .galera_run import execute_galera_run
+        from dbmatrix.run.galera import execute_galera_run
 
         peers = peers or {}
         nodes = [ctx if not exp.topology.hosts or h == ctx.spec.name else peers[h]
@@ -564,7 +565,7 @@ def _run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Re
 def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
     """The next round of the adaptive mode: one more repetition of every cell whose CI is still too wide
     (until the cap); empty when every cell meets the target or reached the cap."""
-    from .stats import adaptive_additions
+    from dbmatrix.analyse.stats import adaptive_additions
 
     runs = store.load_runs()
     if runs.empty:

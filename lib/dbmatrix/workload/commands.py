@@ -1,14 +1,17 @@
 """The sysbench command lines of a cell's workload: the bundled oltp_* scripts, or our TPC-C script.
 
 One place decides how a workload is prepared and run, so datasets, the standalone runner and the
-Galera runner build the same commands. Pure, except :func:`install_scripts` (copies our Lua to a host).
+Galera runner build the same commands. Pure, except :func:`install_scripts` (copies our Lua to a host)
+and :func:`check_consistency` (runs the TPC-C check on a host).
 """
 
 from __future__ import annotations
 
-from . import sysbench
-from .remote import Host
-from .spec import Cell, Experiment
+from collections.abc import Iterable
+
+from dbmatrix.workload import sysbench, tpcc
+from dbmatrix.hosts.remote import Host
+from dbmatrix.spec.experiment import Cell, Experiment
 
 MAX_PREPARE_THREADS = 8
 
@@ -17,8 +20,6 @@ def install_scripts(host: Host, workdir: str, exp: Experiment) -> str | None:
     """Put the TPC-C Lua script on the host when the plan uses it; returns its path there (or None)."""
     if "tpcc" not in exp.factors["workload"]:
         return None
-    from . import tpcc
-
     return tpcc.install_script(host, f"{workdir}/lua")
 
 
@@ -44,3 +45,38 @@ def command(exp: Experiment, cell: Cell, phase: str, *, socket: str, threads: in
         return sysbench.build_command("tpcc", phase, table_size=1, scale=w.warehouses, isolation=w.isolation,
                                       script=script, **common)
     return sysbench.build_command(cell.workload, phase, table_size=w.table_size, **common)
+
+
+def check_consistency(
+    host: Host,
+    *,
+    socket: str,
+    script: str,
+    tables: int,
+    scale: int,
+    conditions: Iterable[int] | str = tpcc.DEFAULT_CONDITIONS,
+    user: str = "root",
+    db: str = "sbtest",
+    timeout_s: float = 3600.0,
+    prefix: list[str] | None = None,
+) -> tpcc.ConsistencyResult:
+    """Run ``sysbench tpcc.lua ... check`` on ``host`` and return the parsed result.
+
+    A failing condition is a result (``passed=False``), not an exception; tpcc.TpccError is raised when
+    the check could not run at all (server down, tables missing, wrong scale), with sysbench's message.
+    ``prefix`` wraps the command (e.g. ``taskset``).
+    """
+    argv = sysbench.build_command(
+        "tpcc", "check", socket=socket, user=user, db=db, tables=tables, scale=scale, script=script,
+        threads=1, extra={"conditions": tpcc.conditions_option(conditions)},
+    )
+    command = sysbench.command_string([*(prefix or []), *argv])
+    r = host.run(command, check=False, timeout=timeout_s)
+    conds = tpcc.parse_check(r.stdout)
+    overall = tpcc.overall_result(r.stdout)
+    if not conds or overall is None:
+        tail = "\n".join((r.stderr + "\n" + r.stdout).strip().splitlines()[-5:])
+        raise tpcc.TpccError(f"[{host.name}] TPC-C check did not run (exit {r.exit_code}): {command}\n{tail}")
+    passed = overall and r.exit_code == 0 and all(c["passed"] for c in conds)
+    return tpcc.ConsistencyResult(passed=passed, conditions=conds, exit_code=r.exit_code, command=command,
+                             duration_s=round(r.duration_s, 3))

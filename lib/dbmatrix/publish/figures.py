@@ -2,7 +2,7 @@
 
 Sizes come from the paper's column width; fonts are embedded as Type 42; the PDF carries the git
 commit and a hash of the data it was drawn from, and no creation date, so the same data gives the
-same bytes. Every figure function takes tidy DataFrames (built by :mod:`dbmatrix.analysis`) and returns
+same bytes. Every figure function takes tidy DataFrames (built by :mod:`dbmatrix.analyse.tables`) and returns
 ``(figure, info)``; when the data a figure needs is absent it raises :class:`FigureDataError`, and the
 figures step skips that figure (and the paper leaves it out). ``apply_style``, ``save_figure`` and
 ``COLUMN_WIDTH_IN`` are used by other figure modules (e.g. ``plots_replication``): keep them stable.
@@ -23,14 +23,12 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from dbmatrix.analyse.figure_data import FigureDataError
+
 COLUMN_WIDTH_IN = 3.39  # \columnwidth of paper/main.tex (two-column article, 10pt)
 TEXT_WIDTH_IN = 6.9  # \textwidth (letter paper, 0.8 in margins): figures spanning both columns
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 LINESTYLES = ("-", "--", ":", "-.")
-
-
-class FigureDataError(ValueError):
-    """The data a figure needs is not in this study (the message says what is missing)."""
 
 
 def apply_style() -> None:
@@ -516,7 +514,7 @@ def metric_by_factor(runs: pd.DataFrame, x: str, metric: str = "tps", hue: str |
                      ax: plt.Axes | None = None) -> tuple[plt.Figure, dict[str, Any]]:
     """Any metric of the runs table against any factor: mean per level with its Student-t 95 % CI, one
     series per `hue` level, every run as a faint dot (the exploration notebook's plot)."""
-    from .stats import t_mean_ci
+    from dbmatrix.analyse.stats import t_mean_ci
 
     for col in (x, metric, *([hue] if hue else [])):
         if col not in runs.columns:

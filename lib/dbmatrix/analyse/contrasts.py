@@ -1,41 +1,11 @@
-"""The seeds' claims set beside what our runs measured, with a verdict computed from the data.
-
-Each :class:`Claim` names a seed, a short paraphrase of what it says, and what to compare: a metric, a
-factor's two levels (``a`` against ``b``), the levels of other factors it holds (``at``), and the band of
-values the claim asserts for the estimate (a ratio a/b, or a difference a - b in points). The estimate and
-its 95 % CI come from the data (:func:`estimate`):
-
-1. runs restricted to the claim's conditions, if only the compared factor still varies there: the two
-   cells' repetitions, Welch's t on log values (ratio of geometric means);
-2. otherwise the factorial model of log(metric) over all runs (main effects + two-way interactions,
-   sum-to-zero coding, OLS; :func:`fit_log_model`): the contrast between the two levels at the claim's
-   conditions, averaged over the levels of the factors the claim leaves free; its CI from the model's
-   covariance and t with the residual degrees of freedom (this is how a fractional design answers a
-   question about one engine at one cache level: no pair of cells differs only in the compared factor);
-3. if the interactions are not estimable on the runs that measured the metric (e.g. device I/O exists
-   only on the disk medium, a resolution-IV half of the fraction), a main-effects model on the runs at the
-   claim's conditions;
-4. dataset sizes (one dataset per engine x page x compression, no repetitions): the geometric mean of the
-   matched pairs' ratios, the "interval" being their range; shares (runs that passed the steady-state test):
-   a Wilson interval; the replication study's own effect table for the Galera claims.
-
-Verdict rule, with [L, U] the 95 % CI and [lo, hi] the claimed band (null value 1 for ratios, 0 for
-differences):
-
-- ``direction`` claims (an effect in a direction, up to / about a size): **agree** when the CI overlaps the
-  band and excludes the null on the claimed side; **disagree** when the CI misses the band entirely (the
-  opposite direction, or a size clearly outside the claim); **inconclusive** otherwise.
-- ``within`` claims (no or a bounded effect): **agree** when the CI lies inside the band; **disagree**
-  when it misses the band entirely; **inconclusive** otherwise.
-- **not tested**: no study of the build varies the factor at the needed levels, or the hardware the claim
-  is about does not exist here (the reason is given).
-"""
+"""Estimates of a comparison from the processed runs: matched cells, the factorial model's contrasts,
+dataset-size ratios, shares with Wilson intervals (what the claims and the figures ask of the data)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations, product
 from typing import Any
 
@@ -43,10 +13,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .effects import sum_contrast
-from .stats import level_key, welch_log_ratio
+from dbmatrix.analyse.effects import sum_contrast
+from dbmatrix.analyse.stats import level_key, welch_log_ratio
 
-VERDICTS = ("agree", "disagree", "inconclusive", "not tested")
 UNTESTED_STEADY = ("too_short", "no_intervals")
 METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn": "KiB written/txn",
                  "read_kb_per_txn": "KiB read/txn", "mysqld_cpu_us_per_txn": "mysqld CPU/txn",
@@ -55,42 +24,9 @@ METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn
                  "lat_p95_ratio": "p95 latency", "lat_avg_ratio": "average latency", "tpmC": "tpmC"}
 FACTOR_WORDS = {"cache_pct": "cache", "block_size": "block", "compression": "compression", "medium": "medium",
                 "engine": "engine", "threads": "threads", "slave_threads": "appliers"}
-# The dataset of a run is fixed by these factors (sizes are measured once per dataset).
 DATASET_FACTORS = ("engine", "block_size", "compression", "workload")
 
 
-@dataclass(frozen=True)
-class Claim:
-    id: str  # letters only: used in macro names (claim<Id>Verdict ...)
-    seed: str  # "003"
-    where: str  # "slide 13"
-    text: str  # the seed's claim, short, in English
-    metric: str
-    band: tuple[float, float]  # the values of the estimate the claim asserts
-    test: str = "direction"  # "direction" | "within"
-    kind: str = "ratio"  # "ratio" (a/b) | "difference" (a - b) | "share"
-    factor: str | None = None
-    a: Any = None  # level, or "min", "max", "second-max", "emulated:pmem", "native"
-    b: Any = None
-    at: Mapping[str, Any] = field(default_factory=dict)
-    sources: tuple[str, ...] = ("storage",)  # study kinds that can test it, preferred first
-    stand_in: str = ""  # what stands in for the seed's condition (said in the table)
-    not_tested: str = ""  # set: never testable here, for this reason
-
-    @property
-    def null(self) -> float:
-        return 0.0 if self.kind == "difference" else 1.0
-
-
-@dataclass
-class Evidence:
-    """What a study offers the claims: its processed runs and, for Galera, its effect table."""
-
-    experiment: str
-    kind: str
-    runs: pd.DataFrame
-    level_order: Mapping[str, Sequence[Any]] = field(default_factory=dict)
-    replication: pd.DataFrame | None = None
 
 
 @dataclass
@@ -105,99 +41,6 @@ class Estimate:
 
 class NotTestable(Exception):
     """The data cannot answer this claim (the message says why)."""
-
-
-# ============================================================================ the claims
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("blockSmallCache", "003", "slide 13",
-          "4\\,KB blocks give up to 10\\,\\% more throughput than 16\\,KB on PMEM without a block cache",
-          "tps", (1.0, 1.10), factor="block_size", a="4k", b="16k",
-          at={"engine": "myrocks", "cache_pct": "min", "medium": "emulated:pmem"}, sources=("tpcc", "storage"),
-          stand_in="lowest cache level for a disabled block cache"),
-    Claim("blockLargeCache", "003", "slide 13",
-          "with the block cache enabled, 4\\,KB and 16\\,KB blocks differ negligibly",
-          "tps", (0.95, 1.05), test="within", factor="block_size", a="4k", b="16k",
-          at={"engine": "myrocks", "cache_pct": "max"}, sources=("tpcc", "storage")),
-    Claim("blockSize", "003", "slide 13", "4\\,KB blocks may grow the dataset by up to 10\\,\\%",
-          "data_physical_bytes", (1.0, 1.10), factor="block_size", a="4k", b="16k", at={"engine": "myrocks"},
-          sources=("tpcc", "storage")),
-    Claim("lzFourTps", "003", "slide 14", "lz4 costs almost no throughput (PMEM)",
-          "tps", (0.95, 1.05), test="within", factor="compression", a="lz4", b="none",
-          at={"engine": "myrocks", "medium": "emulated:pmem"}, sources=("tpcc", "storage")),
-    Claim("lzFourSize", "003", "slide 14", "the lz4 dataset is 4$\\times$ smaller than the uncompressed one",
-          "data_physical_bytes", (0.20, 0.33), test="within", factor="compression", a="lz4", b="none",
-          at={"engine": "myrocks"}, sources=("tpcc", "storage")),
-    Claim("lzFourWrites", "003", "slide 14", "lz4 cuts the write rate by up to 2.5$\\times$",
-          "write_kb_per_txn", (0.40, 1.0), factor="compression", a="lz4", b="none", at={"engine": "myrocks"},
-          sources=("tpcc", "storage")),
-    Claim("pmemNoCache", "003", "slide 15",
-          "without a block cache, PMEM outperforms NVMe by up to 4$\\times$",
-          "tps", (1.0, 4.0), factor="medium", a="emulated:pmem", b="native",
-          at={"engine": "myrocks", "cache_pct": "min"}, sources=("tpcc", "storage"),
-          stand_in="tmpfs (RAM) for PMEM, the root disk for NVMe, lowest cache level for no block cache"),
-    Claim("pmemCache", "003", "slide 15",
-          "with the block cache enabled, PMEM's advantage over NVMe is up to 25\\,\\%",
-          "tps", (1.0, 1.25), factor="medium", a="emulated:pmem", b="native",
-          at={"engine": "myrocks", "cache_pct": "max"}, sources=("tpcc", "storage"),
-          stand_in="tmpfs (RAM) for PMEM, the root disk for NVMe"),
-    Claim("bufferPool", "001", "section 3",
-          "throughput grows with the InnoDB buffer pool share of the data (25 to 100\\,\\%)",
-          "tps", (0.0, 1.0), factor="cache_pct", a="min", b="max", at={"engine": "innodb"},
-          sources=("threads", "storage")),
-    Claim("threadsScale", "001", "section 3", "throughput rises with client threads (8 to 128)",
-          "tps", (1.0, math.inf), factor="threads", a="max", b="min", sources=("threads",)),
-    Claim("remoteNvme", "001", "section 3.1",
-          "NVMe pooled over InfiniBand outperforms local NVMe, less so at high concurrency",
-          "tps", (1.0, math.inf),
-          not_tested="no NVMe-oF/InfiniBand storage on this machine"),
-    Claim("applierPause", "002", "flow-control charts",
-          "16 applier threads cut flow-control pauses (from 64\\,\\% to 20\\,\\% of the time)",
-          "fc_paused_pct_points", (-100.0, 0.0), kind="difference", factor="slave_threads", a="max", b=1,
-          sources=("galera",)),
-    Claim("applierTps", "002", "throughput chart", "16 applier threads give about 11\\,\\% more throughput",
-          "tps_ratio", (1.0, 1.25), factor="slave_threads", a="max", b=1, sources=("galera",)),
-    Claim("applierLatency", "002", "latency chart",
-          "one applier thread has 27\\,\\% higher average latency than 16",
-          "lat_avg_ratio", (0.70, 1.0), factor="slave_threads", a="max", b=1, sources=("galera",)),
-    Claim("steadyRuns", "000", "per-second charts",
-          "after warm-up, per-second throughput is stable over the run", "steady", (0.90, 1.0),
-          test="within", kind="share", sources=("storage", "threads", "tpcc")),
-    Claim("saturationTps", "000", "single-server scaling",
-          "past saturation, more client threads add no throughput", "tps", (0.0, 1.05), test="within",
-          factor="threads", a="max", b="second-max", sources=("threads",)),
-    Claim("saturationLatency", "000", "p95 latency chart", "past saturation, p95 latency grows with clients",
-          "p95_ms", (1.0, math.inf), factor="threads", a="max", b="second-max", sources=("threads",)),
-    Claim("overProvisioning", "004", "tablespace file systems",
-          "leaving 40\\,\\% of each NVMe unpartitioned keeps write throughput; a full drive halves it",
-          "tps", (1.0, math.inf),
-          not_tested="no NVMe here: loop devices have no flash translation layer to over-provision"),
-    Claim("raidChunk", "004", "log file system",
-          "RAID0 of two NVMe with 256\\,KB chunks carries 2--3\\,GB/s of sequential log writes",
-          "tps", (1.0, math.inf),
-          not_tested="no NVMe, and this kernel has no MD RAID (mdadm cannot create an array)"),
-)
-
-
-# ============================================================================ verdicts
-
-
-def verdict(ci_lo: float, ci_hi: float, band: tuple[float, float], test: str = "direction",
-            null: float = 1.0) -> str:
-    """The rule of the module docstring, for an interval [ci_lo, ci_hi] and a claimed band."""
-    if test not in ("direction", "within"):
-        raise ValueError(f"test: {test!r}; allowed: direction, within")
-    if not (np.isfinite(ci_lo) and np.isfinite(ci_hi)):
-        return "inconclusive"
-    lo, hi = band
-    overlaps = ci_lo <= hi and ci_hi >= lo
-    if not overlaps:
-        return "disagree"
-    if test == "within":
-        return "agree" if lo <= ci_lo and ci_hi <= hi else "inconclusive"
-    up = (lo + hi) / 2 > null if np.isfinite(hi) else lo >= null
-    excludes_null = ci_lo > null if up else ci_hi < null
-    return "agree" if excludes_null else "inconclusive"
 
 
 def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -290,7 +133,7 @@ def varied(runs: pd.DataFrame, factors: Sequence[str]) -> list[str]:
 def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps", *,
                   interactions: bool = True,
                   level_order: Mapping[str, Sequence[Any]] | None = None) -> LogModel | None:
-    """The factorial model of :func:`dbmatrix.effects.factorial_model` with its covariance kept, so that
+    """The factorial model of :func:`dbmatrix.analyse.effects.factorial_model` with its covariance kept, so that
     any contrast can be estimated. None when not estimable (aliased terms or no residual df)."""
     import statsmodels.api as sm
 
@@ -494,71 +337,6 @@ def _level(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return _text(v)
-
-
-def estimate(claim: Claim, ev: Evidence) -> Estimate:
-    """The claim's estimate from one study (raises NotTestable with the reason)."""
-    if claim.kind == "share":
-        return steady_share(ev.runs)
-    if ev.kind == "galera" and claim.metric in ("fc_paused_pct_points", "tps_ratio", "lat_avg_ratio",
-                                                "lat_p95_ratio"):
-        if ev.replication is None or ev.replication.empty:
-            raise NotTestable("the replication study's effect table is missing")
-        return replication_estimate(ev.replication, claim.metric)
-    if claim.factor is None:
-        raise NotTestable("no factor to compare")
-    if claim.metric == "data_physical_bytes":
-        return dataset_ratio(ev.runs, claim.factor, claim.a, claim.b, claim.at)
-    runs = ev.runs
-    if "rate_fraction" in runs.columns:
-        runs = runs[pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0) == 0]
-    return ratio_estimate(runs, claim.metric, claim.factor, claim.a, claim.b, claim.at,
-                          level_order=ev.level_order)
-
-
-VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",
-                   "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in")
-
-
-def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: the first study (in the claim's preferred order of study kinds, then the order
-    given) that can test it, its estimate with the 95 % CI, and the verdict; else "not tested" and why."""
-    rows = []
-    for c in claims:
-        row: dict[str, Any] = {"id": c.id, "seed": c.seed, "where": c.where, "claim": c.text, "metric": c.metric,
-                               "kind": c.kind, "test": c.test, "band_lo": c.band[0], "band_hi": c.band[1],
-                               "study": "", "compared": "", "basis": "", "n": 0, "estimate": math.nan,
-                               "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
-                               "stand_in": c.stand_in}
-        if c.not_tested:
-            row["reason"] = c.not_tested
-            rows.append(row)
-            continue
-        pool = [e for k in c.sources for e in evidence if e.kind == k]
-        if c.kind == "share":  # stability is a property of every standalone run of the build
-            pool = [Evidence("+".join(e.experiment for e in pool), "pooled",
-                             pd.concat([e.runs for e in pool], ignore_index=True))] if pool else []
-        reasons = []
-        for ev in pool:
-            try:
-                est = estimate(c, ev)
-            except NotTestable as exc:
-                reasons.append(f"{ev.experiment}: {exc}")
-                continue
-            row.update(study=ev.experiment, compared=est.compared, basis=est.basis, n=est.n,
-                       estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi,
-                       verdict=verdict(est.ci_lo, est.ci_hi, c.band, c.test, c.null),
-                       reason="" if np.isfinite(est.ci_lo) else "no interval (too few repetitions)")
-            break
-        else:
-            row["reason"] = "; ".join(reasons) if reasons else (
-                "needs a " + " or ".join(c.sources) + " study; none in this build")
-        rows.append(row)
-    return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
-
-
-def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
-    return {v: int((table["verdict"] == v).sum()) for v in VERDICTS}
 
 
 def level_product(levels: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:

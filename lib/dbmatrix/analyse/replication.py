@@ -1,7 +1,7 @@
 """Analysis of the Galera replication study (seed 002): tables, effects with CIs, the seed comparison.
 
 Input: the manifests of galera runs (``manifest["wsrep"]``: per-node figures over the measured window,
-see :func:`dbmatrix.galera.wsrep_deltas`; ``manifest["summary"]``: sysbench) and their raw
+see :func:`dbmatrix.run.galera_cluster.wsrep_deltas`; ``manifest["summary"]``: sysbench) and their raw
 ``wsrep-samples.txt``. Output (``<results>/processed/``, deterministic):
 
 * ``replication-runs.csv``   one row per completed run: levels, throughput, latency, cluster-level
@@ -18,22 +18,18 @@ see :func:`dbmatrix.galera.wsrep_deltas`; ``manifest["summary"]``: sysbench) and
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from . import paper
-from .galera import WSREP_KEYS, parse_samples
-from .paths import git_state
-from .spec import Experiment
-from .stats import t_mean_ci, welch_log_ratio
-from .store import ResultStore, write_text_atomic
+from dbmatrix.analyse.wsrep import WSREP_KEYS, parse_samples
+from dbmatrix.spec.experiment import Experiment
+from dbmatrix.analyse.stats import t_mean_ci, welch_log_ratio
+from dbmatrix.store import ResultStore, write_text_atomic
 
 # Factors that can vary besides slave_threads in a replication study; settings are compared within them.
 WITHIN = ("write_to", "threads", "workload")
@@ -118,7 +114,7 @@ def node_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
             for node, d in sorted((m.get("wsrep") or {}).items())]
 
 
-def _group_keys(runs: pd.DataFrame) -> list[str]:
+def group_keys(runs: pd.DataFrame) -> list[str]:
     """The other factors that vary among the runs (settings are compared within their combinations)."""
     return [k for k in WITHIN if k in runs and runs[k].nunique(dropna=False) > 1]
 
@@ -178,7 +174,7 @@ def effects(runs: pd.DataFrame) -> pd.DataFrame:
     Welch on logs), receive-queue average difference. The highest level against the lowest comes first."""
     if runs.empty or runs[LEVEL].nunique() < 2:
         return pd.DataFrame(columns=EFFECT_COLUMNS)
-    keys = _group_keys(runs)
+    keys = group_keys(runs)
     rows = []
     groups = runs.groupby(keys, sort=True, dropna=False) if keys else [((), runs)]
     for key, g in groups:
@@ -323,201 +319,3 @@ def load_replication(store: ResultStore) -> dict[str, pd.DataFrame]:
         p = store.processed / f"replication-{name}.csv"
         out[name] = pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else pd.DataFrame()
     return out
-
-
-# =============================================================================== paper
-
-def _f(x: Any, digits: int = 1) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "--"
-    return f"{float(x):,.{digits}f}".replace(",", "{,}").replace("-", "$-$")
-
-
-def _signed(x: Any, digits: int = 1) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "--"
-    return ("$+$" if float(x) >= 0 else "") + _f(x, digits)
-
-
-def _machine(facts: dict[str, Any]) -> dict[str, str]:
-    cpus = facts.get("online_cpus") or facts.get("logical_cpus")
-    mem = facts.get("mem_total_bytes")
-    virt = facts.get("hypervisor_vendor")
-    return {
-        "replMachineCpus": str(cpus) if cpus else "--",
-        "replMachineMemGiB": _f(mem / 2**30, 0) if mem else "--",
-        "replMachineCpuModel": paper.latex_escape(str(facts.get("cpu_model") or "unknown CPU")),
-        "replMachineVirt": paper.latex_escape(f"a {virt} virtual machine" if virt else "this machine"),
-        "replMariadbVersion": paper.latex_escape(str(facts.get("mariadb_version") or "--")),
-        "replGaleraVersion": paper.latex_escape(str(facts.get("galera_version") or "--")),
-    }
-
-
-def _setting(settings: pd.DataFrame, level: int, metric: str, within: dict[str, Any]) -> pd.Series | None:
-    s = settings[(settings[LEVEL] == level) & (settings["metric"] == metric)]
-    for k, v in within.items():
-        s = s[s[k].astype(str) == str(v)]
-    return None if s.empty else s.iloc[0]
-
-
-# Every macro paper/replication.tex may use (defined as "--" when the data cannot give it).
-MACRO_NAMES = tuple(
-    [f"repl{k}" for k in ("VerdictRule", "SeedMachine", "Runs", "RunsFailed", "MachineCpus", "MachineMemGiB",
-                          "MachineCpuModel", "MachineVirt", "MariadbVersion", "GaleraVersion", "Nodes",
-                          "Repetitions", "MeasureS", "WarmupS", "Workload", "Tables", "TableSize",
-                          "ClientThreads", "SstMethod", "Levels", "WriteTo", "FlushAtCommit", "Low", "High",
-                          "ClusterStartS", "SstS", "PausedDiff", "PausedDiffLo", "PausedDiffHi",
-                          "PausedSeedDiff", "LatPctlRatio", "LatPctlRatioLo", "LatPctlRatioHi",
-                          "PausedNodeSpread")]
-    + [f"repl{m}{n}{b}" for m in ("Paused", "Tps", "LatPctl", "LatAvg", "RecvQueue", "FcSent", "CertDeps")
-       for n in ("Low", "High") for b in ("", "Lo", "Hi")]
-    + [f"replN{n}" for n in ("Low", "High")]
-    + [f"repl{c}{k}" for c in ("Paused", "Tps", "Lat") for k in ("Verdict", "SeedPosition")]
-    + [f"repl{k}{x}" for k in ("Tps", "LatAvg") for x in ("Ratio", "RatioLo", "RatioHi", "ChangePct",
-                                                          "ChangeLoPct", "ChangeHiPct", "SeedChangePct")]
-)
-
-
-def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None = None,
-                       facts: dict[str, Any] | None = None) -> dict[str, str]:
-    """LaTeX number macros (names letters only, prefix ``repl``) for paper/replication.tex: settings,
-    per-setting means with CIs, effects of the highest level against the lowest, the seed's claims
-    with our verdicts (rule in ``replVerdictRule``), and the machine size from the host facts."""
-    runs, settings, eff, seed = (tables.get(k, pd.DataFrame()) for k in ("runs", "settings", "effects", "seed"))
-    failed = tables.get("failed", pd.DataFrame())
-    m: dict[str, str] = dict.fromkeys(MACRO_NAMES, "--")  # every name the section uses exists, even without data
-    m.update(SEED_FIGURES)
-    m.update({"replVerdictRule": paper.latex_escape(VERDICT_RULE),
-                         "replSeedMachine": paper.latex_escape(SEED_MACHINE),
-                         "replRuns": str(len(runs)), "replRunsFailed": str(len(failed))})
-    m.update(_machine(facts or {}))
-    if exp is not None:
-        w = exp.workload
-        m.update(replNodes=str(exp.topology.nodes), replRepetitions=str(exp.repetitions),
-                 replMeasureS=str(exp.measure_s), replWarmupS=str(exp.warmup_s),
-                 replWorkload=paper.latex_escape(w.name if len(exp.factors["workload"]) == 1
-                                                 else ", ".join(exp.factors["workload"])),
-                 replTables=str(w.tables), replTableSize=_f(w.table_size, 0),
-                 replClientThreads=", ".join(str(t) for t in exp.factors["threads"]),
-                 replSstMethod=paper.latex_escape(exp.topology.sst_method),
-                 replLevels=", ".join(str(v) for v in exp.factors[LEVEL]),
-                 replWriteTo=paper.latex_escape(", ".join(exp.factors["write_to"])),
-                 replFlushAtCommit=paper.latex_escape(str(exp.server_options.get(
-                     "innodb_flush_log_at_trx_commit", "1 (the default)"))))
-    if runs.empty or settings.empty:
-        return m
-    levels = sorted(int(v) for v in runs[LEVEL].unique())
-    low, high = levels[0], levels[-1]
-    m.update(replLow=str(low), replHigh=str(high))
-    first = runs.sort_values("run_id", kind="stable").iloc[0]
-    within = {k: first[k] for k in _group_keys(runs)}
-    for name, level in (("Low", low), ("High", high)):
-        for metric, macro, digits in (("fc_paused_pct", "Paused", 1), ("tps", "Tps", 0),
-                                      ("lat_p95_ms", "LatPctl", 2), ("lat_avg_ms", "LatAvg", 2),
-                                      ("recv_queue_avg", "RecvQueue", 1), ("fc_sent", "FcSent", 0),
-                                      ("cert_deps_distance", "CertDeps", 0)):
-            r = _setting(settings, level, metric, within)
-            if r is None:
-                continue
-            m[f"repl{macro}{name}"] = _f(r["mean"], digits)
-            m[f"repl{macro}{name}Lo"] = _f(r["ci_lo"], digits)
-            m[f"repl{macro}{name}Hi"] = _f(r["ci_hi"], digits)
-        r = _setting(settings, level, "fc_paused_pct", within)
-        if r is not None:
-            m[f"replN{name}"] = str(int(r["n"]))
-    spread = pd.to_numeric(runs["fc_paused_pct_spread"], errors="coerce").dropna()
-    m["replPausedNodeSpread"] = _f(spread.max(), 1) if len(spread) else "--"
-    for metric, unit in (("cluster_start_s", 1), ("sst_s", 1)):
-        v = pd.to_numeric(runs[metric], errors="coerce").dropna()
-        macro = {"cluster_start_s": "replClusterStartS", "sst_s": "replSstS"}[metric]
-        m[macro] = _f(v.mean(), unit) if len(v) else "--"
-    for claim, c in SEED_CLAIMS.items():
-        row = seed[seed["claim"] == claim]
-        if row.empty:
-            continue
-        r = row.iloc[0]
-        cap = claim.capitalize()
-        m[f"repl{cap}Verdict"] = str(r["verdict"])
-        m[f"repl{cap}SeedPosition"] = str(r["seed_position"])
-        if claim == "paused":
-            m.update(replPausedDiff=_signed(r["estimate"]), replPausedDiffLo=_signed(r["ci_lo"]),
-                     replPausedDiffHi=_signed(r["ci_hi"]), replPausedSeedDiff=_signed(c["value"], 0))
-        else:
-            key = "Tps" if claim == "tps" else "LatAvg"
-            pct = (lambda x: _signed((x - 1) * 100, 1))
-            m.update({f"repl{key}Ratio": _f(r["estimate"], 3), f"repl{key}RatioLo": _f(r["ci_lo"], 3),
-                      f"repl{key}RatioHi": _f(r["ci_hi"], 3), f"repl{key}ChangePct": pct(r["estimate"]),
-                      f"repl{key}ChangeLoPct": pct(r["ci_lo"]), f"repl{key}ChangeHiPct": pct(r["ci_hi"]),
-                      f"repl{key}SeedChangePct": pct(c["value"])})
-    p95 = eff[(eff["metric"] == "lat_p95_ratio") & (eff["level_a"] == high) & (eff["level_b"] == low)]
-    if not p95.empty:
-        r = p95.iloc[0]
-        m.update(replLatPctlRatio=_f(r["estimate"], 3), replLatPctlRatioLo=_f(r["ci_lo"], 3),
-                 replLatPctlRatioHi=_f(r["ci_hi"], 3))
-    return m
-
-
-def settings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The paper's small table, one column per setting (applier level, with the other varied levels) and
-    one row per figure: n, then mean [95 % CI] of the paused share, throughput, p95 and average latency
-    and the average receive queue."""
-    s = tables.get("settings", pd.DataFrame())
-    rows = [("n", None, 0), ("FC paused %", "fc_paused_pct", 1), ("TPS", "tps", 0), ("p95 ms", "lat_p95_ms", 2),
-            ("Avg. latency ms", "lat_avg_ms", 2), ("Recv. queue", "recv_queue_avg", 1)]
-    if s.empty:
-        return pd.DataFrame(columns=["Appliers"])
-    keys = [k for k in WITHIN if k in s and s[k].nunique(dropna=False) > 1]
-
-    def cell(g: pd.DataFrame, metric: str | None, digits: int) -> str:
-        r = g[g["metric"] == (metric or "tps")]
-        if r.empty:
-            return "--"
-        r = r.iloc[0]
-        if metric is None:
-            return str(int(r["n"]))
-        ci = "" if pd.isna(r["ci_lo"]) else f" [{r['ci_lo']:.{digits}f}, {r['ci_hi']:.{digits}f}]"
-        return f"{r['mean']:.{digits}f}{ci}"
-
-    table: dict[str, list[str]] = {"Appliers": [label for label, _, _ in rows]}
-    for key, g in s.groupby([LEVEL, *keys], sort=True, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        head = ", ".join([str(key[0]), *(f"{k} {v}" for k, v in zip(keys, key[1:]))])
-        table[head] = [cell(g, metric, digits) for _, metric, digits in rows]
-    return pd.DataFrame(table)
-
-
-def _host_facts(store: ResultStore, tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
-    runs = tables.get("runs", pd.DataFrame())
-    if not runs.empty:
-        m = store.manifest(str(runs.sort_values("run_id").iloc[0]["run_id"])) or {}
-        if m.get("host_facts"):
-            return m["host_facts"]
-    for p in sorted(store.hosts.glob("*.json")) if store.hosts.is_dir() else []:
-        return json.loads(p.read_text())
-    return {}
-
-
-def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, generated_dir: Path) -> list[Path]:
-    """Figures and the generated LaTeX (``replication-macros.tex``, ``table-replication.tex``) of the
-    replication section, from the processed tables (run :func:`analyse_replication` first)."""
-    from . import plots, plots_replication
-
-    tables = load_replication(store)
-    sha = plots.data_hash(tables["runs"], tables["settings"], tables["samples"])
-    commit = git_state().get("commit")
-    written = plots_replication.draw_all(tables, figures_dir, commit=commit, data_sha=sha)
-    macros = replication_macros(tables, exp, _host_facts(store, tables))
-    paper.write_macros(macros, generated_dir / "replication-macros.tex")
-    table = settings_table(tables)
-    if len(table.columns) < 2:
-        tex = "% Generated by dbmatrix; do not edit.\n% tab:replication: no completed galera runs\n"
-    else:
-        tex = paper.render_table(
-            table, caption="Galera: per applier setting (columns), mean and Student-t 95\\,\\% CI over "
-                           "repetitions of the flow-control paused share (mean over nodes), throughput, p95 and "
-                           "average latency, and the average receive queue (largest over nodes).",
-            label="tab:replication", column_format="l" + "r" * (len(table.columns) - 1))
-        if len(table.columns) > 3:  # more than two settings: span both columns
-            tex = tex.replace("\\begin{table}", "\\begin{table*}", 1).replace("\\end{table}", "\\end{table*}", 1)
-    write_text_atomic(generated_dir / "table-replication.tex", tex)
-    return [*written, generated_dir / "replication-macros.tex", generated_dir / "table-replication.tex"]

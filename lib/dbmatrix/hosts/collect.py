@@ -42,7 +42,7 @@ from typing import Any
 
 import pandas as pd
 
-from .remote import Host
+from dbmatrix.hosts.remote import Host
 
 __all__ = [
     "COLLECTORS",

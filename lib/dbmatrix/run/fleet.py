@@ -22,10 +22,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .inventory import HostSpec
-from .remote import Host, RunInterrupted
-from .spec import Experiment, PlannedRun
-from .store import ResultStore, utc_now
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.hosts.remote import Host, RunInterrupted
+from dbmatrix.spec.experiment import Experiment, PlannedRun
+from dbmatrix.store import ResultStore, utc_now
 
 HEALTH_TIMEOUT_S = 20.0
 
@@ -150,7 +150,7 @@ class Fleet:
                 self._mark_host_lost(run.run_id, worker.spec.name)
 
     def _record_host_failure(self, worker: Worker, run: PlannedRun, exc: Exception) -> dict[str, Any]:
-        from .runner import _record_early_failure
+        from dbmatrix.run.matrix import _record_early_failure
 
         return _record_early_failure(self.store, self.exp, run, worker.spec.name, "host", exc)
 

@@ -26,6 +26,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbmatrix.workload import tpcc
+
 __all__ = [
     "PHASES",
     "RAND_TYPES",
@@ -46,7 +48,7 @@ __all__ = [
     "parse_summary",
 ]
 
-TPCC = "tpcc"  # our own TPC-C script (dbmatrix.tpcc); the others ship with sysbench
+TPCC = "tpcc"  # our own TPC-C script (dbmatrix.workload.tpcc); the others ship with sysbench
 WORKLOADS: tuple[str, ...] = (
     "oltp_read_write",
     "oltp_read_only",
@@ -129,7 +131,7 @@ def build_command(
     options such as ``point_selects``); a key that duplicates a generated option is an error.
 
     ``workload="tpcc"`` runs our TPC-C script: ``script`` is the path of ``tpcc.lua`` on the host
-    (see :func:`dbmatrix.tpcc.install_script`), ``tables`` the number of table sets, ``scale`` the
+    (see :func:`dbmatrix.workload.tpcc.install_script`), ``tables`` the number of table sets, ``scale`` the
     warehouses per set, ``isolation`` RC/RR/RU/SER (the script's default is RC); ``table_size`` is
     ignored; the phase ``check`` verifies the consistency conditions. The other workloads need
     ``table_size`` and refuse ``script``/``scale``/``isolation``.
@@ -138,16 +140,14 @@ def build_command(
     _choice("workload", workload, WORKLOADS)
     _choice("phase", phase, PHASES)
     _choice("rand_type", rand_type, RAND_TYPES)
-    tpcc = workload == TPCC
-    if tpcc:
-        from . import tpcc as tpcc_mod
-
+    is_tpcc = workload == TPCC
+    if is_tpcc:
         if not script:
             raise ValueError("script: the path of tpcc.lua on the host is required for workload 'tpcc' "
-                             "(dbmatrix.tpcc.install_script returns it)")
+                             "(dbmatrix.workload.tpcc.install_script returns it)")
         if scale is None:
             raise ValueError("scale (warehouses per table set) is required for workload 'tpcc'")
-        tpcc_mod.validate_options(scale=scale, tables=tables, isolation=isolation,
+        tpcc.validate_options(scale=scale, tables=tables, isolation=isolation,
                                   storage_engine=storage_engine)
     else:
         if phase == "check":
@@ -164,7 +164,7 @@ def build_command(
     if not db:
         raise ValueError("db must be non-empty")
     _int_at_least("tables", tables, 1)
-    if not tpcc:
+    if not is_tpcc:
         _int_at_least("table_size", table_size, 1)
     _int_at_least("threads", threads, 1)
     if time_s is not None:
@@ -184,17 +184,17 @@ def build_command(
 
     argv = [
         "sysbench",
-        script if tpcc else workload,
+        script if is_tpcc else workload,
         "--db-driver=mysql",
         f"--mysql-socket={socket}",
         f"--mysql-user={user}",
         f"--mysql-db={db}",
         f"--tables={tables}",
-        f"--scale={scale}" if tpcc else f"--table-size={table_size}",
+        f"--scale={scale}" if is_tpcc else f"--table-size={table_size}",
         f"--threads={threads}",
     ]
-    if tpcc and isolation is not None:
-        argv.append(f"--trx_level={tpcc_mod.validate_isolation(isolation, storage_engine)}")
+    if is_tpcc and isolation is not None:
+        argv.append(f"--trx_level={tpcc.validate_isolation(isolation, storage_engine)}")
     if storage_engine is not None:
         argv.append(f"--mysql-storage-engine={storage_engine}")
     if seed is not None:
@@ -429,13 +429,11 @@ class SysbenchOutput:
 def parse_output(stdout: str, stderr: str = "") -> SysbenchOutput:
     """Parse a run's stdout (intervals, histogram, summary) and FATAL lines of stdout+stderr.
 
-    A TPC-C run (:mod:`dbmatrix.tpcc`) also gets ``summary["tpcc"]`` (its per-type report) and
+    A TPC-C run (:mod:`dbmatrix.workload.tpcc`) also gets ``summary["tpcc"]`` (its per-type report) and
     ``summary["tpmC"]``; other workloads' summaries have neither key.
     """
-    from .tpcc import parse_tpcc_report
-
     summary = parse_summary(stdout)
-    report = parse_tpcc_report(stdout)
+    report = tpcc.parse_tpcc_report(stdout)
     if report:
         summary["tpcc"] = report
         summary["tpmC"] = report["tpmC"]

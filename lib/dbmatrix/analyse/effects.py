@@ -3,7 +3,7 @@
 Pure functions of the runs table (one row per repetition; repetitions are the unit of replication).
 Throughput is analysed on the log scale, so effects are multiplicative factors ("x1.30") and their CIs
 are ratios too. The two-sample building blocks (Welch test on logs, Hedges' g, Holm) live in
-:mod:`dbmatrix.stats` and are re-exported here.
+:mod:`dbmatrix.analyse.stats` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .stats import hedges_g, holm, level_key, welch_log_ratio
+from dbmatrix.analyse.stats import hedges_g, holm, level_key, welch_log_ratio
 
 __all__ = ["FactorialFit", "factorial_model", "hedges_g", "holm", "pairwise_comparisons", "sum_contrast",
            "welch_log_ratio"]

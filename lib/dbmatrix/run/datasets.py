@@ -12,10 +12,10 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
-from . import sysbench, workloads
-from .mysqld import MariaDBServer, ServerPaths, install_db_command, render_options, table_engine
-from .remote import Host
-from .spec import Cell, DatasetKey, Experiment
+from dbmatrix.workload import sysbench, commands as workloads
+from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, install_db_command, render_options, table_engine
+from dbmatrix.hosts.remote import Host
+from dbmatrix.spec.experiment import Cell, DatasetKey, Experiment
 
 MiB = 1024 * 1024
 PREPARE_CACHE = 256 * MiB  # cache while loading; the snapshot does not depend on it

@@ -1,0 +1,396 @@
+"""From raw runs to processed tables (notebook 20), and to figures and paper inputs (notebook 30).
+
+Deterministic: the same raw data gives byte-identical CSV/Parquet tables, figures and LaTeX files.
+
+The analysed throughput of a run (``tps`` in the processed runs table) is the mean per-second
+throughput over its steady window when the run passed the steady-state check
+(:func:`dbmatrix.analyse.stats.steady_state`), and sysbench's whole-run figure (``tps_sysbench``) otherwise;
+runs that never settle stay in the averages but are counted per cell (``n_not_steady``) and flagged
+in the noise report (``analyse(..., exclude_not_steady=True)`` drops them instead); runs too short for
+the check are counted as ``n_untested``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
+from dbmatrix.spec.experiment import FACTORS, Experiment
+from dbmatrix.analyse.stats import (
+    DEFAULT_SEED,
+    EFFICIENCY_METRICS,
+    bootstrap_ratio_cols,
+    cell_summary,
+    efficiency,
+    level_key,
+    merged_percentiles,
+    noise_report,
+    ratios_to_baseline_cells,
+    stable_seed,
+    steady_state,
+    summarise_cells,
+    t_mean_ci,
+    welch_log_ratio,
+)
+from dbmatrix.store import ResultStore, write_text_atomic
+
+MiB = 1024 * 1024
+FACTOR_LABELS = {"engine": "Engine", "cache_pct": "Cache %", "block_size": "Page", "compression": "Compr.",
+                 "medium": "Medium", "threads": "Thr.", "workload": "Workload", "log_medium": "Log medium",
+                 "rate_fraction": "Rate"}
+STEADY_RUN_COLUMNS = ("trim_s", "steady_s", "steady", "steady_reason", "drift_pct", "tps_steady",
+                      "sec_tps_min", "sec_tps_p1", "sec_tps_p5", "sec_tps_median", "sec_tps_cv", "stall_s",
+                      "zero_s")
+UNTESTED = ("too_short", "no_intervals")  # steady_reason of runs whose steady state could not be checked
+CSV_TABLES = ("runs", "cells", "ratios", "failed", "pairwise", "effects", "anova", "noise", "efficiency",
+              "headline")
+
+
+@dataclass
+class Analysis:
+    runs: pd.DataFrame
+    cells: pd.DataFrame
+    latency: pd.DataFrame
+    ratios: pd.DataFrame
+    failed: pd.DataFrame
+    steady: pd.DataFrame = field(default_factory=pd.DataFrame)
+    efficiency: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pairwise: pd.DataFrame = field(default_factory=pd.DataFrame)
+    effects: pd.DataFrame = field(default_factory=pd.DataFrame)
+    anova: pd.DataFrame = field(default_factory=pd.DataFrame)
+    noise: pd.DataFrame = field(default_factory=pd.DataFrame)
+    headline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> None:
+    write_text_atomic(path, df.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+
+
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".parquet.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)
+
+
+def cell_latency(histograms: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Latency percentiles per cell from histograms merged across repetitions (counts added)."""
+    cols = ["cell_id", "runs", "events", "p50_ms", "p95_ms", "p99_ms", "max_bucket_ms"]
+    if histograms.empty:
+        return pd.DataFrame(columns=cols)
+    h = histograms[histograms["run_id"].isin(set(runs["run_id"]))]
+    out = merged_percentiles(h, ["cell_id"])
+    if out.empty:
+        return pd.DataFrame(columns=cols)
+    out.insert(1, "runs", h.groupby("cell_id", sort=True)["run_id"].nunique().reindex(out["cell_id"]).to_numpy())
+    return out[cols]
+
+
+def baseline_factor(exp: Experiment) -> tuple[str, Any]:
+    """The factor compared against a baseline level: the spec's baseline, else the highest cache %."""
+    if exp.baseline:
+        factor = next(iter(exp.baseline))
+        return factor, exp.baseline[factor]
+    return "cache_pct", max(exp.factors["cache_pct"])
+
+
+def baseline_levels(exp: Experiment) -> dict[str, Any]:
+    """The baseline cell's fixed levels: the spec's baseline, else the highest cache %."""
+    return dict(exp.baseline) if exp.baseline else {"cache_pct": max(exp.factors["cache_pct"])}
+
+
+def factor_columns(runs: pd.DataFrame) -> list[str]:
+    return [f for f in FACTORS if f in runs.columns]
+
+
+def _varied(runs: pd.DataFrame, factors: Sequence[str]) -> list[str]:
+    return [f for f in factors if runs[f].map(level_key).nunique() > 1]
+
+
+def closed_loop(runs: pd.DataFrame) -> pd.DataFrame:
+    """Closed-loop runs only: open-loop throughput is set by the harness's --rate, not measured."""
+    if "rate_fraction" not in runs.columns:
+        return runs
+    rf = pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0)
+    return runs[rf == 0]
+
+
+# ------------------------------------------------------------------------------------ per run
+
+
+def _num(df: pd.DataFrame, name: str) -> pd.Series:
+    if name not in df.columns:
+        return pd.Series(np.nan, index=df.index, dtype=float)
+    return pd.to_numeric(df[name], errors="coerce").astype(float)
+
+
+def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFrame,
+                 exp: Experiment) -> pd.DataFrame:
+    """The processed runs table: sysbench summary + steady state + efficiency + latency per run."""
+    out = runs.copy()
+    out["tps_sysbench"] = out["tps"].astype(float)
+    cols = [c for c in STEADY_RUN_COLUMNS if c in steady.columns]
+    if not steady.empty:
+        out = out.merge(steady[["run_id", *cols]], on="run_id", how="left")
+    for c in STEADY_RUN_COLUMNS:
+        if c not in out.columns:
+            out[c] = np.nan
+    no_series = out["steady_reason"].isna()
+    out["steady"] = out["steady"].where(~no_series, False).astype(bool)
+    out["steady_reason"] = out["steady_reason"].where(~no_series, "no_intervals")
+    out["tps"] = np.where(out["steady"], out["tps_steady"], out["tps_sysbench"])
+    total, txn = _num(out, "total_time_s"), _num(out, "transactions").where(lambda s: s > 0)
+    out["err_ps"] = _num(out, "ignored_errors") / total
+    out["reconn_ps"] = _num(out, "reconnects") / total
+    out["err_per_txn"] = _num(out, "ignored_errors") / txn
+    if not histograms.empty:
+        lat = merged_percentiles(histograms[histograms["run_id"].isin(set(out["run_id"]))], ["run_id"])
+        out = out.merge(lat.drop(columns=["events"]), on="run_id", how="left")
+    else:
+        for c in ("p50_ms", "p95_ms", "p99_ms", "max_bucket_ms"):
+            out[c] = np.nan
+    w = exp.workload
+    eff = efficiency(out, tables=w.tables, table_size=w.table_size, workload=w.name)
+    out = pd.concat([out, eff.drop(columns=["run_id"])], axis=1)
+    return out.sort_values("run_id", kind="stable").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------ per cell
+
+
+def cell_table(runs: pd.DataFrame, histograms: pd.DataFrame, factors: list[str],
+               seed: int = DEFAULT_SEED) -> pd.DataFrame:
+    """Throughput summary per cell (bootstrap and Student-t CIs over repetitions), merged latency
+    percentiles, the per-second view (min, p1, stalls), error rates, and the counts of runs that never
+    settled (``n_not_steady``) and of runs too short to check (``n_untested``)."""
+    cells = cell_summary(runs, "tps", by=["cell_id", *factors], seed=seed)
+    t_ci = {cid: t_mean_ci(g["tps"]) for cid, g in runs.groupby("cell_id", sort=True)}
+    cells["t_ci_lo"] = cells["cell_id"].map(lambda c: t_ci[c][0])
+    cells["t_ci_hi"] = cells["cell_id"].map(lambda c: t_ci[c][1])
+    cells = cells.merge(cell_latency(histograms, runs), on="cell_id", how="left")
+    g = runs.groupby("cell_id", sort=True)
+    extra = pd.DataFrame({
+        "tps_sysbench_mean": g["tps_sysbench"].mean(),
+        "n_not_steady": g["steady_reason"].agg(lambda s: int((s == "drift").sum())),
+        "n_untested": g["steady_reason"].agg(lambda s: int(s.isin(UNTESTED).sum())),
+        "sec_tps_min": g["sec_tps_min"].min(),
+        "sec_tps_p1_mean": g["sec_tps_p1"].mean(),
+        "stall_s": g["stall_s"].sum(min_count=1),
+        "err_ps": g["err_ps"].mean(),
+        "reconn_ps": g["reconn_ps"].mean(),
+        "lat_max_ms": g["lat_max_ms"].max() if "lat_max_ms" in runs.columns else np.nan,
+        "emulated": g["emulated"].first() if "emulated" in runs.columns else None,
+    }).reset_index()
+    return cells.merge(extra, on="cell_id", how="left")
+
+
+def efficiency_table(runs: pd.DataFrame, factors: list[str], baseline: dict[str, Any],
+                     seed: int = DEFAULT_SEED) -> pd.DataFrame:
+    """Cell summaries of the efficiency metrics, with each one's ratio to the baseline cell."""
+    metrics = [m for m in EFFICIENCY_METRICS if m in runs.columns]
+    eff = summarise_cells(runs, metrics, by=["cell_id", *factors], seed=seed)
+    if eff.empty:
+        return eff
+    r = ratios_to_baseline_cells(runs, baseline, factors, list(eff["metric"].unique()), seed=seed)
+    r = r[["cell_id", "metric", "baseline_cell_id", "ratio", "ci_lo", "ci_hi"]].rename(
+        columns={"ci_lo": "ratio_ci_lo", "ci_hi": "ratio_ci_hi"})
+    eff = eff.merge(r, on=["cell_id", "metric"], how="left")
+    order = {m: i for i, m in enumerate(EFFICIENCY_METRICS)}
+    eff["_o"] = eff["metric"].map(order)
+    return eff.sort_values(["cell_id", "_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def reference_levels(exp: Experiment, runs: pd.DataFrame, factors: list[str]) -> dict[str, Any]:
+    """Per factor, the level other comparisons are held at: the baseline's, else the spec's first."""
+    ref = {}
+    for f in factors:
+        present = {level_key(v) for v in runs[f]}
+        order = [exp.baseline[f]] if f in exp.baseline else []
+        order += list(exp.factors.get(f, ())) + sorted(runs[f].dropna().unique().tolist(), key=str)
+        ref[f] = next((v for v in order if level_key(v) in present), None)
+    return ref
+
+
+HEADLINE_COLUMNS = ("factor", "low", "high", "low_cell_id", "high_cell_id", "held", "pooled_over", "n_low",
+                    "n_high", "low_mean", "high_mean", "ratio", "ci_lo", "ci_hi", "ratio_gm", "welch_ci_lo",
+                    "welch_ci_hi", "welch_p")
+
+
+def headline_cache_ratio(runs: pd.DataFrame, exp: Experiment, factors: list[str],
+                         seed: int = DEFAULT_SEED) -> pd.DataFrame:
+    """The paper's headline: the smallest cache level against the baseline's (else the largest), with
+    every other varied factor at its reference level (:func:`reference_levels`). If no such pair of cells
+    exists (a fractional design), the pair matching the most reference levels; failing that, all runs
+    pooled over the other factors. Seeded as the ratio table's row for the same pair of cells."""
+    if "cache_pct" not in runs.columns or runs["cache_pct"].nunique() < 2:
+        return pd.DataFrame(columns=HEADLINE_COLUMNS)
+    levels = sorted(runs["cache_pct"].dropna().unique().tolist())
+    base = exp.baseline.get("cache_pct")
+    high = base if base in levels and base != levels[0] else levels[-1]
+    low = levels[0]
+    others = [f for f in _varied(runs, factors) if f != "cache_pct"]
+    ref = reference_levels(exp, runs, others)
+    sub = runs[runs["cache_pct"].isin([low, high])]
+    pooled: list[str] = []
+    if others:
+        combos = sub.groupby([sub[f].map(level_key) for f in others], sort=True)["cache_pct"].nunique()
+        both = [k if isinstance(k, tuple) else (k,) for k, n in combos.items() if n == 2]
+        if both:
+            target = tuple(level_key(ref[f]) for f in others)
+            best = max(both, key=lambda k: sum(a == b for a, b in zip(k, target)))  # first of the best
+            mask = np.logical_and.reduce([sub[f].map(level_key) == k for f, k in zip(others, best)])
+            sub = sub[mask]
+        else:
+            pooled = others
+    lo_runs, hi_runs = sub[sub["cache_pct"] == low], sub[sub["cache_pct"] == high]
+    cell_lo = lo_runs["cell_id"].iloc[0] if lo_runs["cell_id"].nunique() == 1 else "pooled"
+    cell_hi = hi_runs["cell_id"].iloc[0] if hi_runs["cell_id"].nunique() == 1 else "pooled"
+    a, b = lo_runs["tps"].astype(float).to_numpy(), hi_runs["tps"].astype(float).to_numpy()
+    r, ci_lo, ci_hi = (float(v[0]) for v in bootstrap_ratio_cols(
+        a[:, None], b[:, None], seed=stable_seed(seed, f"{cell_lo}|{cell_hi}|tps")))
+    held = ";".join(f"{f}={lo_runs[f].iloc[0]}" for f in others if not pooled)
+    w = welch_log_ratio(a, b) if (a > 0).all() and (b > 0).all() else {}
+    return pd.DataFrame([{
+        "factor": "cache_pct", "low": low, "high": high, "low_cell_id": cell_lo, "high_cell_id": cell_hi,
+        "held": held, "pooled_over": ",".join(pooled), "n_low": a.size, "n_high": b.size,
+        "low_mean": float(a.mean()), "high_mean": float(b.mean()), "ratio": r, "ci_lo": ci_lo, "ci_hi": ci_hi,
+        "ratio_gm": w.get("ratio", np.nan), "welch_ci_lo": w.get("ci_lo", np.nan),
+        "welch_ci_hi": w.get("ci_hi", np.nan), "welch_p": w.get("p", np.nan),
+    }], columns=HEADLINE_COLUMNS)
+
+
+def model_headline(headline: pd.DataFrame, effects: pd.DataFrame) -> pd.DataFrame:
+    """When the headline pair had to be pooled over other factors (a fractional design has no matched
+    pair), the factorial model's main effect of cache is the better estimate: the low/high ratio of
+    geometric means with the other factors' effects removed, and its model CI. The pooled Welch interval
+    stays as ``pooled_ci_lo/hi``."""
+    if headline.empty or not headline["pooled_over"].iloc[0]:
+        return headline
+    main = effects[(effects["term"] == "cache_pct")] if not effects.empty else effects
+    if len(main) != 2:
+        return headline
+    h = headline.copy()
+    by_level = {float(r["level_1"]): r for _, r in main.iterrows()}
+    lo, hi = by_level.get(float(h["low"].iloc[0])), by_level.get(float(h["high"].iloc[0]))
+    if lo is None or hi is None:
+        return headline
+    half = float(np.log(hi["ci_hi"]) - hi["log_effect"])  # t x se, the same for both levels
+    est = float(lo["log_effect"] - hi["log_effect"])
+    h["pooled_ci_lo"], h["pooled_ci_hi"] = h["ci_lo"], h["ci_hi"]
+    h["ratio"] = math.exp(est)
+    h["ci_lo"], h["ci_hi"] = math.exp(est - 2 * half), math.exp(est + 2 * half)
+    h["estimate"] = "factorial model main effect"
+    return h
+
+
+def steady_params(measure_s: int) -> dict[str, int]:
+    """Steady-state settings for the run length: 5-s batches from 25 s on; shorter runs (the quick
+    profile's 10 s) use 2-s batches so the drift test still has five batch means; under 10 s no test."""
+    batch = 5 if measure_s >= 25 else 2
+    return {"batch_s": batch, "min_seconds": min(20, max(10, measure_s))}
+
+
+def prefer_t_intervals(df: pd.DataFrame) -> pd.DataFrame:
+    """Make the t-based intervals the primary ``ci_lo``/``ci_hi`` columns, keeping the bootstrap ones as
+    ``boot_ci_lo``/``boot_ci_hi``.
+
+    Why: with the 3 repetitions of a typical cell the percentile bootstrap cannot reach beyond the data
+    and covers the truth only ~75 % (means) to ~81 % (ratios) of the time (tests/unit/test_stats.py
+    measures it), while the Student-t interval of a mean and the Welch interval of a log ratio hold their
+    95 %. Ratios become ratios of geometric means (``ratio``), the ratio of arithmetic means is kept as
+    ``ratio_am``."""
+    out = df.copy()
+    if "t_ci_lo" in out.columns:
+        out = out.rename(columns={"ci_lo": "boot_ci_lo", "ci_hi": "boot_ci_hi"})
+        out = out.rename(columns={"t_ci_lo": "ci_lo", "t_ci_hi": "ci_hi"})
+    elif "welch_ci_lo" in out.columns:
+        out = out.rename(columns={"ci_lo": "boot_ci_lo", "ci_hi": "boot_ci_hi", "ratio": "ratio_am"})
+        out = out.rename(columns={"welch_ci_lo": "ci_lo", "welch_ci_hi": "ci_hi", "ratio_gm": "ratio"})
+    return out
+
+
+def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.DataFrame, exp: Experiment,
+                   failed: pd.DataFrame | None = None, *, exclude_not_steady: bool = False) -> Analysis:
+    """The whole analysis as a pure function of the loaded tables (what :func:`analyse` writes)."""
+    steady = steady_state(intervals if not intervals.empty else pd.DataFrame(columns=["run_id", "t_s", "tps"]),
+                          **steady_params(exp.measure_s))
+    allruns = prepare_runs(runs, steady, histograms, exp)
+    used = allruns[allruns["steady_reason"] != "drift"] if exclude_not_steady else allruns
+    if used.empty:
+        raise RuntimeError("no runs left to analyse: every run was excluded as never settling")
+    factors = factor_columns(used)
+    base = baseline_levels(exp)
+    cells = cell_table(used, histograms, factors)
+    ratios = ratios_to_baseline_cells(used, base, factors)
+    pairwise = pairwise_comparisons(used, getattr(exp, "comparisons", ()) or (), factors)
+    fit: FactorialFit = factorial_model(closed_loop(used), factors, level_order=exp.factors)
+    noise_policy = getattr(exp, "noise", None)
+    noise = noise_report(cells, ratios, used,
+                         max_cv_pct=getattr(noise_policy, "max_cv_pct", 10.0),
+                         target_halfwidth_pct=getattr(noise_policy, "target_halfwidth_pct", None))
+    model = {"model": fit.model, "note": fit.note, "n": fit.n, "df_resid": fit.df_resid,
+             "r2": None if math.isnan(fit.r2) else round(fit.r2, 6), "factors": fit.factors,
+             "response": "log(tps)", "coding": "sum-to-zero", "design": getattr(exp, "design", "full"),
+             "runs_used": "closed-loop" + (", never-settled excluded" if exclude_not_steady else "")}
+    cells, ratios = prefer_t_intervals(cells), prefer_t_intervals(ratios)
+    latency = cells
+    return Analysis(
+        runs=allruns, cells=cells, latency=latency, ratios=ratios,
+        failed=failed if failed is not None else pd.DataFrame(columns=["run_id", "cell_id", "host", "status"]),
+        steady=steady, efficiency=efficiency_table(used, factors, base), pairwise=pairwise,
+        effects=fit.effects, anova=fit.anova, noise=noise,
+        headline=model_headline(prefer_t_intervals(headline_cache_ratio(closed_loop(used), exp, factors)),
+                                fit.effects), model=model)
+
+
+def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = False) -> Analysis:
+    """Tidy tables under processed/: CSV for the small ones (runs, cells, ratios, pairwise, effects,
+    anova, noise, efficiency, headline, failed; model.json), Parquet for the big ones (per-second
+    intervals, histograms, per-run steady state)."""
+    runs = store.load_runs()
+    if runs.empty:
+        raise RuntimeError(f"no completed runs in {store.root}: run the matrix first (notebook 10 or "
+                           "`dbmatrix run`)")
+    allruns = store.load_runs(include_failed=True)
+    failed = allruns[allruns["status"] != "ok"][["run_id", "cell_id", "host", "status"]] \
+        if not allruns.empty else allruns
+    intervals, histograms = store.load_intervals(), store.load_histograms()
+    a = analyse_frames(runs, intervals, histograms, exp, failed, exclude_not_steady=exclude_not_steady)
+    out = store.processed
+    for name in CSV_TABLES:
+        write_csv(getattr(a, name), out / f"{name}.csv")
+    write_parquet(intervals, out / "intervals.parquet")
+    write_parquet(histograms, out / "histograms.parquet")
+    write_parquet(a.steady, out / "steady.parquet")
+    write_text_atomic(out / "model.json", json.dumps(a.model, indent=2, sort_keys=True) + "\n")
+    return a
+
+
+def load_processed(store: ResultStore) -> Analysis:
+    p = store.processed
+    if not (p / "cells.csv").is_file():
+        raise RuntimeError(f"no processed tables in {p}: run the analysis first (notebook 20)")
+
+    def csv(name: str) -> pd.DataFrame:
+        f = p / f"{name}.csv"
+        if not f.is_file() or f.stat().st_size <= 1:
+            return pd.DataFrame()
+        return pd.read_csv(f)
+
+    cells = csv("cells")
+    model = json.loads((p / "model.json").read_text()) if (p / "model.json").is_file() else {}
+    steady = pd.read_parquet(p / "steady.parquet") if (p / "steady.parquet").is_file() else pd.DataFrame()
+    return Analysis(csv("runs"), cells, cells, csv("ratios"), csv("failed"), steady=steady,
+                    efficiency=csv("efficiency"), pairwise=csv("pairwise"), effects=csv("effects"),
+                    anova=csv("anova"), noise=csv("noise"), headline=csv("headline"), model=model)
+
+

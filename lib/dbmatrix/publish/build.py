@@ -1,0 +1,330 @@
+"""The whole publication step: figures, claims, paper macros and tables of every study, written once."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dbmatrix.publish import paper, figures as plots
+from dbmatrix.paths import git_state
+from dbmatrix.spec.experiment import Experiment
+from dbmatrix.analyse.stats import (
+    t_mean_ci,
+)
+from dbmatrix.analyse.figure_data import StudyTables, block_size_table, efficiency_figure_table, load_study_tables, timeline_cells
+from dbmatrix.analyse.tables import write_csv
+from dbmatrix.publish.paper_inputs import cells_table, effects_table, fmt_num, level_text, pairwise_table, paper_macros, render_table
+from dbmatrix.publish.registry import FIGURES, Published, draw_figures, remove_stale_figures
+from dbmatrix.publish.replication import publish_replication
+from dbmatrix.store import ResultStore, write_text_atomic
+
+
+# ------------------------------------------------------------------------------------ the whole build
+
+
+def claims_evidence(studies: Sequence[StudyTables]) -> list[Any]:
+    from dbmatrix.publish.claims import Evidence
+
+    out = []
+    for st in studies:
+        runs = st.runs if st.a is not None else pd.DataFrame()
+        out.append(Evidence(st.name, st.kind, runs, dict(st.experiment.factors),
+                            st.extra.get("replication-effects")))
+    return out
+
+
+def claims_macros(table: pd.DataFrame) -> dict[str, str]:
+    """Per claim: its verdict, estimate, interval and the estimate with its interval; and the counts."""
+    from dbmatrix.publish.claims import VERDICTS
+
+    m: dict[str, str] = {"nClaims": str(len(table))}
+    for v in VERDICTS:
+        m[paper.macro_name("n", "claims", v)] = str(int((table["verdict"] == v).sum()))
+    for _, r in table.iterrows():
+        base = "claim" + r["id"][:1].upper() + r["id"][1:]
+        kind = r["kind"]
+        m[base + "Verdict"] = r["verdict"]
+        m[base + "Measured"] = paper.claim_measured(r)
+        for k in ("estimate", "ci_lo", "ci_hi"):
+            name = {"estimate": "Est", "ci_lo": "Lo", "ci_hi": "Hi"}[k]
+            m[base + name] = paper.claim_measured({"kind": kind, "estimate": r[k], "ci_lo": math.nan,
+                                                   "ci_hi": math.nan})
+        est = r["estimate"]
+        m[base + "Pct"] = "--" if pd.isna(est) or kind != "ratio" else fmt_num((est - 1) * 100, 0)
+        m[base + "Study"] = paper.latex_escape(str(r["study"] or "--"))
+    return m
+
+
+def threads_macros(st: StudyTables) -> dict[str, str]:
+    """The thread sweep in numbers: levels, the peak's threads and throughput."""
+    cells = st.cells
+    if "threads" not in cells or cells["threads"].nunique() < 2:
+        return {}
+    by = cells.groupby("threads", sort=True)["mean"].max()
+    peak = by.idxmax()
+    return {"minThreads": level_text(by.index.min()), "maxThreads": level_text(by.index.max()),
+            "peakThreads": level_text(peak), "peakTps": fmt_num(by.max()),
+            "threadLevels": ", ".join(level_text(t) for t in by.index)}
+
+
+def tpcc_table(st: StudyTables) -> pd.DataFrame:
+    """tpmC (New-Order transactions per minute) per cell, mean over repetitions with a t 95 % CI."""
+    rows = []
+    for _, r in st.runs.iterrows():
+        try:
+            summary = st.store.parsed(r["run_id"]).summary
+        except (OSError, ValueError):
+            continue
+        tpmc = summary.get("tpmC") or (summary.get("tpcc") or {}).get("tpmC")
+        if tpmc is not None:
+            rows.append({"cell_id": r["cell_id"], "tpmC": float(tpmc), "tps": float(r["tps"])})
+    if not rows:
+        return pd.DataFrame(columns=["cell_id", "n", "tpmC", "ci_lo", "ci_hi", "tps"])
+    df = pd.DataFrame(rows)
+    out = []
+    for cid, g in df.groupby("cell_id", sort=True):
+        lo, hi = t_mean_ci(g["tpmC"]) if len(g) > 1 else (math.nan, math.nan)
+        out.append({"cell_id": cid, "n": len(g), "tpmC": g["tpmC"].mean(), "ci_lo": lo, "ci_hi": hi,
+                    "tps": g["tps"].mean()})
+    return pd.DataFrame(out)
+
+
+def replication_outputs(st: StudyTables, figures_dir: Path, generated_dir: Path) -> list[Path]:
+    """A Galera study's figures, ``replication-macros.tex`` and ``table-replication.tex``."""
+    return [Path(p) for p in publish_replication(st.store, st.experiment, figures_dir, generated_dir)]
+
+
+def replication_section(paper_src: Path, published: bool) -> str | None:
+    """The body of generated/replication-section.tex: the macros of the replication study (unless its
+    section inputs them itself) and paper/replication.tex; None when there is nothing to include."""
+    src = paper_src / "replication.tex"
+    if not published or not src.is_file():
+        return None
+    own = "replication-macros" in src.read_text()
+    return ("" if own else "\\input{generated/replication-macros.tex}\n") + "\\input{replication}"
+
+
+def host_facts_of(studies: Sequence[StudyTables]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each host's facts and media states, once per host name (the first study that recorded it)."""
+    seen: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for st in studies:
+        for f in sorted(st.store.hosts.glob("*.json")):
+            if f.name.endswith(".media.json"):
+                continue
+            facts = json.loads(f.read_text())
+            name = str(facts.get("host") or f.stem)
+            if name in seen:
+                continue
+            media_file = f.with_name(f"{f.stem}.media.json")
+            media = json.loads(media_file.read_text()) if media_file.is_file() else {}
+            seen[name] = (facts, media)
+    return list(seen.values())
+
+
+def _study_sha(st: StudyTables) -> str:
+    return plots.data_hash(st.analysis.runs, st.analysis.cells) if st.a is not None else "none"
+
+
+def run_dirs(st: StudyTables) -> list[str]:
+    """The run directories a study's tables were computed from (completed runs; a Galera study's from
+    its replication runs table)."""
+    runs = st.extra.get("replication-runs") if st.kind == "galera" else None
+    if runs is None or "run_id" not in runs:
+        runs = st.a.runs if st.a is not None else pd.DataFrame()
+    if "run_id" not in runs:
+        return []
+    return [_rel(st.store.raw / r) for r in sorted(runs["run_id"])]
+
+
+def _rel(p: Path) -> str:
+    from dbmatrix.paths import display_path
+
+    return display_path(p)
+
+
+def write_tables(st: StudyTables, generated_dir: Path, primary: bool) -> list[Path]:
+    """A study's tables: the storage matrix's cells, effects and declared comparisons under their usual
+    names; another study's cells table as ``table-<prefix>-cells.tex``."""
+    a = st.analysis
+    written = []
+    if primary:
+        table = cells_table(a)
+        write_text_atomic(generated_dir / "table-cells.tex", render_table(
+            table,
+            caption="Per-cell throughput: mean over repetitions with its 95\\,\\% Student-t CI; "
+                    "p95 from histograms merged across repetitions.",
+            label="tab:cells", empty="no cells", precision=1,
+            column_format="l" * (len(table.columns) - 5) + "rrcrr", wide=len(table.columns) >= 8))
+        write_text_atomic(generated_dir / "table-effects.tex", render_table(
+            effects_table(a),
+            caption="Factor effects on log throughput (main effects and two-way interactions, sum-to-zero "
+                    "coding, OLS over repetitions): share of the variance (Type III sums of squares), F test, "
+                    "and for main effects the spread between the best and the worst level (x).",
+            label="tab:effects", empty="no factor varies in the completed runs", column_format="lrrrrr"))
+        write_text_atomic(generated_dir / "table-pairwise.tex", render_table(
+            pairwise_table(a),
+            caption="Declared comparisons: ratio a/b of geometric-mean throughput with a Welch 95\\,\\% CI "
+                    "on log throughput, Holm-adjusted p over all comparisons, Hedges' g; arithmetic means "
+                    "beside.",
+            label="tab:pairwise", empty="the spec declares no comparisons", precision=0,
+            column_format="llcrrrcrr", wide=True))
+        written += [generated_dir / n for n in ("table-cells.tex", "table-effects.tex", "table-pairwise.tex")]
+    if st.prefix:
+        table = cells_table(a)
+        name = f"table-{st.prefix}-cells.tex"
+        write_text_atomic(generated_dir / name, render_table(
+            table, caption=f"Per-cell results of \\texttt{{{paper.latex_escape(st.name)}}}: mean throughput "
+                           "over repetitions with its 95\\,\\% Student-t CI; p95 from merged histograms.",
+            label=f"tab:{st.prefix}cells", empty="no cells", precision=1,
+            column_format="l" * (len(table.columns) - 5) + "rrcrr"))
+        written.append(generated_dir / name)
+    if st.kind == "tpcc":
+        t = tpcc_table(st)
+        show = pd.DataFrame({"Cell": t["cell_id"], "n": t["n"], "tpmC": t["tpmC"].round(0),
+                             "95 % CI": [("--" if pd.isna(lo) else f"{lo:.0f}--{hi:.0f}")
+                                         for lo, hi in zip(t["ci_lo"], t["ci_hi"])],
+                             "TPS": t["tps"].round(0)}) if not t.empty else t
+        write_text_atomic(generated_dir / "table-tpcc.tex", render_table(
+            show, caption="TPC-C: New-Order transactions per minute (tpmC) per cell, mean over repetitions "
+                          "with its 95\\,\\% Student-t CI; all transactions per second beside.",
+            label="tab:tpcc", empty="no tpmC in the runs", precision=0, column_format="lrrcr"))
+        written.append(generated_dir / "table-tpcc.tex")
+    return written
+
+
+def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[str, str]:
+    """Numbers the figures' paragraphs quote: which cells a figure shows, its baseline, its ranges."""
+    m: dict[str, str] = {}
+    if "efficiency" in drawn:
+        table, base = efficiency_figure_table(drawn["efficiency"])
+        m["effBaseline"] = paper.latex_escape(base)
+        cpu = table[(table["metric"] == "mysqld_cpu_us_per_txn") & ~table["label"].str.endswith("(baseline)")]
+        if not cpu.empty:
+            m["effCpuRatioMin"] = fmt_num(cpu["ratio"].min(), 2)
+            m["effCpuRatioMax"] = fmt_num(cpu["ratio"].max(), 2)
+            m["effCpuBaseline"] = fmt_num(cpu["baseline_mean"].iloc[0], 0)
+    if "throughput-over-time" in drawn:
+        st = drawn["throughput-over-time"]
+        ids, labels = timeline_cells(st, opts.get("timeline_cells"))
+        m["timelineCells"] = paper.latex_escape(" and ".join(labels[c] for c in ids))
+        steady = st.analysis.steady
+        trims = steady.loc[steady["cell_id"].isin(ids), "trim_s"] if "trim_s" in steady else pd.Series([], dtype=float)
+        m["timelineMaxTrimS"] = fmt_num(float(trims.max()), 0) if trims.notna().any() else "--"
+    if "block-size" in drawn:
+        table, a, b = block_size_table(drawn["block-size"])
+        m["blockLevelA"], m["blockLevelB"] = paper.latex_escape(a), paper.latex_escape(b)
+        m["blockRatioMin"], m["blockRatioMax"] = fmt_num(table["estimate"].min(), 2), fmt_num(table["estimate"].max(), 2)
+    return m
+
+
+def _section(generated_dir: Path, name: str, body: str | None, not_run: str) -> Path:
+    body = body + "\n" if body else not_run + "\n"
+    write_text_atomic(generated_dir / name, "% Generated by dbmatrix; do not edit.\n" + body)
+    return generated_dir / name
+
+
+def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path, generated_dir: Path, *,
+                not_run: Sequence[str] = (), data_root: str | None = None,
+                opts: dict[str, Any] | None = None, paper_src: Path | None = None) -> Published:
+    """Figures (PDF+PNG), the claims table, every macro and table of the paper, the generated include
+    lists and the provenance, from the studies' processed tables. Deterministic: the same tables give the
+    same bytes."""
+    from dbmatrix.publish import claims as claims_mod
+    from dbmatrix.paths import repo_root
+
+    studies = [s for s in studies if s.a is not None or s.kind == "galera"]
+    if not studies:
+        raise RuntimeError(f"profile {profile}: no study has processed tables (run the analysis first)")
+    paper_src = paper_src or repo_root() / "paper"
+    commit = git_state().get("commit")
+    out = draw_figures(studies, figures_dir, commit=commit, opts=opts)
+    macros: dict[str, str] = {}
+    repl_include = None
+    for st in studies:
+        if st.kind == "galera" and repl_include is None:
+            files = replication_outputs(st, figures_dir, generated_dir)
+            out.written += files
+            out.figures.update({f.stem: st.name for f in files if f.suffix == ".pdf" and f.parent == figures_dir})
+            repl_include = replication_section(paper_src, bool(files))
+    remove_stale_figures(figures_dir, set(out.figures))
+
+    standard = [s for s in studies if s.kind != "galera" and s.a is not None]
+    primary = next((s for s in standard if s.kind == "storage"), standard[0] if standard else None)
+    shas = {st.name: _study_sha(st) for st in studies}
+    build_sha = plots.data_hash(pd.DataFrame({"experiment": list(shas), "sha": list(shas.values())}))
+    for st in standard:
+        base = paper_macros(st.analysis, st.experiment, st.store, profile, shas[st.name])
+        if st.kind == "threads":
+            base.update(threads_macros(st))
+        if st is primary:
+            macros.update(base)
+        if st.prefix:
+            macros.update(paper.prefixed(base, st.prefix))
+    by_name = {st.name: st for st in studies}
+    macros.update(figure_macros({stem: by_name[n] for stem, n in out.figures.items() if n in by_name},
+                                opts or {}))
+    table = claims_mod.evaluate(claims_evidence(studies))
+    out.claims = table
+    macros.update(claims_macros(table))
+    macros.update({
+        "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
+        "nStudies": str(len(studies)),
+        "studyList": ", ".join(f"\\texttt{{{paper.latex_escape(s.name)}}}" for s in studies),
+        "nFigures": str(len(out.figures)), "ciPct": "95",
+    })
+    if primary is None:
+        raise RuntimeError(f"profile {profile}: no standalone study with data; the paper needs one")
+    paper.write_macros(macros, generated_dir / "macros.tex")
+    written = [generated_dir / "macros.tex"]
+    for st in standard:
+        written += write_tables(st, generated_dir, st is primary)
+    write_csv(table, generated_dir / "claims.csv")
+    write_text_atomic(generated_dir / "table-claims.tex", paper.render_claims_table(table))
+    write_text_atomic(generated_dir / "table-setup.tex", paper.render_setup_table(host_facts_of(studies)))
+    fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]
+    missing = [f for f in fragments if not (paper_src / f"{f}.tex").is_file()]
+    if missing:
+        raise FileNotFoundError(f"paper fragments missing for drawn figures: {', '.join(missing)} "
+                                f"(expected in {paper_src})")
+    write_text_atomic(generated_dir / "figures.tex",
+                      paper.render_inputs(fragments, "The figures drawn from this build's data."))
+    tpcc = next((s for s in standard if s.kind == "tpcc"), None)
+    written += [generated_dir / n for n in ("claims.csv", "table-claims.tex", "table-setup.tex", "figures.tex")]
+    written.append(_section(generated_dir, "replication-section.tex", repl_include,
+                            "\\section{Replication: Galera applier threads}\nNot run in this build: the profile "
+                            "has no Galera study with completed runs (or the replication analysis is not "
+                            "installed), so the seed~002 claims stay untested."))
+    written.append(_section(generated_dir, "tpcc-section.tex", "\\input{tpcc}" if tpcc is not None else None,
+                            "\\section{TPC-C}\nNot run in this build: the profile has no TPC-C study with "
+                            "completed runs; the storage-matrix claims of seed~003 (measured there with "
+                            "sysbench-TPCC) are set against the OLTP read-write matrix instead."))
+    info = [{"experiment": st.name, "kind": st.kind, "spec": _rel(st.spec_path) if st.spec_path else None,
+             "spec_digest": st.experiment.digest(), "results_dir": _rel(st.store.root),
+             "n_runs": len(run_dirs(st)), "data_sha": shas[st.name], "run_dirs": run_dirs(st)}
+            for st in studies]
+    write_text_atomic(generated_dir / "provenance.tex", paper.render_provenance(info, not_run))
+    written.append(generated_dir / "provenance.tex")
+    out.written = out.written + written
+    provenance = {"profile": profile, "data": data_root, "git_commit": commit, "data_sha": build_sha,
+                  "studies": info, "not_run": list(not_run), "figures": dict(sorted(out.figures.items())),
+                  "skipped_figures": out.skipped}
+    write_text_atomic(generated_dir / "provenance.json", json.dumps(provenance, indent=2, sort_keys=True) + "\n")
+    out.written.append(generated_dir / "provenance.json")
+    return out
+
+
+def publish(store: ResultStore, exp: Experiment, profile: str, figures_dir: Path,
+            generated_dir: Path) -> list[Path]:
+    """One study's figures and paper inputs (:func:`publish_all` for a single storage study)."""
+    from dbmatrix.study import KIND_PREFIX, study_kind
+
+    kind = study_kind(exp)
+    st = load_study_tables(store, exp, kind, KIND_PREFIX[kind] if kind != "storage" else "")
+    return publish_all([st], profile, figures_dir, generated_dir).written
+
+

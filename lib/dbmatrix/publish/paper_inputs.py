@@ -1,0 +1,281 @@
+"""The paper's inputs from one study's analysis: number macros and LaTeX tables."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dbmatrix.publish import paper
+from dbmatrix.paths import git_state
+from dbmatrix.spec.experiment import FACTORS, Experiment
+from dbmatrix.analyse.stats import (
+    level_key,
+)
+from dbmatrix.analyse.tables import Analysis, FACTOR_LABELS, MiB, UNTESTED
+from dbmatrix.analyse.figure_data import as_text, level_text
+from dbmatrix.study import KIND_PREFIX, Study
+from dbmatrix.store import ResultStore
+
+
+# ------------------------------------------------------------------------------------ paper
+
+
+def fmt_num(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}".replace(",", "{,}")
+
+
+def _fmt_p(p: float) -> str:
+    if pd.isna(p):
+        return "--"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _headline_row(a: Analysis) -> pd.Series | None:
+    """The headline cache comparison: from the analysis, else (older processed tables) from the ratios."""
+    if not a.headline.empty:
+        h = a.headline.iloc[0]
+        return pd.Series({"low": h["low"], "high": h["high"], "mean": h["low_mean"],
+                          "baseline_mean": h["high_mean"], "ratio": h["ratio"], "ci_lo": h["ci_lo"],
+                          "ci_hi": h["ci_hi"], "held": h.get("held"), "pooled_over": h.get("pooled_over"),
+                          "boot_ci_lo": h.get("boot_ci_lo"), "boot_ci_hi": h.get("boot_ci_hi"),
+                          "estimate": h.get("estimate")})
+    r = a.ratios[a.ratios["ratio"].notna()] if "ratio" in a.ratios.columns else a.ratios
+    if r.empty or "cache_pct" not in r.columns:
+        return None
+    low = r.sort_values("cache_pct", kind="stable").iloc[0]
+    return pd.Series({"low": low["cache_pct"], "high": low["baseline"], "mean": low["mean"],
+                      "baseline_mean": low["baseline_mean"], "ratio": low["ratio"], "ci_lo": low["ci_lo"],
+                      "ci_hi": low["ci_hi"], "held": None, "pooled_over": None})
+
+
+def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
+                 data_sha: str) -> dict[str, str]:
+    """Every number the paper's text quotes."""
+    facts_files = sorted(p for p in store.hosts.glob("*.json") if not p.name.endswith(".media.json"))
+    facts = json.loads(facts_files[0].read_text()) if facts_files else {}
+    runs = a.runs
+    m: dict[str, str] = {
+        "studyProfile": profile,
+        "studyExperiment": paper.latex_escape(exp.name),
+        "nRuns": str(len(runs)),
+        "nFailedRuns": str(len(a.failed)),
+        "nCells": str(runs["cell_id"].nunique()),
+        "nRepetitions": str(exp.repetitions),
+        "measureSeconds": str(exp.measure_s),
+        "warmupSeconds": str(exp.warmup_s),
+        "workloadName": paper.latex_escape(exp.workload.name),
+        "nTables": str(exp.workload.tables),
+        "tableRows": fmt_num(exp.workload.table_size),
+        "randType": paper.latex_escape(exp.workload.rand_type),
+        "planSeed": str(exp.seed),
+        "mariadbVersion": paper.latex_escape(str(facts.get("mariadb_version", "unknown"))),
+        "sysbenchVersion": paper.latex_escape(str(facts.get("sysbench_version", "unknown"))),
+        "cpuModel": paper.latex_escape(str(facts.get("cpu_model", "unknown"))),
+        "nCpus": str(facts.get("online_cpus", "?")),
+        "memGiB": fmt_num((facts.get("mem_total_bytes") or 0) / 2**30, 0),
+        "kernelVersion": paper.latex_escape(str(facts.get("kernel", "unknown"))),
+        "dataHash": data_sha,
+        "gitCommit": str(git_state().get("commit") or "unknown")[:12],
+        "threadsUsed": ", ".join(str(t) for t in exp.factors["threads"]),
+        "dataPhysMiB": fmt_num(runs["data_physical_bytes"].median() / MiB, 0),
+        "dataLogicalMiB": fmt_num(runs["data_logical_bytes"].median() / MiB, 0),
+        "maxCvPct": fmt_num(a.cells["cv"].max() * 100, 1) if a.cells["cv"].notna().any() else "--",
+        "designName": paper.latex_escape(str(getattr(exp, "design", "full"))),
+        "nNotSteadyRuns": _count(runs, "steady_reason", lambda s: s == "drift"),
+        "nUntestedRuns": _count(runs, "steady_reason", lambda s: s.isin(UNTESTED)),
+        "nNoisyCells": str(int(a.noise["noisy"].astype(bool).sum())) if "noisy" in a.noise else "--",
+        "noiseMaxCvPct": fmt_num(getattr(getattr(exp, "noise", None), "max_cv_pct", 10.0), 0),
+    }
+    for _, c in a.cells.iterrows():
+        base = paper.macro_name("cell", c["cell_id"])
+        m[base + "Tps"] = fmt_num(c["mean"])
+        m[base + "TpsLo"] = fmt_num(c["ci_lo"]) if pd.notna(c["ci_lo"]) else "--"
+        m[base + "TpsHi"] = fmt_num(c["ci_hi"]) if pd.notna(c["ci_hi"]) else "--"
+        m[base + "PNinetyFive"] = fmt_num(c["p95_ms"], 2) if pd.notna(c["p95_ms"]) else "--"
+    m.update(_headline_macros(_headline_row(a)))
+    m.update(_effects_macros(a))
+    m.update(_design_macros(exp, runs))
+    return m
+
+
+ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII", 9: "IX"}
+
+
+def _design_macros(exp: Experiment, runs: pd.DataFrame) -> dict[str, str]:
+    """How the design is described in the text: its fraction, the varied factors, the media (emulated
+    ones say so)."""
+    info = exp.design_info()
+    varied = info["factors"]
+    if info["design"] == "fractional":
+        k, p = len(varied), len(info["generators"])
+        text = (f"a $2^{{{k}-{p}}}$ fraction of resolution~{ROMAN.get(info['resolution'], info['resolution'])} "
+                f"(generator{'s' if p > 1 else ''} "
+                + ", ".join(f"${g}$" for g in info["generators"]) + ")")
+    else:
+        text = "the full factorial"
+    media = []
+    for name in exp.factors["medium"]:
+        emu = runs.loc[runs["medium"] == name, "emulated"].dropna() if "emulated" in runs else pd.Series([])
+        label = paper.latex_escape(str(name))
+        media.append(f"{label} (emulated {paper.latex_escape(str(emu.iloc[0]))})" if len(emu) else label)
+    return {
+        "designText": text,
+        "nVariedFactors": str(len(varied)),
+        "variedFactors": paper.latex_escape(", ".join(varied) or "none"),
+        "mediaList": ", ".join(media),
+        "nDesignCells": str(info["cells"]),
+        "nFullCells": str(int(np.prod([len(exp.factors[f]) for f in varied])) if varied else "1"),
+    }
+
+
+def _count(df: pd.DataFrame, col: str, pred: Any) -> str:
+    return str(int(pred(df[col]).sum())) if col in df.columns else "--"
+
+
+def _headline_macros(h: pd.Series | None) -> dict[str, str]:
+    keys = ("lowCachePct", "highCachePct", "lowCacheTps", "highCacheTps", "cacheRatio", "cacheRatioLo",
+            "cacheRatioHi", "cacheSlowdownPct", "cacheRatioBootLo", "cacheRatioBootHi")
+    if h is None:
+        return {**{k: "--" for k in keys}, "cacheVerdict": "not testable (one cache level only)",
+                "cacheHeldLevels": "--", "cacheComparisonBasis": "--"}
+    held = as_text(h.get("held")).replace(";", ", ")
+    pooled = as_text(h.get("pooled_over"))
+    return {
+        "lowCachePct": fmt_num(float(h["low"])),
+        "highCachePct": fmt_num(float(h["high"])),
+        "lowCacheTps": fmt_num(h["mean"]),
+        "highCacheTps": fmt_num(h["baseline_mean"]),
+        "cacheRatio": fmt_num(h["ratio"], 2),
+        "cacheRatioLo": fmt_num(h["ci_lo"], 2) if pd.notna(h["ci_lo"]) else "--",
+        "cacheRatioHi": fmt_num(h["ci_hi"], 2) if pd.notna(h["ci_hi"]) else "--",
+        "cacheSlowdownPct": fmt_num((1 - h["ratio"]) * 100, 0),
+        "cacheRatioBootLo": fmt_num(h["boot_ci_lo"], 2) if pd.notna(h.get("boot_ci_lo")) else "--",
+        "cacheRatioBootHi": fmt_num(h["boot_ci_hi"], 2) if pd.notna(h.get("boot_ci_hi")) else "--",
+        "cacheVerdict": seed_verdict(h),
+        "cacheHeldLevels": paper.latex_escape(held or (f"pooled over {pooled}" if pooled else "none")),
+        "cacheComparisonBasis": (
+            "the factorial model's main effect of the cache, averaged over the other factors' levels"
+            if as_text(h.get("estimate")) else
+            "cells that share the other factors' levels (" + paper.latex_escape(held) + ")" if held else
+            "the cells of the two cache levels"),
+    }
+
+
+def _effects_macros(a: Analysis) -> dict[str, str]:
+    m = {"modelName": paper.latex_escape(str(a.model.get("model", "none"))),
+         "modelRsqPct": fmt_num(a.model["r2"] * 100, 1) if a.model.get("r2") is not None else "--",
+         "topFactor": "--", "topFactorSharePct": "--",
+         "nComparisons": str(len(a.pairwise)),
+         "nSignificantComparisons": str(int(a.pairwise["significant"].astype(bool).sum()))
+         if "significant" in a.pairwise else "0"}
+    terms = a.anova[a.anova["kind"] != "residual"] if "kind" in a.anova else a.anova
+    if not terms.empty:
+        top = terms.sort_values("rank", kind="stable").iloc[0]
+        m["topFactor"] = paper.latex_escape(_term_label(top["term"]))
+        m["topFactorSharePct"] = fmt_num(top["share_pct"], 0)
+    return m
+
+
+def seed_verdict(row: pd.Series) -> str:
+    """Seed 001 reports more throughput with a larger buffer pool: does our CI say so too?"""
+    lo, hi = row["ci_lo"], row["ci_hi"]
+    if pd.isna(lo) or pd.isna(hi):
+        return "not testable (too few repetitions for an interval)"
+    if hi < 1:
+        return "consistent with the seed: the smaller cache is slower, and the 95\\,\\% CI excludes 1"
+    if lo > 1:
+        return "contrary to the seed: the smaller cache is faster, and the 95\\,\\% CI excludes 1"
+    return "inconclusive: the 95\\,\\% CI of the ratio includes 1"
+
+
+def _term_label(term: str) -> str:
+    return " x ".join(FACTOR_LABELS.get(t, t) for t in str(term).split(" x "))
+
+
+def cells_table(a: Analysis) -> pd.DataFrame:
+    """The paper's per-cell table: the factors that vary (and the cache share), throughput with its CI."""
+    c = a.cells
+    shown = [f for f in FACTORS if f in c.columns and (f == "cache_pct" or c[f].map(level_key).nunique() > 1)]
+    c = c.sort_values(shown or ["cell_id"], kind="stable",
+                      key=lambda s: s if pd.api.types.is_numeric_dtype(s) else s.map(str))
+
+    def ci(row: pd.Series) -> str:
+        return "--" if pd.isna(row["ci_lo"]) else f"{row['ci_lo']:.0f}--{row['ci_hi']:.0f}"
+
+    table = pd.DataFrame({FACTOR_LABELS.get(f, f): c[f] for f in shown})
+    table["n"] = c["n"]
+    table["TPS"] = c["mean"].round(0)
+    table["95 % CI"] = c.apply(ci, axis=1)
+    table["CV %"] = (c["cv"] * 100).round(1)
+    table["p95 ms"] = c["p95_ms"].round(2)
+    return table.reset_index(drop=True)
+
+
+def effects_table(a: Analysis) -> pd.DataFrame:
+    """The factorial model's terms ranked by their share of the variance of log throughput."""
+    t = a.anova
+    if t.empty:
+        return pd.DataFrame(columns=["Term", "df", "Share %", "F", "p", "Spread"])
+    return pd.DataFrame({
+        "Term": t["term"].map(lambda s: "Residual" if s == "residual" else _term_label(s)),
+        "df": t["df"].astype(int), "Share %": t["share_pct"].round(1),
+        "F": t["F"].map(lambda v: "--" if pd.isna(v) else f"{v:.1f}"), "p": t["p"].map(_fmt_p),
+        "Spread": t["spread"].map(lambda v: "--" if pd.isna(v) else f"{v:.2f}"),
+    })
+
+
+def pairwise_table(a: Analysis) -> pd.DataFrame:
+    """The spec's comparisons: ratio of geometric means with its Welch CI, Holm-adjusted p, Hedges g."""
+    p = a.pairwise
+    cols = ["Comparison", "Held at", "n", "TPS a", "TPS b", "Ratio", "95 % CI", "p (Holm)", "g"]
+    if p.empty:
+        return pd.DataFrame(columns=cols)
+    factor_cols = [f for f in FACTORS if f in p.columns]
+
+    def held(row: pd.Series) -> str:
+        parts = [f"{FACTOR_LABELS.get(f, f)} {level_text(row[f])}" for f in factor_cols
+                 if f != row["factor"] and pd.notna(row[f]) and as_text(row[f]) != ""]
+        pooled = [FACTOR_LABELS.get(f, f) for f in as_text(row.get("pooled_over")).split(",") if f]
+        if pooled:
+            parts.append("pooled over " + ", ".join(pooled))
+        return ", ".join(parts) or "all"
+
+    return pd.DataFrame({
+        "Comparison": p.apply(lambda r: f"{FACTOR_LABELS.get(r['factor'], r['factor'])} "
+                                        f"{level_text(r['a'])} / {level_text(r['b'])}", axis=1),
+        "Held at": p.apply(held, axis=1),
+        "n": p.apply(lambda r: f"{int(r['n_a'])}/{int(r['n_b'])}", axis=1),
+        "TPS a": p["mean_a"].round(0), "TPS b": p["mean_b"].round(0),
+        "Ratio": p["ratio"].map(lambda v: "--" if pd.isna(v) else f"{v:.2f}"),
+        "95 % CI": p.apply(lambda r: "--" if pd.isna(r["ci_lo"]) else f"{r['ci_lo']:.2f}--{r['ci_hi']:.2f}",
+                           axis=1),
+        "p (Holm)": p["p_holm"].map(_fmt_p),
+        "g": p["hedges_g"].map(lambda v: "--" if pd.isna(v) else f"{v:.1f}"),
+    })
+
+
+def render_table(df: pd.DataFrame, caption: str, label: str, empty: str, precision: int = 1,
+            column_format: str | None = None, wide: bool = False) -> str:
+    """A booktabs table (``table*``, spanning both columns, when ``wide``); a comment when empty."""
+    if df.empty:
+        return f"% Generated by dbmatrix; do not edit.\n% {label}: {empty}\n"
+    fmt = column_format or "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
+    tex = paper.render_table(df, caption=caption, label=label, column_format=fmt, precision=precision)
+    if wide:
+        tex = tex.replace("\\begin{table}", "\\begin{table*}", 1).replace("\\end{table}", "\\end{table*}", 1)
+    return tex
+
+
+def macro_prefixes(studies: list[Study]) -> dict[str, str]:
+    """Macro prefix per experiment: by kind (:data:`KIND_PREFIX`); a second study of the same kind is
+    prefixed by its own name so that no two studies define the same macro."""
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for s in studies:
+        kind = s.kind
+        out[s.experiment.name] = KIND_PREFIX[kind] if kind not in seen else paper.macro_name(s.experiment.name)
+        seen.add(kind)
+    return out

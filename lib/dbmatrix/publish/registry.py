@@ -1,0 +1,135 @@
+"""The figure registry: which figure draws from which study kind, and drawing them all."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dbmatrix.publish import figures as plots
+from dbmatrix.analyse.figure_data import StudyTables, block_size_table, compression_tables, efficiency_figure_table, medium_cache_tables, timeline_cells
+
+
+@dataclass(frozen=True)
+class FigureDef:
+    """A figure of the paper: its stem under figures/, PDF title, and how to draw it from a study (the
+    draw function returns the figure and the tables it was drawn from, whose hash goes in the PDF)."""
+
+    stem: str
+    title: str
+    draw: Any  # Callable[[StudyTables, dict], tuple[plt.Figure, list[pd.DataFrame]]]
+
+
+def _draw_effects(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    fig, _ = plots.factor_effects(st.analysis.effects)
+    return fig, [st.analysis.effects]
+
+
+def _draw_cache(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    fig, _ = plots.throughput_vs_cache(st.cells, st.runs)
+    return fig, [st.runs, st.cells]
+
+
+def _draw_threads(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    fig, _ = plots.throughput_vs_threads(st.cells, st.runs)
+    return fig, [st.runs, st.cells]
+
+
+def _draw_block(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    table, a, b = block_size_table(st)
+    fig, _ = plots.block_size_ratios(table, a=a, b=b)
+    return fig, [table]
+
+
+def _draw_compression(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    tps, sizes, writes = compression_tables(st)
+    fig, _ = plots.compression_panels(tps, sizes, writes)
+    return fig, [tps, sizes, writes]
+
+
+def _draw_medium(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    tps, p95 = medium_cache_tables(st)
+    fig, _ = plots.medium_cache(tps, p95)
+    return fig, [tps, p95]
+
+
+def _draw_timeline(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    ids, labels = timeline_cells(st, opts.get("timeline_cells"))
+    iv = st.intervals()
+    if iv.empty:
+        raise plots.FigureDataError("throughput over time: no per-second rows (processed/intervals.parquet)")
+    iv = iv[iv["cell_id"].isin(ids)]
+    steady = st.analysis.steady
+    fig, _ = plots.throughput_over_time(iv, steady, ids, labels)
+    return fig, [iv, steady[steady["run_id"].isin(set(iv["run_id"]))] if "run_id" in steady else steady]
+
+
+def _draw_efficiency(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    table, base = efficiency_figure_table(st)
+    fig, _ = plots.efficiency_vs_baseline(table, base)
+    return fig, [table]
+
+
+# The paper's order. Each figure is drawn from the first study (in the profile's order) that has its data.
+FIGURES: tuple[FigureDef, ...] = (
+    FigureDef("factor-effects", "Factor effects on throughput", _draw_effects),
+    FigureDef("throughput-vs-cache", "Throughput vs cache size", _draw_cache),
+    FigureDef("block-size", "Block size 4k vs 16k per engine and cache level", _draw_block),
+    FigureDef("compression", "Compression: throughput, on-disk size and writes per transaction",
+              _draw_compression),
+    FigureDef("medium-cache", "Medium x cache: throughput and p95 latency", _draw_medium),
+    FigureDef("efficiency", "Hardware cost per transaction relative to the baseline", _draw_efficiency),
+    FigureDef("throughput-over-time", "Per-second throughput and p95 latency", _draw_timeline),
+    FigureDef("throughput-vs-threads", "Throughput and p95 latency vs client threads", _draw_threads),
+)
+FIGURE_STUDY_KINDS = ("storage", "threads", "tpcc")  # Galera studies draw their own figures
+
+
+@dataclass
+class Published:
+    """What the figures step wrote: files, the figures drawn (stem -> experiment), and the notes of those
+    skipped for want of data."""
+
+    written: list[Path] = field(default_factory=list)
+    figures: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    claims: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: str | None,
+                 opts: dict[str, Any] | None = None) -> Published:
+    """Every figure of :data:`FIGURES` from the first study that has its data; stale figure files (of
+    figures this data no longer gives) are removed so that figures/ holds exactly what the paper shows."""
+    out = Published()
+    opts = opts or {}
+    for fd in FIGURES:
+        for st in studies:
+            if st.kind not in FIGURE_STUDY_KINDS or st.a is None:
+                continue
+            try:
+                fig, frames = fd.draw(st, opts)
+            except plots.FigureDataError as exc:
+                out.skipped.append(f"{fd.stem} from {st.name}: {exc}")
+                continue
+            out.written += plots.save_figure(fig, figures_dir, fd.stem, commit=commit,
+                                             data_sha=plots.data_hash(*frames), title=fd.title)
+            out.figures[fd.stem] = st.name
+            break
+        else:
+            if not any(n.startswith(f"{fd.stem} from ") for n in out.skipped):
+                out.skipped.append(f"{fd.stem}: no study with data")
+    return out
+
+
+def remove_stale_figures(figures_dir: Path, keep: set[str]) -> list[Path]:
+    removed = []
+    for f in sorted(figures_dir.glob("*")):
+        if f.suffix in (".pdf", ".png") and f.stem not in keep:
+            f.unlink()
+            removed.append(f)
+    return removed
+
+
