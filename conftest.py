@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import tempfile
 
+import pytest
+
 pytest_plugins = ["tests.conftest_sshd", "tests.conftest_netns"]
 
 _made: list[str] = []
@@ -42,3 +44,35 @@ def pytest_unconfigure(config):  # noqa: ANN001
     for root in _made:
         _unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- integration tests must run where they can --------------------------------------------------------
+# On a machine that can run them (root, with mariadbd, sysbench and sshd installed, as `make setup` leaves
+# CI), an integration test that skips is a failure: otherwise a broken fixture turns into a green run that
+# tested nothing. Skips that say the hardware *exists* here (so the refusal path cannot be shown) are fine.
+_HARDWARE_PRESENT = ("mariabackup is installed", "this host has PMEM regions", "this kernel has MD RAID",
+                     "has no block device behind it")
+_integration_skips: list[str] = []
+
+
+def _can_run_integration() -> bool:
+    return os.geteuid() == 0 and all(shutil.which(t) for t in ("mariadbd", "sysbench", "/usr/sbin/sshd"))
+
+
+def pytest_runtest_logreport(report):  # noqa: ANN001
+    if report.skipped and "integration" in report.keywords:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if not any(ok in reason for ok in _HARDWARE_PRESENT):
+            _integration_skips.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
+    if _integration_skips and _can_run_integration() and not os.environ.get("DBMATRIX_ALLOW_SKIPS"):
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line("")
+            tr.write_line(f"{len(_integration_skips)} integration test(s) skipped on a machine that can run them "
+                          "(root, mariadbd, sysbench, sshd); set DBMATRIX_ALLOW_SKIPS=1 to accept:", red=True)
+            for line in _integration_skips:
+                tr.write_line(f"  {line}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

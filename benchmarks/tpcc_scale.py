@@ -32,7 +32,7 @@ from dbmatrix.run.mysqld import (
     table_engine,
 )
 from dbmatrix.hosts.remote import LocalHost
-from dbmatrix.run.matrix import free_port
+from dbmatrix.run.ports import free_port
 from dbmatrix.spec.experiment import Cell
 
 MiB = 1024 * 1024

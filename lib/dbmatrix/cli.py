@@ -28,7 +28,8 @@ def _study(args: argparse.Namespace):
 
 
 def _plan_one(study) -> None:
-    from dbmatrix.run.matrix import format_duration, media_used, summarize_plan
+    from dbmatrix.run.context import media_used
+    from dbmatrix.run.matrix import format_duration, summarize_plan
 
     exp = study.experiment
     s = summarize_plan(exp)

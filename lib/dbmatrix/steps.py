@@ -19,7 +19,8 @@ from dbmatrix.publish.registry import Published
 from dbmatrix.analyse.figure_data import StudyTables, load_study_tables
 from dbmatrix.publish.build import publish_all
 from dbmatrix.hosts.setup import setup_packages
-from dbmatrix.run.matrix import host_facts, run_study, study_status, summarize_plan
+from dbmatrix.run.context import host_facts
+from dbmatrix.run.matrix import run_study, study_status, summarize_plan
 from dbmatrix.analyse.replication import analyse_replication
 from dbmatrix.store import write_json_atomic, write_text_atomic
 from dbmatrix.study import ANALYSIS_STAMP as STAMP
@@ -30,7 +31,7 @@ from dbmatrix.study import Study, studies_with_data
 def setup_hosts(studies: Study | Sequence[Study], roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
     """Step 00: packages (installed only if missing), host facts, and the media the studies use
     (applied and verified; media no study uses are left alone); one row per host and study."""
-    from dbmatrix.run.matrix import prepare_media
+    from dbmatrix.run.context import prepare_media
 
     rows = []
     for study in [studies] if isinstance(studies, Study) else studies:

@@ -24,7 +24,7 @@ from dbmatrix.hosts.setup import (
 from dbmatrix.hosts.inventory import load_inventory
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths
 from dbmatrix.hosts.remote import HostKeyError, SSHHost
-from dbmatrix.run.matrix import base_port, parse_listening_ports
+from dbmatrix.run.ports import base_port, parse_listening_ports
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from dbmatrix.run.mysqld import (
     server_user,
 )
 from dbmatrix.hosts.remote import LocalHost
-from dbmatrix.run.matrix import free_port
+from dbmatrix.run.ports import free_port
 from dbmatrix.spec.experiment import Cell
 
 pytestmark = pytest.mark.integration

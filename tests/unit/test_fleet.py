@@ -17,7 +17,7 @@ import pytest
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import CommandResult, Host, LocalHost
-from dbmatrix.run.matrix import _record_early_failure
+from dbmatrix.run.session import record_early_failure
 from dbmatrix.spec.experiment import PlannedRun, parse_experiment
 from dbmatrix.store import ResultStore
 
@@ -69,7 +69,7 @@ class Recorder:
         with self.lock:
             self.active[w.spec.name] -= 1
         if w.spec.name in self.dead:
-            return _record_early_failure(self.store, EXP, run, w.spec.name, "measure",
+            return record_early_failure(self.store, EXP, run, w.spec.name, "measure",
                                          EOFError("connection closed"))
         staging = self.store.begin_run(run.run_id)
         return {"run_id": run.run_id, "status": "ok", **self._commit(staging, run, w)}

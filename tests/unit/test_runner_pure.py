@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 
+from dbmatrix.run.context import media_used
 from dbmatrix.run.matrix import (
     DATASET_OVERHEAD_S,
     LOAD_ROWS_PER_S,
-    RUN_OVERHEAD_S,
-    RunFailed,
     format_duration,
-    media_used,
-    open_loop_rate,
-    parse_listening_ports,
     record_plan,
     summarize_plan,
-    sysbench_seed,
     time_accounting,
 )
+from dbmatrix.run.ports import parse_listening_ports
+from dbmatrix.run.session import RunFailed, open_loop_rate, sysbench_seed
+from dbmatrix.run.standalone import Standalone
+
+RUN_OVERHEAD_S = Standalone.overhead_s
 from dbmatrix.spec.experiment import Experiment, SpecError, parse_experiment
 from dbmatrix.store import ResultStore
 

@@ -17,6 +17,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from typing import Any
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,8 +78,12 @@ class Host(ABC):
         check: bool = True,
         timeout: float | None = None,
         env: dict[str, str] | None = None,
+        on_output: Callable[[str], None] | None = None,
     ) -> CommandResult:
-        """Run `command` with a POSIX shell; raise CommandError if `check` and it fails."""
+        """Run `command` with a POSIX shell; raise CommandError if `check` and it fails.
+
+        `on_output(line)` is called with each complete line of standard output as it arrives (the
+        result still holds the whole output), e.g. to show a benchmark's per-second lines live."""
 
     @abstractmethod
     def put(self, local: str | os.PathLike[str], remote: str) -> None:
@@ -184,19 +189,42 @@ def _check_env(env: dict[str, str] | None) -> None:
             raise ValueError(f"invalid environment variable name: {key!r}")
 
 
+class _LineStream:
+    """A write-only text stream that hands complete lines to a callback (invoke's `out_stream`)."""
+
+    def __init__(self, on_line: Callable[[str], None]):
+        self._on_line, self._buf = on_line, ""
+
+    def write(self, data: str) -> int:
+        self._buf += data
+        *lines, self._buf = self._buf.split("\n")
+        for line in lines:
+            try:
+                self._on_line(line)
+            except Exception:  # noqa: BLE001 - a display callback must never break the command
+                pass
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
 def _run_invoke(ctx: object, host: str, command: str, check: bool, timeout: float | None,
                 env: dict[str, str] | None, *, wire_command: str | None = None,
                 on_timeout: Callable[[], None] | None = None,
-                on_interrupt: Callable[[], None] | None = None) -> CommandResult:
+                on_interrupt: Callable[[], None] | None = None,
+                on_output: Callable[[str], None] | None = None) -> CommandResult:
     """Run through invoke/fabric; `wire_command` is what is sent (default: `command`), `command` is
     what results and errors report; `on_timeout()` is called after a timeout, before raising."""
     from invoke.exceptions import CommandTimedOut
 
     started = time.monotonic()
     try:
+        streams: dict[str, Any] = {"hide": True}
+        if on_output is not None:  # replay stdout into a line splitter; stderr stays hidden
+            streams = {"hide": "stderr", "out_stream": _LineStream(on_output)}
         res = ctx.run(  # type: ignore[attr-defined]
-            wire_command or command, hide=True, warn=True, timeout=timeout, env=env or {},
-            in_stream=False,
+            wire_command or command, warn=True, timeout=timeout, env=env or {}, in_stream=False, **streams,
         )
     except RunInterrupted:
         if on_interrupt is not None:
@@ -272,7 +300,7 @@ class LocalHost(Host):
         self.name = name
         self._ctx = Context()
 
-    def run(self, command, *, check=True, timeout=None, env=None):
+    def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         run_id = uuid.uuid4().hex
         marker = f"{_RUN_ID_VAR}={run_id}"
         watchdog = None
@@ -287,7 +315,7 @@ class LocalHost(Host):
                 return _run_invoke(
                     self._ctx, self.name, command, check, timeout, {**(env or {}), _RUN_ID_VAR: run_id},
                     on_timeout=lambda: _kill_local_marked(marker),
-                    on_interrupt=lambda: _kill_local_marked(marker),
+                    on_interrupt=lambda: _kill_local_marked(marker), on_output=on_output,
                 )
         finally:
             if watchdog is not None:
@@ -397,7 +425,7 @@ class SSHHost(Host):
                 ) from None
             raise
 
-    def run(self, command, *, check=True, timeout=None, env=None):
+    def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         _check_env(env)
         self._open()
         env = dict(env or {})
@@ -411,7 +439,8 @@ class SSHHost(Host):
             wire = f"export {exports}\n{command}"
         with self._track(f"{_RUN_ID_VAR}={run_id}"):
             return _run_invoke(self._conn, self.name, command, check, timeout, None,
-                               wire_command=wire, on_timeout=on_timeout, on_interrupt=on_timeout)
+                               wire_command=wire, on_timeout=on_timeout, on_interrupt=on_timeout,
+                               on_output=on_output)
 
     def _kill_marker(self, marker: str) -> None:
         self._kill_marked(marker)

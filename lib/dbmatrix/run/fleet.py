@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
+from dbmatrix.run.session import record_early_failure
 from dbmatrix.spec.experiment import Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now
 
@@ -36,7 +37,7 @@ class Worker:
 
     spec: HostSpec
     host: Host | None = None
-    ctx: Any = None  # runner.HostContext once connected
+    ctx: Any = None  # run.context.HostContext once connected
     datasets: dict[str, Any] = field(default_factory=dict)
     peers: dict[str, Any] = field(default_factory=dict)  # other nodes' hosts of a spread Galera cluster
     lost: str | None = None  # why the host was retired
@@ -150,9 +151,7 @@ class Fleet:
                 self._mark_host_lost(run.run_id, worker.spec.name)
 
     def _record_host_failure(self, worker: Worker, run: PlannedRun, exc: Exception) -> dict[str, Any]:
-        from dbmatrix.run.matrix import _record_early_failure
-
-        return _record_early_failure(self.store, self.exp, run, worker.spec.name, "host", exc)
+        return record_early_failure(self.store, self.exp, run, worker.spec.name, "host", exc)
 
     def _mark_host_lost(self, run_id: str, host: str) -> None:
         """Say in the failed run's manifest that its host dropped out (so a reader knows why)."""

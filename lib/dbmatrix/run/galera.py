@@ -1,23 +1,24 @@
-"""One measured run of a Galera cell: the cluster counterpart of :func:`dbmatrix.run.matrix.execute_run`.
+"""A Galera cluster per run (the galera topology of the run session).
 
-Per run: plan the nodes (ports, directories) -> restore the dataset snapshot onto node 1 (cold) ->
-drop OS caches -> bootstrap node 1 -> join the other nodes one by one (full state transfer) and wait
-until all are Synced -> check every node's variables -> warm up -> FLUSH LOCAL STATUS on every node and
-snapshot -> measure with sysbench (wsrep sampler on every node, system collectors on node 1's host) ->
-snapshot -> stop every node (node 1 last) -> keep every raw output and every node's error log.
-Any failure, a node dying included, is recorded as a failed run with its step; all nodes are stopped.
+Per run: plan the nodes (ports, directories) -> restore the dataset snapshot onto node 1 (cold) -> drop
+OS caches -> bootstrap node 1 -> join the other nodes one by one (full state transfer) and wait until all
+are Synced -> check every node's variables -> warm up -> FLUSH LOCAL STATUS on every node and snapshot ->
+measure with sysbench (wsrep sampler on every node, system collectors on node 1's host) -> snapshot ->
+stop every node (node 1 last) -> keep every raw output and every node's error log. Any failure, a node
+dying included, is recorded as a failed run with its step; all nodes are stopped.
 """
 
 from __future__ import annotations
 
 import shlex
 import time
-import traceback
 from dataclasses import asdict
 from typing import Any
 
-from dbmatrix.hosts import collect, media
-from dbmatrix.workload import sysbench
+from dbmatrix.analyse.wsrep import parse_samples, summarize_samples, wsrep_deltas
+from dbmatrix.hosts import media
+from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, restore
 from dbmatrix.run.galera_cluster import (
     GaleraCluster,
@@ -32,26 +33,13 @@ from dbmatrix.run.galera_cluster import (
     plan_nodes,
     run_as_user,
 )
-from dbmatrix.analyse.wsrep import parse_samples, summarize_samples, wsrep_deltas
 from dbmatrix.run.mysqld import cache_bytes
-from dbmatrix.hosts.remote import Host, RunInterrupted
-from dbmatrix.run.matrix import (
-    HostContext,
-    RunFailed,
-    StepClock,
-    _fetch,
-    _shielded,
-    parse_listening_ports,
-    run_manifest,
-    sysbench_seed,
-)
+from dbmatrix.run.ports import listening_ports
+from dbmatrix.run.session import RunFailed, RunSession
+from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError
-from dbmatrix.store import ResultStore, utc_now, write_text_atomic
+from dbmatrix.workload import sysbench
 
-# Fixed cost of a galera run beyond warm-up and measurement, measured on the 2-vCPU VM with 3 nodes and a
-# 160 MB datadir: restore ~0.5-1 s, bootstrap ~0.5 s, two joins with rsync SST ~10-14 s, the measured window's
-# snapshots, sampler and collectors ~3 s, stopping the nodes ~6 s.
-GALERA_RUN_OVERHEAD_S = 25.0
 # Bytes per second a state transfer is assumed to reach at worst when sizing the sync timeout.
 SST_MIN_BPS = 20 * 1024 * 1024
 SYNC_TIMEOUT_MIN_S = 300.0
@@ -62,10 +50,6 @@ def sync_timeout_s(dataset: DatasetInfo) -> float:
     return round(max(SYNC_TIMEOUT_MIN_S, dataset.datadir_physical_bytes / SST_MIN_BPS), 1)
 
 
-def _tsv(pairs: dict[str, str]) -> str:
-    return "".join(f"{k}\t{v}\n" for k, v in sorted(pairs.items()))
-
-
 def _hosts_of(ctxs: list[HostContext]) -> dict[str, Host]:
     """Distinct hosts by name, in node order."""
     out: dict[str, Host] = {}
@@ -74,49 +58,48 @@ def _hosts_of(ctxs: list[HostContext]) -> dict[str, Host]:
     return out
 
 
-def execute_galera_run(ctxs: list[HostContext], exp: Experiment, run: PlannedRun, dataset: DatasetInfo,
-                       store: ResultStore) -> dict[str, Any]:
-    """Measure one run of a Galera cell; always returns a committed manifest (ok or failed) unless
-    interrupted. `ctxs[i]` is the context of node i+1's host (the same context N times on one host);
-    `dataset` was prepared on node 1's host."""
-    topo = exp.topology
-    if not topo.galera or len(ctxs) != topo.nodes:
-        raise SpecError(f"topology: a galera run of {topo.nodes} nodes needs one host context per node, "
-                        f"got {len(ctxs)}")
-    cell = run.cell
-    ctx1 = ctxs[0]
-    host1 = ctx1.host
-    cache = cache_bytes(cell, dataset.data_physical_bytes)
-    placement = exp.cpu_placement
-    client_prefix = placement.prefix("client")
-    w = exp.workload
-    seed = sysbench_seed(exp.seed, run.run_id)
-    timeout = sync_timeout_s(dataset)
-    staging = store.begin_run(run.run_id)
-    state1 = ctx1.media.get(cell.medium)
-    manifest = run_manifest(exp, run, ctx1, dataset,
-                            {cell.medium: state1.to_dict()} if hasattr(state1, "to_dict") else {})
-    manifest.update(log_dir=None, topology={**asdict(topo), "hosts": [c.spec.name for c in ctxs]},
-                    cluster={"sync_timeout_s": timeout}, nodes={}, wsrep={})
-    clock = StepClock(manifest["steps"], "plan")
-    mark = clock.mark
+class Galera(Topology):
+    """`ctxs[i]` is the context of node i+1's host (the same context N times on one host); the dataset
+    was prepared on node 1's host, where the client and the system collectors run."""
 
-    def save(name: str, text: str) -> None:
-        write_text_atomic(staging / name, text)
+    kind = "galera"
+    # Measured on the 2-vCPU VM with 3 nodes and a 160 MB datadir: restore ~0.5-1 s, bootstrap ~0.5 s,
+    # two joins with rsync SST ~10-14 s, the window's snapshots, sampler and collectors ~3 s, stop ~6 s.
+    overhead_s = 25.0
+    first_step = "plan"
 
-    t0 = time.monotonic()
-    cluster: GaleraCluster | None = None
-    nodes: list[NodePlan] = []
-    collectors: collect.CollectorSet | None = None
-    samplers: list[WsrepSampler] = []
+    def __init__(self, ctxs: list[HostContext], exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> None:
+        topo = exp.topology
+        if not topo.galera or len(ctxs) != topo.nodes:
+            raise SpecError(f"topology: a galera run of {topo.nodes} nodes needs one host context per node, "
+                            f"got {len(ctxs)}")
+        self.ctxs, self.exp, self.run, self.dataset = ctxs, exp, run, dataset
+        ctx1 = ctxs[0]
+        self.client_host = self.measured_host = ctx1.host
+        self.tpcc_script = ctx1.tpcc_script
+        self.client_prefix = exp.cpu_placement.prefix("client")
+        self.collect_dir = f"{ctx1.spec.workdir}/run/collect"
+        self.state1 = ctx1.media.get(run.cell.medium)
+        self.timeout = sync_timeout_s(dataset)
+        self.cluster: GaleraCluster | None = None
+        self.nodes: list[NodePlan] = []
+        self._sockets: list[str] = []
+        self.samplers: list[WsrepSampler] = []
+        self.before: dict[str, dict[str, str]] = {}
+        self.after: dict[str, dict[str, str]] = {}
 
-    def stop_monitors() -> None:
-        if collectors is not None:
-            collectors.stop()
-        for s in samplers:
-            s.stop()
+    @staticmethod
+    def manifest(ctxs: list[HostContext], exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> dict:
+        state1 = ctxs[0].media.get(run.cell.medium)
+        m = run_manifest(exp, run, ctxs[0], dataset,
+                         {run.cell.medium: state1.to_dict()} if hasattr(state1, "to_dict") else {})
+        m.update(log_dir=None, topology={**asdict(exp.topology), "hosts": [c.spec.name for c in ctxs]},
+                 cluster={"sync_timeout_s": sync_timeout_s(dataset)}, nodes={}, wsrep={})
+        return m
 
-    try:
+    # -------------------------------------------------------------------------------- before the window
+    def prepare(self, s: RunSession) -> None:
+        cell, topo, ctxs = s.cell, self.exp.topology, self.ctxs
         for c in ctxs:
             state = c.media.get(cell.medium)
             if isinstance(state, Exception) or state is None:
@@ -125,160 +108,141 @@ def execute_galera_run(ctxs: list[HostContext], exp: Experiment, run: PlannedRun
         run_as_by_host = {name: run_as_user(h) for name, h in hosts.items()}
         for h in hosts.values():
             check_sst_method(h, topo.sst_method)
-        listening = {name: parse_listening_ports(h.run("ss -Htln", check=False).stdout)
-                     for name, h in hosts.items()}
-        base = first_free_base([listening[c.host.name] for c in ctxs], ctx1.port)
-        nodes = plan_nodes(topo, [c.spec for c in ctxs], [c.spec.media[cell.medium].path for c in ctxs], base)
-        sockets = client_sockets(nodes, cell.write_to)
-        name = cluster_name(run.run_id, base)
+        listening = {name: listening_ports(h) for name, h in hosts.items()}
+        base = first_free_base([listening[c.host.name] for c in ctxs], ctxs[0].port)
+        self.nodes = plan_nodes(topo, [c.spec for c in ctxs], [c.spec.media[cell.medium].path for c in ctxs], base)
+        self._sockets = client_sockets(self.nodes, cell.write_to)
+        self.name = cluster_name(s.run.run_id, base)
         run_as = [run_as_by_host[c.host.name] for c in ctxs]
-        options = [node_options(cell, nodes, n.index, user=run_as[n.index - 1] or ctxs[n.index - 1].user,
-                                cache=cache, constants=exp.server_options, name=name,
-                                sst_method=topo.sst_method) for n in nodes]
+        cache = cache_bytes(cell, self.dataset.data_physical_bytes)
+        options = [node_options(cell, self.nodes, n.index, user=run_as[n.index - 1] or ctxs[n.index - 1].user,
+                                cache=cache, constants=self.exp.server_options, name=self.name,
+                                sst_method=topo.sst_method) for n in self.nodes]
+        placement = self.exp.cpu_placement
         prefixes = [[*media.launch_prefix(c.spec.media[cell.medium]), *placement.prefix("server")] for c in ctxs]
-        cluster = GaleraCluster([c.host for c in ctxs], nodes, options, run_as, prefixes)
-        manifest["cluster"].update(name=name, base_port=base, run_as=run_as)
-        manifest["client"] = {"write_to": cell.write_to, "sockets": sockets, "host": host1.name}
-        manifest["nodes"] = {n.name: {**n.to_dict(), "command": s.command, "options": o}
-                             for n, s, o in zip(nodes, cluster.servers, options)}
-        manifest["server"] = {"command": cluster.servers[0].command, "options": options[0]}
+        self.cluster = GaleraCluster([c.host for c in ctxs], self.nodes, options, run_as, prefixes)
+        m = s.manifest
+        m["cluster"].update(name=self.name, base_port=base, run_as=run_as)
+        m["client"] = {"write_to": cell.write_to, "sockets": self._sockets, "host": self.client_host.name}
+        m["nodes"] = {n.name: {**n.to_dict(), "command": sv.command, "options": o}
+                      for n, sv, o in zip(self.nodes, self.cluster.servers, options)}
+        m["server"] = {"command": self.cluster.servers[0].command, "options": options[0]}
 
-        def bench(time_s: int, histogram: bool) -> str:
-            argv = sysbench.build_command(
-                cell.workload, "run", socket=",".join(sockets), tables=w.tables, table_size=w.table_size,
-                threads=cell.threads, time_s=time_s, rand_type=w.rand_type, seed=seed, histogram=histogram)
-            return sysbench.command_string([*client_prefix, *argv])
+    def sockets(self) -> list[str]:
+        return self._sockets
 
-        mark("restore")
+    def devices(self) -> list[str]:
+        return sorted({st.device for st in [self.state1] if getattr(st, "device", None)})
+
+    def start(self, s: RunSession) -> None:
+        cluster, nodes, m = self._cluster(), self.nodes, s.manifest
+        s.mark("restore")
         cluster.prepare_dirs()
-        restore(host1, dataset, nodes[0].paths.datadir)
+        restore(self.ctxs[0].host, self.dataset, nodes[0].paths.datadir)
         cluster.chown_datadir(1)
-        mark("drop_caches")
-        manifest["os_cache_dropped"] = all(drop_os_caches(h) for h in hosts.values())
-        mark("bootstrap")
+        s.mark("drop_caches")
+        m["os_cache_dropped"] = all(drop_os_caches(h) for h in _hosts_of(self.ctxs).values())
+        s.mark("bootstrap")
         t_cluster = time.monotonic()
-        manifest["cluster"]["bootstrap_s"] = round(cluster.bootstrap(timeout), 3)
-        manifest["nodes"]["node1"]["pid"] = cluster.servers[0].pid
-        mark("join")
+        m["cluster"]["bootstrap_s"] = round(cluster.bootstrap(self.timeout), 3)
+        m["nodes"]["node1"]["pid"] = cluster.servers[0].pid
+        s.mark("join")
         for n in nodes[1:]:
-            cluster.join(n.index, timeout)
-            s = cluster.servers[n.index - 1]
-            log = s.host.run(f"cat {shlex.quote(s.paths.error_log)}", check=False).stdout
-            manifest["nodes"][n.name].update(pid=s.pid, join_s=cluster.join_s[n.name],
-                                             sst_s=parse_sst_seconds(log))
-        manifest["cluster"]["start_s"] = round(time.monotonic() - t_cluster, 3)
-        manifest["server"]["pid"] = cluster.servers[0].pid
-        mark("variables")
-        for n, s in zip(nodes, cluster.servers):
-            v = s.global_variables()
-            save(f"variables-{n.name}.tsv", _tsv(v))
+            cluster.join(n.index, self.timeout)
+            sv = cluster.servers[n.index - 1]
+            log = sv.host.run(f"cat {shlex.quote(sv.paths.error_log)}", check=False).stdout
+            m["nodes"][n.name].update(pid=sv.pid, join_s=cluster.join_s[n.name], sst_s=parse_sst_seconds(log))
+        m["cluster"]["start_s"] = round(time.monotonic() - t_cluster, 3)
+        m["server"]["pid"] = self.measured_pid = cluster.servers[0].pid
+        s.mark("variables")
+        for n, sv in zip(nodes, cluster.servers):
+            v = sv.global_variables()
+            s.save_tsv(f"variables-{n.name}.tsv", v)
             problems = [f"{k}={v.get(k)!r} (want {want!r})" for k, want in
-                        (("wsrep_on", "ON"), ("wsrep_slave_threads", str(cell.slave_threads)),
-                         ("wsrep_cluster_name", name)) if v.get(k) != want]
+                        (("wsrep_on", "ON"), ("wsrep_slave_threads", str(s.cell.slave_threads)),
+                         ("wsrep_cluster_name", self.name)) if v.get(k) != want]
             if problems:
                 raise RunFailed(f"{n.name}: {', '.join(problems)}")
             if n.index == 1:
-                manifest["cache_bytes_effective"] = int(v.get("innodb_buffer_pool_size", 0) or 0)
-        if exp.warmup_s > 0:
-            mark("warmup")
-            cmd = bench(exp.warmup_s, False)
-            r = host1.run(cmd, check=False, timeout=exp.warmup_s + 300)
-            save("warmup.out", r.stdout)
-            save("warmup.err", r.stderr)
-            manifest["sysbench_warmup"] = {"command": cmd, "exit_code": r.exit_code}
-            if not r.ok:
-                raise RunFailed(f"warm-up sysbench exited {r.exit_code}: {(r.stderr or r.stdout)[-500:]}")
-            dead = cluster.dead_nodes()
-            if dead:
-                raise RunFailed(f"{', '.join(dead)} died during the warm-up")
-        mark("measure")
-        devices = sorted({st.device for st in [state1] if getattr(st, "device", None)})
-        workdirs = {c.host.name: c.spec.workdir for c in reversed(ctxs)}
-        samplers.extend(WsrepSampler(h, [n for n in nodes if n.host == hname], f"{workdirs[hname]}/run/galera")
-                        for hname, h in hosts.items())
-        for s in samplers:
-            s.start()
-        collectors = collect.CollectorSet(host1, f"{ctx1.spec.workdir}/run/collect", interval_s=1,
-                                          devices=devices, pid=cluster.servers[0].pid)
-        collectors.start()
-        # The window: FLUSH LOCAL STATUS on every node, a snapshot with each node's clock, sysbench, a snapshot.
+                m["cache_bytes_effective"] = int(v.get("innodb_buffer_pool_size", 0) or 0)
+
+    def after_warmup(self, s: RunSession) -> None:
+        dead = self._cluster().dead_nodes()
+        if dead:
+            raise RunFailed(f"{', '.join(dead)} died during the warm-up")
+
+    # -------------------------------------------------------------------------------- the window
+    def monitors(self, s: RunSession) -> list[Any]:
+        hosts = _hosts_of(self.ctxs)
+        workdirs = {c.host.name: c.spec.workdir for c in reversed(self.ctxs)}
+        self.samplers = [WsrepSampler(h, [n for n in self.nodes if n.host == hname], f"{workdirs[hname]}/run/galera")
+                         for hname, h in hosts.items()]
+        return list(self.samplers)
+
+    def open_window(self, s: RunSession) -> None:
+        """FLUSH LOCAL STATUS on every node, then a snapshot with each node's clock."""
+        cluster = self._cluster()
         cluster.sql_all("FLUSH LOCAL STATUS")
-        before = {n.name: cluster.status(n.index, None) for n in nodes}
-        for n in nodes:
-            save(f"status-before-{n.name}.tsv", _tsv(before[n.name]))
-        counters_before = collect.snapshot_counters(host1, pid=cluster.servers[0].pid, devices=devices)
-        cmd = bench(exp.measure_s, True)
-        r = host1.run(cmd, check=False, timeout=exp.run_timeout_s or exp.measure_s + 600)
-        counters_after = collect.snapshot_counters(host1, pid=cluster.servers[0].pid, devices=devices)
-        save("sysbench.out", r.stdout)
-        save("sysbench.err", r.stderr)
-        manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}
+        self.before = {n.name: cluster.status(n.index, None) for n in self.nodes}
+        for n in self.nodes:
+            s.save_tsv(f"status-before-{n.name}.tsv", self.before[n.name])
+
+    def close_window(self, s: RunSession, result: CommandResult) -> None:
+        cluster = self._cluster()
         dead = cluster.dead_nodes()
         if dead:
-            raise RunFailed(f"{', '.join(dead)} died during the measured window (sysbench exit {r.exit_code})")
-        after = {n.name: cluster.status(n.index, None) for n in nodes}
-        stop_monitors()
-        manifest["system"] = collect.counter_deltas(counters_before, counters_after)
-        manifest["collectors"] = {"devices": devices, "errors": collectors.errors}
-        for n in nodes:
-            save(f"status-after-{n.name}.tsv", _tsv(after[n.name]))
-            manifest["wsrep"][n.name] = wsrep_deltas(before[n.name], after[n.name])
-        parsed = sysbench.parse_output(r.stdout, r.stderr)
-        if not r.ok or not parsed.complete:
-            raise RunFailed(f"sysbench exited {r.exit_code}: {'; '.join(parsed.fatal) or r.stderr[-500:]}")
-        manifest["summary"] = {k: parsed.summary.get(k) for k in ("tps", "qps", "lat_pct_ms", "ignored_errors")}
+            raise RunFailed(f"{', '.join(dead)} died during the measured window (sysbench exit {result.exit_code})")
+        self.after = {n.name: cluster.status(n.index, None) for n in self.nodes}
+
+    def after_window(self, s: RunSession) -> None:
+        for n in self.nodes:
+            s.save_tsv(f"status-after-{n.name}.tsv", self.after[n.name])
+            s.manifest["wsrep"][n.name] = wsrep_deltas(self.before[n.name], self.after[n.name])
+
+    def check_results(self, s: RunSession, parsed: sysbench.SysbenchOutput) -> None:
         degraded = [f"{k}: cluster_size={d['cluster_size']}, state={d['state']}"
-                    for k, d in manifest["wsrep"].items()
-                    if d["cluster_size"] != topo.nodes or d["state"] != "Synced"]
+                    for k, d in s.manifest["wsrep"].items()
+                    if d["cluster_size"] != self.exp.topology.nodes or d["state"] != "Synced"]
         if degraded:
             raise RunFailed(f"the cluster was not intact at the end of the window ({'; '.join(degraded)})")
-        mark("stop")
+
+    # -------------------------------------------------------------------------------- stopping
+    def stop(self, s: RunSession) -> None:
+        cluster, m = self._cluster(), s.manifest
         cluster.stop()
-        for n, s in zip(nodes, cluster.servers):
-            manifest["nodes"][n.name].update(stop_s=round(s.stop_s or 0, 3), clean_shutdown=s.clean_shutdown)
-        manifest["server"].update(stop_s=manifest["nodes"]["node1"]["stop_s"],
-                                  clean_shutdown=manifest["nodes"]["node1"]["clean_shutdown"])
+        for n, sv in zip(self.nodes, cluster.servers):
+            m["nodes"][n.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown)
+        m["server"].update(stop_s=m["nodes"]["node1"]["stop_s"],
+                           clean_shutdown=m["nodes"]["node1"]["clean_shutdown"])
         if cluster.stop_errors:
-            manifest["stop_error"] = cluster.stop_errors
-        mark("done")
-        manifest["status"] = "ok"
-        manifest["error"] = None
-    except (KeyboardInterrupt, RunInterrupted):
-        with _shielded():
-            stop_monitors()
-            if cluster is not None:
-                cluster.stop()
-            store.discard(staging)
-        raise
-    except Exception as exc:  # noqa: BLE001 - any failure is recorded with its step; the matrix goes on
-        manifest["status"] = "failed"
-        manifest["failed_step"] = clock.step
-        manifest["error"] = f"{type(exc).__name__}: {exc}"
-        save("traceback.txt", traceback.format_exc())
-        stop_monitors()
-        if cluster is not None:
-            manifest["dead_nodes"] = cluster.dead_nodes()
-            cluster.stop()
-            if cluster.stop_errors:
-                manifest["stop_error"] = cluster.stop_errors
-    finally:
-        if staging.is_dir():
-            if collectors is not None:
-                for cname, text in collectors.texts.items():
-                    save(f"{cname}.txt", text)
-            if samplers:
-                save("wsrep-samples.txt", "".join(s.text for s in samplers))
-                errors = {s.host.name: s.error for s in samplers if s.error}
-                manifest["wsrep_samples"] = {"interval_s": samplers[0].interval_s, "errors": errors,
-                                             "nodes": summarize_samples(parse_samples(
-                                                 "".join(s.text for s in samplers)))}
-            if cluster is not None and clock.step != "plan":
-                for n, h in zip(nodes, cluster.hosts):
-                    _fetch(h, n.paths.error_log, staging / f"mariadbd-{n.name}.err")
-    manifest["finished_utc"] = utc_now()
-    manifest["duration_s"] = round(time.monotonic() - t0, 3)
-    store.commit_run(staging, manifest)
-    return manifest
+            m["stop_error"] = cluster.stop_errors
 
+    def stop_after_failure(self, s: RunSession) -> None:
+        if self.cluster is not None:
+            s.manifest["dead_nodes"] = self.cluster.dead_nodes()
+            self.cluster.stop()
+            if self.cluster.stop_errors:
+                s.manifest["stop_error"] = self.cluster.stop_errors
 
-__all__ = ["GALERA_RUN_OVERHEAD_S", "execute_galera_run", "sync_timeout_s"]
+    def abort(self) -> None:
+        for sampler in self.samplers:
+            sampler.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    def save_outputs(self, s: RunSession) -> None:
+        if self.samplers:
+            text = "".join(sm.text for sm in self.samplers)
+            s.save("wsrep-samples.txt", text)
+            s.manifest["wsrep_samples"] = {
+                "interval_s": self.samplers[0].interval_s,
+                "errors": {sm.host.name: sm.error for sm in self.samplers if sm.error},
+                "nodes": summarize_samples(parse_samples(text))}
+        if self.cluster is not None and s.step != "plan":
+            for n, h in zip(self.nodes, self.cluster.hosts):
+                s.fetch(h, n.paths.error_log, f"mariadbd-{n.name}.err")
+
+    def _cluster(self) -> GaleraCluster:
+        if self.cluster is None:
+            raise RunFailed("the cluster was not planned")
+        return self.cluster

@@ -1,0 +1,95 @@
+"""What every run on one host shares: the connection, facts, server user, a port block, the media's
+states and the installed workload scripts; made once per host and study."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dbmatrix.hosts import media
+from dbmatrix.hosts.facts import collect_facts
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.hosts.remote import Host, RunInterrupted
+from dbmatrix.run.datasets import DatasetInfo
+from dbmatrix.run.mysqld import cache_bytes, constants_for, requested_cache_bytes, server_user
+from dbmatrix.run.ports import PORTS_PER_HOST, free_port
+from dbmatrix.run.session import base_manifest, sysbench_seed
+from dbmatrix.spec.experiment import Experiment, PlannedRun
+from dbmatrix.store import ResultStore, utc_now, write_json_atomic
+from dbmatrix.workload import commands as workloads
+
+
+@dataclass
+class HostContext:
+    """What every run on one host shares: facts, the server user, a port, and the media's states."""
+
+    host: Host
+    spec: HostSpec
+    facts: dict[str, Any]
+    user: str
+    port: int
+    media: dict[str, Any]  # medium name -> media.MediumState, or the exception that made it unusable
+    tpcc_script: str | None = None  # our TPC-C Lua script on this host, when the plan uses it
+
+
+def host_facts(host: Host, store: ResultStore) -> dict[str, Any]:
+    facts = collect_facts(host)
+    facts["collected_utc"] = utc_now()
+    write_json_atomic(store.hosts / f"{host.name}.json", facts)
+    return facts
+
+
+def media_used(exp: Experiment) -> list[str]:
+    """Media the plan needs: the data media and any separate log media."""
+    return sorted({*exp.factors["medium"], *(m for m in exp.factors["log_medium"] if m != "same")})
+
+
+def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, Any]:
+    """Apply and verify every medium the plan uses; a medium that fails is kept as its exception,
+    so its runs are recorded as failed and the rest of the matrix goes on."""
+    states: dict[str, Any] = {}
+    for name in media_used(exp):
+        try:
+            states[name] = media.ensure(host, hostspec.media[name])
+        except (KeyboardInterrupt, RunInterrupted):
+            raise
+        except Exception as exc:  # noqa: BLE001 - kept as the medium's state and reported per run
+            states[name] = exc
+    return states
+
+
+def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_start: int | None = None
+                 ) -> HostContext:
+    """Connect, record the host's facts, pick a free port, and apply/verify the media the plan uses."""
+    host = hostspec.connect()
+    try:
+        ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host),
+                          free_port(host, port_start, block=PORTS_PER_HOST), {})
+        ctx.media.update(prepare_media(host, hostspec, exp))
+        ctx.tpcc_script = workloads.install_scripts(host, hostspec.workdir, exp)
+    except BaseException:
+        host.close()
+        raise
+    return ctx
+
+
+def run_manifest(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: DatasetInfo,
+                 media_state: dict[str, Any]) -> dict[str, Any]:
+    """What every measured run's manifest starts with, whatever its topology (`ctx` is the host of the
+    server, or of node 1): identity, host facts, medium, dataset, cache sizing, server constants, CPU
+    placement and the sysbench seed; `steps` is filled by the session's step clock."""
+    cell = run.cell
+    cache = cache_bytes(cell, dataset.data_physical_bytes)
+    requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
+    placement = exp.cpu_placement
+    return {
+        **base_manifest(exp, run, ctx.host.name), "host_facts": ctx.facts,
+        "medium": ctx.spec.media[cell.medium].to_dict(), "media_state": media_state,
+        "versions": {"mariadb": ctx.facts.get("mariadb_version"),
+                     "sysbench": ctx.facts.get("sysbench_version")},
+        "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct, "cache_bytes": cache,
+        "cache_bytes_requested": requested, "cache_clamped_to_minimum": cache > requested,
+        "server_constants": constants_for(cell, exp.server_options),
+        "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
+        "sysbench_seed": sysbench_seed(exp.seed, run.run_id), "steps": {}, "adaptive": run.adaptive,
+    }

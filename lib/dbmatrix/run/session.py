@@ -1,0 +1,313 @@
+"""One measured run as a session: the skeleton every topology shares.
+
+A :class:`RunSession` owns the bookkeeping of one run: the staging directory its outputs are written to,
+the manifest, the step clock, failure recording, interrupt shielding and the final commit into the
+result store. :func:`execute` is the one run loop; a :class:`~dbmatrix.run.topology.Topology` (one
+server, a Galera cluster, several instances) supplies the hooks that differ::
+
+    prepare -> start (restore, caches, servers, variables) -> warm-up -> before_window -> [measure:
+    monitors, collectors, open_window, sysbench, close_window] -> after_window -> check_results ->
+    TPC-C consistency -> stop
+
+Whatever happens, the run ends committed (status ``ok`` or ``failed`` with its step, error, traceback
+and every log the topology can fetch), or, on Ctrl-C/SIGTERM, discarded with every server stopped.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import traceback
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from dbmatrix.hosts import collect
+from dbmatrix.hosts.remote import CommandResult, Host, RunInterrupted
+from dbmatrix.paths import git_state
+from dbmatrix.run.topology import Topology
+from dbmatrix.spec.experiment import Cell, Experiment, PlannedRun
+from dbmatrix.store import ResultStore, utc_now, write_text_atomic
+from dbmatrix.workload import sysbench
+from dbmatrix.workload.commands import check_consistency
+
+# TPC-C consistency condition 4 scans all of ORDER_LINE (~300k rows per warehouse): after every run only
+# up to this many warehouses; larger datasets check conditions 1-3 (the manifest says which ran).
+TPCC_FULL_CHECK_MAX_WAREHOUSES = 50
+
+IntervalCallback = Callable[[str, dict[str, Any]], None]
+
+
+class RunFailed(RuntimeError):
+    """A run step failed in a way the session records (the matrix goes on)."""
+
+
+# ------------------------------------------------------------------------------------ signals
+
+@contextmanager
+def _signal_handlers(handler: Any) -> Iterator[None]:
+    """Install `handler` for SIGINT and SIGTERM (main thread only), restoring the old ones after."""
+    try:
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not in the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise RunInterrupted(f"signal {signum}")
+
+
+def interrupts_stop_cleanly() -> Any:
+    """Ctrl-C and SIGTERM raise RunInterrupted: the running command is killed, the servers are stopped,
+    the unfinished run is discarded, and completed runs stay."""
+    return _signal_handlers(_raise_interrupted)
+
+
+def shielded() -> Any:
+    """Ignore further Ctrl-C while we clean up after the first one."""
+    return _signal_handlers(signal.SIG_IGN)
+
+
+# ------------------------------------------------------------------------------------ manifests
+
+def sysbench_seed(spec_seed: int, run_id: str) -> int:
+    """A distinct, reproducible --rand-seed per run (sysbench wants 1..2^31-1; 0 means the clock)."""
+    return zlib.crc32(f"{spec_seed}:{run_id}".encode()) % (2**31 - 1) + 1
+
+
+def base_manifest(exp: Experiment, run: PlannedRun, host: str) -> dict[str, Any]:
+    """What every manifest says about the run, whether it was measured or failed before starting."""
+    return {
+        "run_id": run.run_id, "experiment": exp.name, "spec_digest": exp.digest(), "spec": exp.to_dict(),
+        "cell_id": run.cell.cell_id, "cell": run.cell.levels(), "repetition": run.repetition,
+        "block": run.block, "order": run.order, "adaptive": run.adaptive, "host": host, "git": git_state(),
+        "started_utc": utc_now(),
+    }
+
+
+def record_early_failure(store: ResultStore, exp: Experiment, run: PlannedRun, host: str, step: str,
+                         exc: BaseException) -> dict[str, Any]:
+    """Commit a failed run that never started (its medium, dataset or host failed first)."""
+    staging = store.begin_run(run.run_id)
+    write_text_atomic(staging / "traceback.txt", "".join(traceback.format_exception(exc)))
+    manifest = {**base_manifest(exp, run, host), "status": "failed", "failed_step": step,
+                "error": f"{type(exc).__name__}: {exc}", "finished_utc": utc_now()}
+    store.commit_run(staging, manifest)
+    return manifest
+
+
+def open_loop_rate(store: ResultStore, cell: Cell) -> tuple[int, float]:
+    """--rate for an open-loop cell: its fraction of the mean tps measured by its closed-loop twin."""
+    twin = cell.closed_loop_twin().cell_id
+    tps = [m["summary"]["tps"] for m in store.iter_manifests()
+           if m.get("status") == "ok" and m.get("cell_id") == twin and (m.get("summary") or {}).get("tps")]
+    if not tps:
+        raise RunFailed(f"open loop: no completed closed-loop run of {twin} to take the peak throughput from")
+    peak = sum(tps) / len(tps)
+    return max(1, round(cell.rate_fraction * peak)), peak
+
+
+class StepClock:
+    """Seconds per step of a run, written into `steps` as each step ends; `step` is the one under way."""
+
+    def __init__(self, steps: dict[str, float], first: str) -> None:
+        self.steps, self.step, self._t = steps, first, time.monotonic()
+
+    def mark(self, next_step: str) -> None:
+        self.steps[self.step] = round(time.monotonic() - self._t, 3)
+        self.step, self._t = next_step, time.monotonic()
+
+
+def tsv(pairs: dict[str, str]) -> str:
+    return "".join(f"{k}\t{v}\n" for k, v in sorted(pairs.items()))
+
+
+# ------------------------------------------------------------------------------------ the session
+
+class RunSession:
+    """The bookkeeping of one run: staging, manifest, steps, saved outputs and the final commit."""
+
+    def __init__(self, store: ResultStore, exp: Experiment, run: PlannedRun, manifest: dict[str, Any],
+                 first_step: str, on_interval: IntervalCallback | None = None) -> None:
+        self.store, self.exp, self.run, self.cell = store, exp, run, run.cell
+        self.manifest = manifest
+        self.manifest.setdefault("steps", {})
+        self.clock = StepClock(self.manifest["steps"], first_step)
+        self.staging = store.begin_run(run.run_id)
+        self.seed = sysbench_seed(exp.seed, run.run_id)
+        self.on_interval = on_interval
+        self.rate: int | None = None
+
+    @property
+    def step(self) -> str:
+        return self.clock.step
+
+    def mark(self, next_step: str) -> None:
+        self.clock.mark(next_step)
+
+    def save(self, name: str, text: str) -> None:
+        if self.staging.is_dir():
+            write_text_atomic(self.staging / name, text)
+
+    def save_tsv(self, name: str, pairs: dict[str, str]) -> None:
+        self.save(name, tsv(pairs))
+
+    def fetch(self, host: Host, remote: str, name: str) -> None:
+        """Copy a file from the host into the run's outputs, if it exists (error logs)."""
+        if self.staging.is_dir() and host.exists(remote):
+            host.get(remote, str(self.staging / name))
+
+    def live(self) -> Callable[[str], None] | None:
+        """A line callback that hands each per-second sysbench line to `on_interval` as it arrives."""
+        if self.on_interval is None:
+            return None
+        callback, run_id = self.on_interval, self.run.run_id
+
+        def on_line(line: str) -> None:
+            for row in sysbench.parse_intervals(line):
+                callback(run_id, row)
+        return on_line
+
+    def fail(self, exc: BaseException) -> None:
+        self.manifest["status"] = "failed"
+        self.manifest["failed_step"] = self.clock.step
+        self.manifest["error"] = f"{type(exc).__name__}: {exc}"
+        self.save("traceback.txt", traceback.format_exc())
+
+    def discard(self) -> None:
+        self.store.discard(self.staging)
+
+    def commit(self, t0: float) -> dict[str, Any]:
+        self.manifest["finished_utc"] = utc_now()
+        self.manifest["duration_s"] = round(time.monotonic() - t0, 3)
+        self.store.commit_run(self.staging, self.manifest)
+        return self.manifest
+
+
+def _sysbench_failure(r: CommandResult, parsed: sysbench.SysbenchOutput | None, what: str) -> RunFailed:
+    detail = "; ".join(parsed.fatal) if parsed is not None and parsed.fatal else (r.stderr or r.stdout)[-500:]
+    return RunFailed(f"{what} exited {r.exit_code}: {detail}")
+
+
+def _warm_up(s: RunSession, topo: Topology) -> None:
+    s.mark("warmup")
+    exp = s.exp
+    cmd = topo.bench_command(s, exp.warmup_s, histogram=False)
+    r = topo.client_host.run(cmd, check=False, timeout=exp.warmup_s + 300)
+    s.save("warmup.out", r.stdout)
+    s.save("warmup.err", r.stderr)
+    s.manifest["sysbench_warmup"] = {"command": cmd, "exit_code": r.exit_code}
+    if not r.ok:
+        raise RunFailed(f"warm-up sysbench exited {r.exit_code}: {(r.stderr or r.stdout)[-500:]}")
+    topo.after_warmup(s)
+
+
+def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.SysbenchOutput:
+    """The measured window: monitors and collectors around one sysbench; counters bracket it exactly."""
+    exp, host = s.exp, topo.measured_host
+    s.mark("measure")
+    monitors.extend(topo.monitors(s))
+    for m in monitors:
+        m.start()
+    pid, devices = topo.measured_pid, topo.devices()
+    collectors = collect.CollectorSet(host, topo.collect_dir, interval_s=1, devices=devices, pid=pid)
+    monitors.append(collectors)
+    collectors.start()
+    topo.open_window(s)
+    # Counters bracket the measured sysbench only (not the collectors' start and stop).
+    before = collect.snapshot_counters(host, pid=pid, devices=devices)
+    cmd = topo.bench_command(s, exp.measure_s, histogram=True)
+    r = topo.client_host.run(cmd, check=False, timeout=exp.run_timeout_s or exp.measure_s + 600,
+                             on_output=s.live())
+    after = collect.snapshot_counters(host, pid=pid, devices=devices)
+    s.save("sysbench.out", r.stdout)
+    s.save("sysbench.err", r.stderr)
+    s.manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}
+    topo.close_window(s, r)
+    for m in monitors:
+        m.stop()
+    s.manifest["system"] = collect.counter_deltas(before, after)
+    s.manifest["collectors"] = {"devices": devices, "errors": collectors.errors}
+    topo.after_window(s)
+    parsed = sysbench.parse_output(r.stdout, r.stderr)
+    if not r.ok or not parsed.complete:
+        raise _sysbench_failure(r, parsed, "sysbench")
+    summary = {k: parsed.summary.get(k) for k in ("tps", "qps", "lat_pct_ms", "ignored_errors")}
+    if s.cell.workload == "tpcc":
+        summary["tpmC"] = parsed.summary.get("tpmC")
+        s.manifest["tpcc"] = parsed.summary.get("tpcc")
+    s.manifest["summary"] = summary
+    return parsed
+
+
+def _tpcc_consistency(s: RunSession, topo: Topology) -> None:
+    """TPC-C consistency conditions 1-4 after the run (a failed condition fails the run)."""
+    s.mark("consistency")
+    if not topo.tpcc_script:
+        raise RunFailed("tpcc: the Lua script was not installed on the host")
+    w = s.exp.workload
+    conditions = (1, 2, 3, 4) if w.tables * w.warehouses <= TPCC_FULL_CHECK_MAX_WAREHOUSES else (1, 2, 3)
+    check = check_consistency(topo.client_host, socket=topo.sockets()[0], script=topo.tpcc_script,
+                              tables=w.tables, scale=w.warehouses, conditions=conditions)
+    s.manifest["tpcc_consistency"] = check.to_dict()
+    if not check.passed:
+        raise RunFailed(f"TPC-C consistency conditions {check.failed} failed after the run")
+
+
+def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
+    """Measure one run through its topology; always returns a committed manifest (ok or failed) unless
+    interrupted, in which case every server is stopped and the unfinished run discarded."""
+    t0 = time.monotonic()
+    monitors: list[Any] = []
+
+    def stop_monitors() -> None:
+        for m in monitors:
+            m.stop()
+
+    try:
+        if s.cell.open_loop:
+            s.rate, peak = open_loop_rate(s.store, s.cell)
+            s.manifest.update(rate_tps=s.rate, closed_loop_peak_tps=round(peak, 3))
+        topo.prepare(s)
+        topo.start(s)
+        if s.exp.warmup_s > 0:
+            _warm_up(s, topo)
+        topo.before_window(s)
+        parsed = _measure(s, topo, monitors)
+        topo.check_results(s, parsed)
+        if s.cell.workload == "tpcc":
+            _tpcc_consistency(s, topo)
+        s.mark("stop")
+        topo.stop(s)
+        s.mark("done")
+        s.manifest["status"] = "ok"
+        s.manifest["error"] = None
+    except (KeyboardInterrupt, RunInterrupted):
+        with shielded():
+            stop_monitors()
+            topo.abort()
+            s.discard()
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure is recorded with its step; the matrix goes on
+        s.fail(exc)
+        stop_monitors()
+        topo.stop_after_failure(s)
+    finally:
+        if s.staging.is_dir():
+            collectors = next((m for m in monitors if isinstance(m, collect.CollectorSet)), None)
+            if collectors is not None:
+                for name, text in collectors.texts.items():
+                    s.save(f"{name}.txt", text)
+            topo.save_outputs(s)
+    return s.commit(t0)
+
+
+__all__ = ["RunFailed", "RunSession", "StepClock", "base_manifest", "execute", "interrupts_stop_cleanly",
+           "open_loop_rate", "record_early_failure", "shielded", "sysbench_seed", "tsv"]

@@ -1,0 +1,95 @@
+"""Topologies: how a run's servers are laid out, as strategies of the one run session.
+
+:func:`dbmatrix.run.session.execute` calls the hooks below in order; a topology holds the servers it
+started and answers where the client runs, which sockets it uses, which process and devices the
+system collectors watch. To add a topology (e.g. several instances per host), subclass
+:class:`Topology`, implement the abstract hooks, and return it from :func:`dbmatrix.run.matrix.topology_for`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.workload import commands as workloads
+from dbmatrix.workload import sysbench
+
+if TYPE_CHECKING:  # the session calls the hooks; the hooks only read and write its fields
+    from dbmatrix.run.session import RunSession
+
+
+class Topology(ABC):
+    """The hooks of one run; the defaults do nothing."""
+
+    kind: ClassVar[str]
+    # Fixed cost of a run beyond warm-up and measurement (restore, start, stop, bookkeeping), measured on
+    # the 2-vCPU VM; the plan's time estimate uses it.
+    overhead_s: ClassVar[float]
+    first_step: ClassVar[str] = "restore"
+
+    client_host: Host  # where sysbench runs
+    measured_host: Host  # where the system collectors and counters run
+    measured_pid: int | None = None  # the server process the collectors watch
+    collect_dir: str  # where the collectors keep their files on measured_host
+    tpcc_script: str | None = None  # our TPC-C Lua script on client_host, when the plan uses it
+    client_prefix: list[str]
+
+    @abstractmethod
+    def prepare(self, s: RunSession) -> None:
+        """Plan the servers (paths, ports, options) and describe them in the manifest."""
+
+    @abstractmethod
+    def start(self, s: RunSession) -> None:
+        """Restore the dataset, drop caches, start the servers and check their variables (marks steps)."""
+
+    @abstractmethod
+    def sockets(self) -> list[str]:
+        """The sockets the client spreads its threads over (sysbench takes a comma-separated list)."""
+
+    def devices(self) -> list[str]:
+        """Block devices the collectors watch (none when the medium is not a block device)."""
+        return []
+
+    def bench_command(self, s: RunSession, time_s: int, histogram: bool) -> str:
+        argv = workloads.command(s.exp, s.cell, "run", socket=",".join(self.sockets()), threads=s.cell.threads,
+                                 script=self.tpcc_script, time_s=time_s, seed=s.seed, histogram=histogram,
+                                 rate=s.rate)
+        return sysbench.command_string([*self.client_prefix, *argv])
+
+    def after_warmup(self, s: RunSession) -> None:
+        """Check the servers survived the warm-up."""
+
+    def before_window(self, s: RunSession) -> None:
+        """Just before the measured window (e.g. the status snapshot of a single server)."""
+
+    def monitors(self, s: RunSession) -> list[Any]:
+        """Samplers (objects with start/stop) running during the window besides the system collectors."""
+        return []
+
+    def open_window(self, s: RunSession) -> None:
+        """After the collectors started, right before sysbench (e.g. FLUSH STATUS and snapshots)."""
+
+    def close_window(self, s: RunSession, result: CommandResult) -> None:
+        """Right after sysbench, before the monitors stop (e.g. check nodes, snapshot status)."""
+
+    def after_window(self, s: RunSession) -> None:
+        """After the monitors stopped: per-server figures of the window into the manifest."""
+
+    def check_results(self, s: RunSession, parsed: sysbench.SysbenchOutput) -> None:
+        """After a complete sysbench report: status after the run, cluster intact, …"""
+
+    @abstractmethod
+    def stop(self, s: RunSession) -> None:
+        """Stop the servers after a measured run and record how they stopped."""
+
+    @abstractmethod
+    def stop_after_failure(self, s: RunSession) -> None:
+        """Stop whatever runs after a failed step; record (never raise) what went wrong in stopping."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Stop everything on Ctrl-C (the run is discarded)."""
+
+    def save_outputs(self, s: RunSession) -> None:
+        """Keep logs and samples of the run (called whether it succeeded or failed)."""
