@@ -15,6 +15,12 @@ from scipy import stats as sps
 
 from dbmatrix.analyse.effects import sum_contrast
 from dbmatrix.analyse.stats import level_key, welch_log_ratio
+from dbmatrix.spec.factors import (
+    DATASET_FACTORS,
+    MODEL_FACTORS,
+    factor_unit,
+    factor_word,
+)
 
 UNTESTED_STEADY = ("too_short", "no_intervals")
 METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn": "KiB written/txn",
@@ -22,9 +28,6 @@ METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn
                  "data_physical_bytes": "on-disk size", "steady": "steady runs",
                  "fc_paused_pct_points": "flow-control paused time", "tps_ratio": "throughput",
                  "lat_p95_ratio": "p95 latency", "lat_avg_ratio": "average latency", "tpmC": "tpmC"}
-FACTOR_WORDS = {"cache_pct": "cache", "block_size": "block", "compression": "compression", "medium": "medium",
-                "engine": "engine", "threads": "threads", "slave_threads": "appliers"}
-DATASET_FACTORS = ("engine", "block_size", "compression", "workload")
 
 
 
@@ -209,12 +212,12 @@ def _text(v: Any) -> str:
 
 
 def _describe(at: Mapping[str, Any]) -> str:
-    return ", ".join(f"{FACTOR_WORDS.get(f, f)} {v}{' %' if f == 'cache_pct' else ''}" for f, v in at.items())
+    return ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in at.items())
 
 
 def _compared(factor: str, a: Any, b: Any, at: Mapping[str, Any]) -> str:
-    unit = " %" if factor == "cache_pct" else ""
-    return (f"{FACTOR_WORDS.get(factor, factor)} {a}{unit} / {b}{unit}"
+    unit = factor_unit(factor)
+    return (f"{factor_word(factor)} {a}{unit} / {b}{unit}"
             + (f" at {_describe(at)}" if at else ""))
 
 
@@ -234,9 +237,7 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     data = positive_values(runs, metric)
     if data.empty:
         raise NotTestable(f"{METRIC_LABELS.get(metric, metric)} was not measured")
-    candidates = list(factors) if factors is not None else [
-        f for f in ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload",
-                    "log_medium", "slave_threads", "write_to") if f in data.columns]
+    candidates = list(factors) if factors is not None else [f for f in MODEL_FACTORS if f in data.columns]
     a, b = resolve_level(data, factor, a), resolve_level(data, factor, b)
     if level_key(a) == level_key(b):
         raise NotTestable(f"{factor}: {a} against itself")
@@ -260,7 +261,7 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
         avg = [f for f in model.factors if f != factor and f not in held]
         return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
                         f"two-way model, {model.n} runs"
-                        + (f"; averaged over {', '.join(FACTOR_WORDS.get(f, f) for f in avg)}" if avg else ""),
+                        + (f"; averaged over {', '.join(factor_word(f) for f in avg)}" if avg else ""),
                         model.n, compared)
     sub = _condition(data, at)
     model = fit_log_model(sub, candidates, metric, interactions=False, level_order=order)
@@ -270,7 +271,7 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     others = [f for f in model.factors if f != factor]
     return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
                     f"main-effects model, {model.n} runs at the conditions (interactions aliased)"
-                    + (f"; averaged over {', '.join(FACTOR_WORDS.get(f, f) for f in others)}" if others else ""),
+                    + (f"; averaged over {', '.join(factor_word(f) for f in others)}" if others else ""),
                     model.n, compared)
 
 

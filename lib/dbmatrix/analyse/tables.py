@@ -43,9 +43,6 @@ from dbmatrix.analyse.stats import (
 from dbmatrix.store import ResultStore, write_text_atomic
 
 MiB = 1024 * 1024
-FACTOR_LABELS = {"engine": "Engine", "cache_pct": "Cache %", "block_size": "Page", "compression": "Compr.",
-                 "medium": "Medium", "threads": "Thr.", "workload": "Workload", "log_medium": "Log medium",
-                 "rate_fraction": "Rate"}
 STEADY_RUN_COLUMNS = ("trim_s", "steady_s", "steady", "steady_reason", "drift_pct", "tps_steady",
                       "sec_tps_min", "sec_tps_p1", "sec_tps_p5", "sec_tps_median", "sec_tps_cv", "stall_s",
                       "zero_s")
@@ -93,14 +90,6 @@ def cell_latency(histograms: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     out.insert(1, "runs", h.groupby("cell_id", sort=True)["run_id"].nunique().reindex(out["cell_id"]).to_numpy())
     return out[cols]
-
-
-def baseline_factor(exp: Experiment) -> tuple[str, Any]:
-    """The factor compared against a baseline level: the spec's baseline, else the highest cache %."""
-    if exp.baseline:
-        factor = next(iter(exp.baseline))
-        return factor, exp.baseline[factor]
-    return "cache_pct", max(exp.factors["cache_pct"])
 
 
 def baseline_levels(exp: Experiment) -> dict[str, Any]:

@@ -11,10 +11,11 @@ import pandas as pd
 from dbmatrix.publish import paper
 from dbmatrix.paths import git_state
 from dbmatrix.spec.experiment import FACTORS, Experiment
+from dbmatrix.spec.factors import factor_label
 from dbmatrix.analyse.stats import (
     level_key,
 )
-from dbmatrix.analyse.tables import Analysis, FACTOR_LABELS, MiB, UNTESTED
+from dbmatrix.analyse.tables import Analysis, MiB, UNTESTED
 from dbmatrix.analyse.figure_data import as_text, level_text
 from dbmatrix.study import KIND_PREFIX, Study
 from dbmatrix.store import ResultStore
@@ -192,7 +193,7 @@ def seed_verdict(row: pd.Series) -> str:
 
 
 def _term_label(term: str) -> str:
-    return " x ".join(FACTOR_LABELS.get(t, t) for t in str(term).split(" x "))
+    return " x ".join(factor_label(t) for t in str(term).split(" x "))
 
 
 def cells_table(a: Analysis) -> pd.DataFrame:
@@ -205,7 +206,7 @@ def cells_table(a: Analysis) -> pd.DataFrame:
     def ci(row: pd.Series) -> str:
         return "--" if pd.isna(row["ci_lo"]) else f"{row['ci_lo']:.0f}--{row['ci_hi']:.0f}"
 
-    table = pd.DataFrame({FACTOR_LABELS.get(f, f): c[f] for f in shown})
+    table = pd.DataFrame({factor_label(f): c[f] for f in shown})
     table["n"] = c["n"]
     table["TPS"] = c["mean"].round(0)
     table["95 % CI"] = c.apply(ci, axis=1)
@@ -236,15 +237,15 @@ def pairwise_table(a: Analysis) -> pd.DataFrame:
     factor_cols = [f for f in FACTORS if f in p.columns]
 
     def held(row: pd.Series) -> str:
-        parts = [f"{FACTOR_LABELS.get(f, f)} {level_text(row[f])}" for f in factor_cols
+        parts = [f"{factor_label(f)} {level_text(row[f])}" for f in factor_cols
                  if f != row["factor"] and pd.notna(row[f]) and as_text(row[f]) != ""]
-        pooled = [FACTOR_LABELS.get(f, f) for f in as_text(row.get("pooled_over")).split(",") if f]
+        pooled = [factor_label(f) for f in as_text(row.get("pooled_over")).split(",") if f]
         if pooled:
             parts.append("pooled over " + ", ".join(pooled))
         return ", ".join(parts) or "all"
 
     return pd.DataFrame({
-        "Comparison": p.apply(lambda r: f"{FACTOR_LABELS.get(r['factor'], r['factor'])} "
+        "Comparison": p.apply(lambda r: f"{factor_label(r['factor'])} "
                                         f"{level_text(r['a'])} / {level_text(r['b'])}", axis=1),
         "Held at": p.apply(held, axis=1),
         "n": p.apply(lambda r: f"{int(r['n_a'])}/{int(r['n_b'])}", axis=1),

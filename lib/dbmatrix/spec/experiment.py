@@ -14,30 +14,31 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from dbmatrix.spec.errors import SpecError
 
-class SpecError(ValueError):
-    """A spec or inventory is invalid; the message names the field and what is allowed."""
+# The factors and their allowed levels live in the registry (dbmatrix.spec.factors); these names stay
+# importable from here, where most of the code imports them from.
+from dbmatrix.spec.factors import (  # noqa: F401 (re-exported: ENGINES, MAX_RATE_FRACTION, WORKLOAD_TAGS)
+    BLOCK_SIZES,
+    COMPRESSIONS,
+    ENGINES,
+    FACTOR_DEFAULTS,
+    FACTORS,
+    GALERA_FACTORS,
+    MAX_RATE_FRACTION,
+    WORKLOAD_TAGS,
+    WORKLOADS,
+    block_size_bytes,
+    cell_id,
+)
+from dbmatrix.spec.factors import factor as registry_factor
 
-
-ENGINES = ("innodb", "myrocks")
-BLOCK_SIZES = {
-    "innodb": ("4k", "8k", "16k", "32k", "64k"),
-    "myrocks": ("4k", "8k", "16k", "32k", "64k"),
-}
-COMPRESSIONS = {
-    "innodb": ("none", "lz4", "zlib", "row_compressed"),
-    "myrocks": ("none", "lz4", "zlib", "zstd", "snappy"),
-}
 WHY_NOT = {
     ("innodb", "zstd"): "MariaDB 10.11 InnoDB page compression has no zstd provider",
     ("innodb", "snappy"): "InnoDB page compression with snappy needs the provider_snappy plugin, "
                           "which Debian does not package",
     ("myrocks", "row_compressed"): "ROW_FORMAT=COMPRESSED is an InnoDB table format",
 }
-WORKLOADS = ("oltp_read_write", "oltp_read_only", "oltp_point_select", "oltp_write_only", "tpcc")
-# Short tags in cell ids (the default workload has none, so ids of read-write cells stay short).
-WORKLOAD_TAGS = {"oltp_read_write": "", "oltp_read_only": "ro", "oltp_point_select": "ps",
-                 "oltp_write_only": "wo", "tpcc": "tpcc"}
 # Workloads that share a table schema share prepared datasets.
 WORKLOAD_SCHEMAS = {**{w: "oltp" for w in WORKLOADS}, "tpcc": "tpcc"}
 # Transaction isolation levels of the TPC-C workload (sysbench option --trx_level); the seed used RC.
@@ -49,25 +50,6 @@ MAX_GALERA_NODES = 9
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 DESIGNS = ("full", "fractional")
 PLACEMENT_TOOLS = ("taskset", "numactl")
-MAX_RATE_FRACTION = 2.0
-
-# Factor name -> default single level when a spec does not vary it.
-FACTOR_DEFAULTS: dict[str, Any] = {
-    "engine": "innodb",
-    "cache_pct": 100,
-    "block_size": "16k",
-    "compression": "none",
-    "medium": "disk",
-    "threads": 4,
-    "workload": "oltp_read_write",  # default: the spec's workload.name
-    "log_medium": "same",  # redo log / RocksDB WAL: "same" as the data, or another medium's name
-    "rate_fraction": 0,  # 0: closed loop; f > 0: open loop at f x the cell's measured closed-loop peak
-    "slave_threads": 1,  # galera topology: wsrep_slave_threads on every node
-    "write_to": "node1",  # galera topology: the node the client writes to ("nodeN"), or "all" (round robin)
-}
-FACTORS = tuple(FACTOR_DEFAULTS)
-# Factors that only exist for a galera topology; a standalone spec keeps them at their defaults.
-GALERA_FACTORS = ("slave_threads", "write_to")
 
 # Server options set by a factor or by the harness itself: a spec may not hold them constant.
 HARNESS_OPTIONS = frozenset({
@@ -88,10 +70,6 @@ TOP_LEVEL_KEYS = (
 )
 
 
-def block_size_bytes(level: str) -> int:
-    return int(level[:-1]) * 1024
-
-
 @dataclass(frozen=True)
 class Workload:
     """A sysbench workload and the size of its schema."""
@@ -106,7 +84,9 @@ class Workload:
 
 @dataclass(frozen=True)
 class Cell:
-    """One combination of factor levels; measured `repetitions` times."""
+    """One combination of factor levels; measured `repetitions` times.
+
+    One field per factor of the registry (dbmatrix.spec.factors), in its order and with its defaults."""
 
     engine: str
     cache_pct: float
@@ -122,19 +102,9 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        pct = f"{self.cache_pct:g}".replace(".", "p")
-        cid = f"{self.engine}-c{pct}-b{self.block_size}-{self.compression}-{self.medium}-t{self.threads}"
-        if WORKLOAD_TAGS.get(self.workload, self.workload):
-            cid += f"-{WORKLOAD_TAGS.get(self.workload, self.workload)}"
-        if self.log_medium != "same":
-            cid += f"-log{self.log_medium}"
-        if self.rate_fraction:
-            cid += f"-o{self.rate_fraction * 100:g}".replace(".", "p")
-        if self.slave_threads != 1:
-            cid += f"-st{self.slave_threads}"
-        if self.write_to != "node1":
-            cid += f"-w{self.write_to.removeprefix('node')}"
-        return cid
+        """Each factor's tag (the registry's ``cell_tag``) joined by '-'; tags of defaults added late are
+        left out, so ids of earlier cells stay the same: innodb-c25-b16k-none-disk-t4."""
+        return cell_id(asdict(self))
 
     @property
     def open_loop(self) -> bool:
@@ -318,7 +288,7 @@ class Experiment:
         digest of a spec that does not use them (and the results bound to it) stays the same."""
         d = asdict(self)
         d["factors"] = {k: list(v) for k, v in self.factors.items()
-                        if not (k in GALERA_FACTORS and list(v) == [FACTOR_DEFAULTS[k]])}
+                        if not (registry_factor(k).digest_omits_default and list(v) == [FACTOR_DEFAULTS[k]])}
         if self.topology.galera:
             d["topology"]["hosts"] = list(self.topology.hosts)
         else:
@@ -398,59 +368,17 @@ def check_combination(cell: Cell) -> None:
 
 
 def _levels(name: str, raw: Any) -> tuple[Any, ...]:
+    """The levels of factor `name` (one level or a list), each checked and normalised by the factor's
+    registry entry (dbmatrix.spec.factors); none, or one listed twice, is an error. Checks across factors
+    (block sizes and compressions per engine, Galera-only factors, open-loop levels) are made on the whole
+    spec: :func:`check_combination`, :func:`_check_topology`, :func:`parse_experiment`."""
+    check = registry_factor(name).check
     levels = raw if isinstance(raw, list) else [raw]
     if not levels:
         raise SpecError(f"factors.{name}: needs at least one level")
     out: list[Any] = []
     for lv in levels:
-        if name == "engine":
-            if lv not in ENGINES:
-                raise SpecError(f"factors.engine: unknown level {lv!r}; allowed: {', '.join(ENGINES)}")
-        elif name == "cache_pct":
-            if isinstance(lv, bool) or not isinstance(lv, (int, float)) or not 0 <= lv <= 100:
-                raise SpecError(f"factors.cache_pct: {lv!r} is not a percentage; allowed: numbers from "
-                                "0 (the smallest cache the engine allows) to 100")
-            lv = int(lv) if float(lv).is_integer() else float(lv)
-        elif name == "block_size":
-            lv = str(lv).lower()
-            allowed = sorted(set().union(*BLOCK_SIZES.values()), key=block_size_bytes)
-            if lv not in allowed:
-                raise SpecError(f"factors.block_size: unknown level {lv!r}; allowed: {', '.join(allowed)}")
-        elif name == "compression":
-            allowed = sorted(set().union(*COMPRESSIONS.values()))
-            if lv not in allowed:
-                raise SpecError(f"factors.compression: unknown level {lv!r}; allowed: {', '.join(allowed)}")
-        elif name == "medium":
-            if not isinstance(lv, str) or not lv:
-                raise SpecError(f"factors.medium: {lv!r} must be the name of a medium in the inventory")
-        elif name == "threads":
-            if isinstance(lv, bool) or not isinstance(lv, int) or lv < 1:
-                raise SpecError(f"factors.threads: {lv!r} must be a positive integer")
-        elif name == "workload":
-            if lv not in WORKLOADS:
-                raise SpecError(f"factors.workload: unknown workload {lv!r}; allowed: {', '.join(WORKLOADS)}")
-        elif name == "log_medium":
-            if not isinstance(lv, str) or not lv:
-                raise SpecError(f"factors.log_medium: {lv!r} must be 'same' (redo log/WAL with the data) "
-                                "or the name of a medium in the inventory")
-        elif name == "rate_fraction":
-            if lv in ("closed", None):
-                lv = 0
-            if isinstance(lv, bool) or not isinstance(lv, (int, float)) or not 0 <= lv <= MAX_RATE_FRACTION:
-                raise SpecError(f"factors.rate_fraction: {lv!r} is not allowed; allowed: 'closed' (or 0) for "
-                                f"closed-loop runs, or a fraction in (0, {MAX_RATE_FRACTION:g}] of the cell's "
-                                "measured closed-loop throughput for open-loop (--rate) runs")
-            lv = int(lv) if float(lv).is_integer() else float(lv)
-        elif name == "slave_threads":
-            if isinstance(lv, bool) or not isinstance(lv, int) or not 1 <= lv <= 512:
-                raise SpecError(f"factors.slave_threads: {lv!r} must be an integer from 1 to 512 "
-                                "(wsrep_slave_threads of every Galera node)")
-        elif name == "write_to":
-            lv = f"node{lv}" if isinstance(lv, int) and not isinstance(lv, bool) else lv
-            if not isinstance(lv, str) or not (lv == "all" or (lv.startswith("node") and lv[4:].isdigit()
-                                                               and int(lv[4:]) >= 1)):
-                raise SpecError(f"factors.write_to: {lv!r} is not allowed; allowed: 'node1', 'node2', ... "
-                                "(the client writes to that node) or 'all' (client threads spread over every node)")
+        lv = check(lv)
         if lv in out:
             raise SpecError(f"factors.{name}: level {lv!r} is listed twice")
         out.append(lv)

@@ -1,0 +1,262 @@
+"""The experiment factors: one :class:`Factor` entry per factor in :data:`REGISTRY`, the single place for its
+name, default level, validation of one level, cell-id tag, table label and claim wording.
+
+Everything else derives from the registry: :data:`FACTORS` (the names in order), :data:`FACTOR_DEFAULTS`,
+:data:`GALERA_FACTORS`, :data:`DATASET_FACTORS`, :data:`MODEL_FACTORS`, the spec's level validation
+(:func:`dbmatrix.spec.experiment._levels`), ``Cell.cell_id``, the paper tables' labels
+(:func:`factor_label`) and the claims' wording (:func:`factor_word`).
+
+A factor is validated one level at a time here. Checks that involve more than one factor stay where the
+whole spec is known, in :mod:`dbmatrix.spec.experiment`: which block sizes and compressions each engine
+allows (``check_combination``), open-loop levels needing the closed-loop level, Galera-only factors needing
+a Galera topology and write targets within the cluster's nodes (``_check_topology``), and media defined
+on the host (``check_media``). Empty level lists and duplicate levels are rejected there too, for every
+factor alike.
+
+How to add a factor
+-------------------
+1. Add one ``Factor(...)`` entry to :data:`REGISTRY`, at the end: the registry's order is the order of
+   ``Cell``'s fields, of the cells of a design (the last factor varies fastest), of cell-id parts and of
+   table columns, so appending keeps every existing cell, run id and plan order. Give it
+
+   - a ``default`` that reproduces what the harness did before the factor existed,
+   - a ``normalise`` function for one level that returns the canonical level or raises :class:`SpecError`
+     starting ``factors.<name>:`` and saying what is allowed,
+   - a ``cell_tag`` that returns ``None`` at the default (the level is left out of the cell id, so ids,
+     run ids and the stored results of earlier studies stay valid) and a short tag otherwise,
+   - ``digest_omits_default=True`` (a spec that keeps the default digests as before, so results stay
+     bound to their spec),
+   - a ``label`` for the paper's tables and a ``word`` for claim comparisons; ``galera_only``,
+     ``dataset`` and ``modelled`` when they apply.
+2. Add the field, with the same default, to ``Cell`` in :mod:`dbmatrix.spec.experiment` (a frozen dataclass
+   the rest of the code reads by attribute; ``tests/unit/test_factors.py`` checks that its fields and
+   defaults match the registry).
+3. Render the level as server or client options (``dbmatrix.run.mysqld`` / ``dbmatrix.workload``) and add
+   any server option it sets to ``HARNESS_OPTIONS``, so a spec cannot also hold it constant.
+4. Add its good and bad levels to ``tests/unit/test_factors.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from dbmatrix.spec.errors import SpecError
+
+ENGINES = ("innodb", "myrocks")
+BLOCK_SIZES = {
+    "innodb": ("4k", "8k", "16k", "32k", "64k"),
+    "myrocks": ("4k", "8k", "16k", "32k", "64k"),
+}
+COMPRESSIONS = {
+    "innodb": ("none", "lz4", "zlib", "row_compressed"),
+    "myrocks": ("none", "lz4", "zlib", "zstd", "snappy"),
+}
+WORKLOADS = ("oltp_read_write", "oltp_read_only", "oltp_point_select", "oltp_write_only", "tpcc")
+# Short tags in cell ids (the default workload has none, so ids of read-write cells stay short).
+WORKLOAD_TAGS = {"oltp_read_write": "", "oltp_read_only": "ro", "oltp_point_select": "ps",
+                 "oltp_write_only": "wo", "tpcc": "tpcc"}
+MAX_RATE_FRACTION = 2.0
+MAX_SLAVE_THREADS = 512
+
+
+def block_size_bytes(level: str) -> int:
+    return int(level[:-1]) * 1024
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One experiment factor: what a spec may set it to, and how the harness, tables and claims name it."""
+
+    name: str
+    default: Any  # the single level when a spec does not vary the factor
+    normalise: Callable[[Any], Any]  # one level as written in a spec -> canonical level, else SpecError
+    cell_tag: Callable[[Any], str | None]  # the level's part of a cell id; None: left out of the id
+    label: str  # short column/row label in the paper's tables ("Cache %")
+    word: str  # the factor in claim comparisons and estimate bases ("cache 25 % / 100 %")
+    unit: str = ""  # written after a level in claim comparisons
+    doc: str = ""  # what the factor is
+    galera_only: bool = False  # only a galera topology may vary it; a standalone spec keeps the default
+    dataset: bool = False  # prepared datasets differ by it (cells differing only in other factors share one)
+    modelled: bool = True  # a term candidate of the closed-loop throughput models in the claims
+    digest_omits_default: bool = False  # left out of the spec digest while the spec keeps the default
+
+    def check(self, level: Any) -> Any:
+        """The canonical level; raises :class:`SpecError` naming ``factors.<name>`` and what is allowed."""
+        return self.normalise(level)
+
+    def tag(self, level: Any) -> str | None:
+        return self.cell_tag(level)
+
+
+# ------------------------------------------------------------------------- one level of each factor
+
+
+def _engine(lv: Any) -> Any:
+    if lv not in ENGINES:
+        raise SpecError(f"factors.engine: unknown level {lv!r}; allowed: {', '.join(ENGINES)}")
+    return lv
+
+
+def _cache_pct(lv: Any) -> Any:
+    if isinstance(lv, bool) or not isinstance(lv, (int, float)) or not 0 <= lv <= 100:
+        raise SpecError(f"factors.cache_pct: {lv!r} is not a percentage; allowed: numbers from "
+                        "0 (the smallest cache the engine allows) to 100")
+    return int(lv) if float(lv).is_integer() else float(lv)
+
+
+def _block_size(lv: Any) -> Any:
+    """Any engine's block size; which engine allows which is checked per cell (``check_combination``)."""
+    lv = str(lv).lower()
+    allowed = sorted(set().union(*BLOCK_SIZES.values()), key=block_size_bytes)
+    if lv not in allowed:
+        raise SpecError(f"factors.block_size: unknown level {lv!r}; allowed: {', '.join(allowed)}")
+    return lv
+
+
+def _compression(lv: Any) -> Any:
+    """Any engine's compression; which engine allows which is checked per cell (``check_combination``)."""
+    allowed = sorted(set().union(*COMPRESSIONS.values()))
+    if lv not in allowed:
+        raise SpecError(f"factors.compression: unknown level {lv!r}; allowed: {', '.join(allowed)}")
+    return lv
+
+
+def _medium(lv: Any) -> Any:
+    """A medium's name; whether the host defines it is checked against the inventory (``check_media``)."""
+    if not isinstance(lv, str) or not lv:
+        raise SpecError(f"factors.medium: {lv!r} must be the name of a medium in the inventory")
+    return lv
+
+
+def _threads(lv: Any) -> Any:
+    if isinstance(lv, bool) or not isinstance(lv, int) or lv < 1:
+        raise SpecError(f"factors.threads: {lv!r} must be a positive integer")
+    return lv
+
+
+def _workload(lv: Any) -> Any:
+    if lv not in WORKLOADS:
+        raise SpecError(f"factors.workload: unknown workload {lv!r}; allowed: {', '.join(WORKLOADS)}")
+    return lv
+
+
+def _log_medium(lv: Any) -> Any:
+    if not isinstance(lv, str) or not lv:
+        raise SpecError(f"factors.log_medium: {lv!r} must be 'same' (redo log/WAL with the data) "
+                        "or the name of a medium in the inventory")
+    return lv
+
+
+def _rate_fraction(lv: Any) -> Any:
+    if lv in ("closed", None):
+        lv = 0
+    if isinstance(lv, bool) or not isinstance(lv, (int, float)) or not 0 <= lv <= MAX_RATE_FRACTION:
+        raise SpecError(f"factors.rate_fraction: {lv!r} is not allowed; allowed: 'closed' (or 0) for "
+                        f"closed-loop runs, or a fraction in (0, {MAX_RATE_FRACTION:g}] of the cell's "
+                        "measured closed-loop throughput for open-loop (--rate) runs")
+    return int(lv) if float(lv).is_integer() else float(lv)
+
+
+def _slave_threads(lv: Any) -> Any:
+    if isinstance(lv, bool) or not isinstance(lv, int) or not 1 <= lv <= MAX_SLAVE_THREADS:
+        raise SpecError(f"factors.slave_threads: {lv!r} must be an integer from 1 to {MAX_SLAVE_THREADS} "
+                        "(wsrep_slave_threads of every Galera node)")
+    return lv
+
+
+def _write_to(lv: Any) -> Any:
+    """``nodeN`` (an integer N is accepted) or ``all``; N within the cluster is checked with the topology."""
+    lv = f"node{lv}" if isinstance(lv, int) and not isinstance(lv, bool) else lv
+    if not isinstance(lv, str) or not (lv == "all" or (lv.startswith("node") and lv[4:].isdigit()
+                                                       and int(lv[4:]) >= 1)):
+        raise SpecError(f"factors.write_to: {lv!r} is not allowed; allowed: 'node1', 'node2', ... "
+                        "(the client writes to that node) or 'all' (client threads spread over every node)")
+    return lv
+
+
+# ------------------------------------------------------------------------------ the registry
+
+REGISTRY: tuple[Factor, ...] = (
+    Factor("engine", "innodb", _engine, lambda v: f"{v}",
+           label="Engine", word="engine", dataset=True,
+           doc="storage engine: InnoDB or MyRocks"),
+    Factor("cache_pct", 100, _cache_pct, lambda v: f"c{v:g}".replace(".", "p"),
+           label="Cache %", word="cache", unit=" %",
+           doc="buffer pool / block cache as a share of the dataset (0: the engine's minimum)"),
+    Factor("block_size", "16k", _block_size, lambda v: f"b{v}",
+           label="Page", word="block", dataset=True,
+           doc="InnoDB page size / RocksDB block size"),
+    Factor("compression", "none", _compression, lambda v: f"{v}",
+           label="Compr.", word="compression", dataset=True,
+           doc="page or block compression (row_compressed: InnoDB ROW_FORMAT=COMPRESSED)"),
+    Factor("medium", "disk", _medium, lambda v: f"{v}",
+           label="Medium", word="medium",
+           doc="the inventory medium holding the datadir"),
+    Factor("threads", 4, _threads, lambda v: f"t{v}",
+           label="Thr.", word="threads",
+           doc="sysbench client threads"),
+    Factor("workload", "oltp_read_write", _workload, lambda v: WORKLOAD_TAGS.get(v, v) or None,
+           label="Workload", word="workload", dataset=True,  # word: the name itself (no shorter word yet)
+           doc="sysbench workload; the default is the spec's workload.name"),
+    Factor("log_medium", "same", _log_medium, lambda v: None if v == "same" else f"log{v}",
+           label="Log medium", word="log_medium",  # word: the name itself (no shorter word yet)
+           doc="redo log / RocksDB WAL: 'same' as the data, or another medium's name"),
+    Factor("rate_fraction", 0, _rate_fraction, lambda v: f"o{v * 100:g}".replace(".", "p") if v else None,
+           label="Rate", word="rate_fraction", modelled=False,  # word: the name itself (no shorter word yet)
+           doc="0: closed loop; f > 0: open loop at f x the cell's measured closed-loop peak"),
+    # The two Galera factors keep their names as table labels (as before the registry), so the generated
+    # tables stay byte-identical; a nicer label is a separate, visible change.
+    Factor("slave_threads", 1, _slave_threads, lambda v: None if v == 1 else f"st{v}",
+           label="slave_threads", word="appliers", galera_only=True, digest_omits_default=True,
+           doc="galera topology: wsrep_slave_threads on every node"),
+    Factor("write_to", "node1", _write_to,
+           lambda v: None if v == "node1" else f"w{v.removeprefix('node')}",
+           label="write_to", word="write_to", galera_only=True, digest_omits_default=True,
+           doc="galera topology: the node the client writes to ('nodeN'), or 'all' (round robin)"),
+)
+
+BY_NAME: Mapping[str, Factor] = MappingProxyType({f.name: f for f in REGISTRY})
+
+FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY)
+# Factor name -> default single level when a spec does not vary it.
+FACTOR_DEFAULTS: Mapping[str, Any] = MappingProxyType({f.name: f.default for f in REGISTRY})
+# Factors that only exist for a galera topology; a standalone spec keeps them at their defaults.
+GALERA_FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY if f.galera_only)
+# Factors a prepared dataset depends on.
+DATASET_FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY if f.dataset)
+# Term candidates of the closed-loop throughput models (every factor but the open-loop rate).
+MODEL_FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY if f.modelled)
+
+
+def factor(name: str) -> Factor:
+    """The registry entry of `name`; a :class:`SpecError` listing the factors if there is none."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise SpecError(f"factors: unknown factor {name!r}; allowed: {', '.join(FACTORS)}") from None
+
+
+def factor_label(name: str) -> str:
+    """The factor's table label; any other name (a model term, a column) as it is."""
+    f = BY_NAME.get(name)
+    return f.label if f else name
+
+
+def factor_word(name: str) -> str:
+    """The factor's word in claim comparisons; any other name as it is."""
+    f = BY_NAME.get(name)
+    return f.word if f else name
+
+
+def factor_unit(name: str) -> str:
+    """What claim comparisons write after a level of the factor (" %" for cache_pct); "" otherwise."""
+    f = BY_NAME.get(name)
+    return f.unit if f else ""
+
+
+def cell_id(levels: Mapping[str, Any]) -> str:
+    """The cell id of one level per factor: the factors' tags in registry order, joined by '-'."""
+    return "-".join(t for f in REGISTRY if (t := f.tag(levels[f.name])) is not None)
