@@ -119,3 +119,27 @@ def test_ran_count_and_matching() -> None:
     assert host.ran(r"^umount ") and not host.ran("mkfs")
     assert host.count(r"^umount ") == 2
     assert host.matching(r"^umount ") == ["umount /a", "umount /b"]
+
+
+def test_rules_answer_file_operations_before_the_file_dict(tmp_path) -> None:
+    host = ScriptedHost("gone", is_local=False)
+    host.on(r"^test -e /dev/pmem0$", exit_code=1)
+    host.on(r"^get /var/log/mysql.err$", stdout="[ERROR] boom\n")
+    host.on(r"^cat /proc/version$", stdout="Linux 6.1\n")
+    host.files["/dev/pmem0"] = b""
+    assert not host.exists("/dev/pmem0")
+    host.get("/var/log/mysql.err", tmp_path / "err")
+    assert (tmp_path / "err").read_text() == "[ERROR] boom\n"
+    assert host.read_text("/proc/version") == "Linux 6.1\n"
+
+
+def test_one_raising_rule_makes_the_whole_host_unreachable(tmp_path) -> None:
+    host = ScriptedHost("gone", is_local=False)
+    host.on(r"", raises=EOFError("connection closed"))
+    (tmp_path / "f").write_text("x")
+    for op in (lambda: host.run("true", check=False), lambda: host.put(tmp_path / "f", "/tmp/f"),
+               lambda: host.get("/tmp/f", tmp_path / "g"), lambda: host.exists("/tmp"),
+               lambda: host.read_text("/etc/hostname"), host.is_root):
+        with pytest.raises(EOFError, match="connection closed"):
+            op()
+    assert host.files == {}

@@ -24,9 +24,11 @@ Like the real hosts
     exceeds the ``timeout`` raises a timed-out :class:`CommandError` (exit 124). ``id -u`` answers
     from ``root`` (a built-in rule, overridable like any other).
 Files
-    ``put``/``get``/``exists``/``read_text`` work on the in-memory :attr:`files` dict (remote path ->
-    bytes); ``get`` writes the content to the local path. They are recorded in :attr:`commands` as
-    ``put <remote>``, ``get <remote>``, ``test -e <path>`` and ``cat <path>``.
+    ``put``/``get``/``exists``/``read_text`` are recorded as the pseudo-commands ``put <remote>``,
+    ``get <remote>``, ``test -e <path>`` and ``cat <path>``. A rule matching one answers it (``raises``
+    raises, e.g. for an unreachable host; ``get`` writes the rule's stdout, ``exists`` is its exit
+    code); otherwise they work on the in-memory :attr:`files` dict (remote path -> bytes), ``get``
+    writing the content to the local path.
 """
 
 from __future__ import annotations
@@ -119,19 +121,25 @@ class ScriptedHost(Host):
         return [c for c in self.commands if probe.matches(c)]
 
     # ------------------------------------------------------------------ Host
-    def run(self, command, *, check=True, timeout=None, env=None):
+    def _rule(self, command: str) -> Rule | None:
+        """Record `command`; return the rule that answers it (raising its exception), if any."""
         self.commands.append(command)
-        self.calls.append(Call(command, check, timeout, dict(env) if env is not None else None))
         rule = next((r for r in reversed(self.rules) if r.matches(command)), None)
+        if rule is not None:
+            rule.used += 1
+            if rule.raises is not None:
+                raise rule.raises
+        return rule
+
+    def run(self, command, *, check=True, timeout=None, env=None):
+        self.calls.append(Call(command, check, timeout, dict(env) if env is not None else None))
+        rule = self._rule(command)
         if rule is None:
             if self.strict:
                 raise AssertionError(f"unexpected command: {command}")
             base = self.default or CommandResult(command, "", "", 0, 0.0)
             result = CommandResult(command, base.stdout, base.stderr, base.exit_code, base.duration_s)
         else:
-            rule.used += 1
-            if rule.raises is not None:
-                raise rule.raises
             result = CommandResult(command, str(_value(rule.stdout, command)),
                                    str(_value(rule.stderr, command)),
                                    int(_value(rule.exit_code, command)),  # type: ignore[call-overload]
@@ -144,25 +152,32 @@ class ScriptedHost(Host):
         return result
 
     def put(self, local: str | os.PathLike[str], remote: str) -> None:
-        self.commands.append(f"put {remote}")
-        self.files[remote] = Path(local).read_bytes()
+        if self._rule(f"put {remote}") is None:
+            self.files[remote] = Path(local).read_bytes()
 
     def get(self, remote: str, local: str | os.PathLike[str]) -> None:
-        self.commands.append(f"get {remote}")
-        if remote not in self.files:
+        rule = self._rule(f"get {remote}")
+        if rule is not None:
+            Path(local).write_text(str(_value(rule.stdout, remote)))
+        elif remote in self.files:
+            Path(local).write_bytes(self.files[remote])
+        else:
             raise FileNotFoundError(f"[{self.name}] no such file: {remote}")
-        Path(local).write_bytes(self.files[remote])
 
     def exists(self, path: str) -> bool:
-        self.commands.append(f"test -e {shlex.quote(path)}")
+        command = f"test -e {shlex.quote(path)}"
+        rule = self._rule(command)
+        if rule is not None:
+            return int(_value(rule.exit_code, command)) == 0  # type: ignore[call-overload]
         prefix = path.rstrip("/") + "/"
         return path in self.files or any(p.startswith(prefix) for p in self.files)
 
     def read_text(self, path: str) -> str:
-        if path in self.files:
-            self.commands.append(f"cat {shlex.quote(path)}")
+        command = f"cat {shlex.quote(path)}"
+        if path in self.files and not any(r.matches(command) for r in self.rules):
+            self.commands.append(command)
             return self.files[path].decode()
-        return super().read_text(path)
+        return self.run(command).stdout
 
     def close(self) -> None:
         self.closed = True
