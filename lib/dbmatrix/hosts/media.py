@@ -1013,13 +1013,6 @@ def verify(host: Host, medium: Medium) -> MediumState:
     return _verify(ctx, m, _layout(host, m))
 
 
-def check_prerequisites(host: Host, medium: Medium) -> None:
-    """Fail early, naming what is missing (tools, devices, MD, PMEM, cgroup controller, root)."""
-    m = checked(medium)
-    _layout(host, m)
-    _prereqs(_Ctx.of(host), m)
-
-
 def _prereqs(ctx: _Ctx, m: Medium) -> None:
     ctx.need_root(m)
     out = ctx.run(prerequisite_script(m), privileged=_fs_medium(m).kind != "dir", timeout=120).stdout

@@ -407,14 +407,6 @@ class GaleraCluster:
     def sql_all(self, query: str) -> dict[str, str]:
         return {n.name: s.sql(query) for n, s in zip(self.nodes, self.servers) if s.pid is not None}
 
-    def kill_node(self, index: int) -> int | None:
-        """SIGKILL node `index` (a crash, for tests); returns the PID killed."""
-        s = self.servers[index - 1]
-        pid = s.pid
-        if pid is not None:
-            s.host.run(f"kill -KILL {pid}", check=False)
-        return pid
-
     def stop(self) -> None:
         """Stop every node cleanly, the joiners first (last joined first) and node 1 last; never raises,
         errors are kept in :attr:`stop_errors`. A node that already died is just forgotten."""
