@@ -976,8 +976,8 @@ class _Ctx:
 
     def run(self, cmd: str, *, privileged: bool = True, check: bool = False,
             timeout: float | None = STEP_TIMEOUT_S) -> CommandResult:
-        if privileged and not self.root:
-            cmd = f"sudo -n sh -c {q(cmd)}"
+        if privileged:
+            cmd = self.host.privileged(cmd, root=self.root)
         return self.host.run(cmd, check=check, timeout=timeout)
 
     def need_root(self, medium: Medium) -> None:
