@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import shlex
 from pathlib import Path
 
 
@@ -120,12 +120,13 @@ def display_path(path: Path) -> str:
 
 def git_state(root: Path | None = None) -> dict[str, object]:
     """Commit and dirtiness of the repository, for manifests and PDF metadata."""
-    root = root or repo_root()
+    from dbmatrix.hosts.remote import CommandError, LocalHost  # the seam for side effects
+
+    host = LocalHost()
+    git = f"git -C {shlex.quote(str(root or repo_root()))}"
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                    capture_output=True, text=True, check=True).stdout.strip())
-    except (OSError, subprocess.CalledProcessError):
+        commit = host.run(f"{git} rev-parse HEAD").stdout.strip()
+        dirty = bool(host.run(f"{git} status --porcelain --untracked-files=no").stdout.strip())
+    except (OSError, CommandError):  # no git, not a repository
         return {"commit": None, "dirty": None}
     return {"commit": commit, "dirty": dirty}

@@ -16,28 +16,18 @@ import pytest
 
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.hosts.inventory import HostSpec
-from dbmatrix.hosts.remote import CommandResult, Host, LocalHost
+from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.run.session import record_early_failure
 from dbmatrix.spec.experiment import PlannedRun, parse_experiment
 from dbmatrix.store import ResultStore
 
 
-class UnreachableHost(Host):
-    """A host whose connection is gone: every command fails the way a dropped SSH link does."""
-
-    is_local = False
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def run(self, command, *, check=True, timeout=None, env=None) -> CommandResult:
-        raise EOFError(f"{self.name}: connection closed")
-
-    def put(self, local, remote) -> None:
-        raise EOFError("connection closed")
-
-    def get(self, remote, local) -> None:
-        raise EOFError("connection closed")
+def unreachable_host(name: str) -> ScriptedHost:
+    """A host whose connection is gone: every command and copy fails the way a dropped SSH link does."""
+    host = ScriptedHost(name, is_local=False)
+    host.on(r"", raises=EOFError(f"{name}: connection closed"))
+    return host
 
 
 EXP = parse_experiment({"experiment": "fleet-unit", "factors": {"cache_pct": [25, 50, 75, 100],
@@ -56,7 +46,7 @@ class Recorder:
     def connect(self, w: Worker) -> None:
         if w.spec.name == "refuses":
             raise ConnectionRefusedError("no route to host")
-        w.host = UnreachableHost(w.spec.name) if w.spec.name in self.dead else LocalHost(w.spec.name)
+        w.host = unreachable_host(w.spec.name) if w.spec.name in self.dead else LocalHost(w.spec.name)
         w.ctx = object()
 
     def execute(self, w: Worker, run: PlannedRun) -> dict[str, Any]:

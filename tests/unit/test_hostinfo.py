@@ -7,7 +7,6 @@ lscpu fixtures are written from the tools' documentation (see tests/fixtures/hos
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -48,7 +47,7 @@ from dbmatrix.hosts.facts import (
     parse_sysbench_version,
     pmem_facts,
 )
-from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.hosts.scripted import ScriptedHost
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "hostinfo"
 LOCAL = (FIX / "localhost.facts.txt").read_text()
@@ -166,37 +165,22 @@ def test_facts_script_shape() -> None:
         assert r.returncode == 0, (shell, r.stderr)
 
 
-class ReplayHost(Host):
-    """Answers the facts script with a captured output; remembers the commands."""
-
-    is_local = True
-
-    def __init__(self, output: str):
-        self.name = "replay"
-        self.output = output
-        self.commands: list[str] = []
-
-    def run(self, command: str, *, check: bool = True, timeout: float | None = None,
-            env: dict[str, str] | None = None) -> CommandResult:
-        self.commands.append(command)
-        return CommandResult(command, self.output, "", 0, 0.01)
-
-    def put(self, local: str | os.PathLike[str], remote: str) -> None:
-        raise AssertionError("no copies expected")
-
-    def get(self, remote: str, local: str | os.PathLike[str]) -> None:
-        raise AssertionError("no copies expected")
+def replay_host(output: str) -> ScriptedHost:
+    """A ScriptedHost answering every command (the facts script) with a captured output (a fixture)."""
+    host = ScriptedHost("replay")
+    host.on(r"", stdout=output)
+    return host
 
 
 def test_collect_facts_is_one_round_trip() -> None:
-    host = ReplayHost(LOCAL)
+    host = replay_host(LOCAL)
     facts = collect_facts(host)
     assert len(host.commands) == 1 and host.commands[0] == facts_script(tuple(COMMANDS))
     assert facts["host"] == "replay" and facts["online_cpus"] == 2
 
 
 def test_collect_facts_only_some_collectors() -> None:
-    host = ReplayHost(LOCAL)
+    host = replay_host(LOCAL)
     facts = collect_facts(host, only=("memory", "pmem"))
     assert set(facts) == {"host", "mem_total_bytes", "mem_available_bytes", "swap_total_bytes",
                           "hugepage_size_bytes", "hugepages_total", "transparent_hugepage",

@@ -4,7 +4,6 @@ tests/integration/test_fleet_hosts.py)."""
 
 from __future__ import annotations
 
-import os
 import shlex
 
 import pytest
@@ -21,7 +20,7 @@ from dbmatrix.hosts.setup import (
     sudo_problem,
     wanted_packages,
 )
-from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.hosts.scripted import ScriptedHost
 
 DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n'
 ROCKY = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.3"\n'
@@ -127,123 +126,100 @@ def test_sudo_problem(code: int, stderr: str, expected: str | None) -> None:
 
 # ---------------------------------------------------------------- setup on a simulated package database
 
-class FakeHost(Host):
-    """A host whose package database is a dict; dpkg-query/rpm read it and apt-get/dnf change it."""
+def package_host(installed: set[str], *, os_release: str = DEBIAN, root: bool = True, sudo: str = "ok",
+                 install_works: bool = True, install_fails: bool = False) -> ScriptedHost:
+    """A strict ScriptedHost whose package database is a dict: dpkg-query/rpm read it and apt-get/dnf
+    change it. `sudo` is ok | password | absent."""
+    host = ScriptedHost("fake1", is_local=False, root=root, strict=True)
+    db = {p: f"1.0-{p}" for p in installed}
 
-    is_local = False
-
-    def __init__(self, installed: set[str], *, os_release: str = DEBIAN, root: bool = True,
-                 sudo: str = "ok", install_works: bool = True, install_fails: bool = False):
-        self.name = "fake1"
-        self.installed = {p: f"1.0-{p}" for p in installed}
-        self.os_release = os_release
-        self.root = root
-        self.sudo = sudo  # ok | password | absent
-        self.install_works = install_works
-        self.install_fails = install_fails
-        self.commands: list[str] = []
-
-    def run(self, command: str, *, check: bool = True, timeout: float | None = None,
-            env: dict[str, str] | None = None) -> CommandResult:
-        self.commands.append(command)
-        out, err, code = "", "", 0
+    def dpkg_query(command: str) -> str:
         argv = shlex.split(command)
-        if command == "cat /etc/os-release":
-            out = self.os_release
-        elif argv[0] == "dpkg-query":
-            assert argv[1:3] == ["-W", "-f=${Package}\\t${db:Status-Abbrev}\\t${Version}\\n"]
-            for p in argv[3:]:
-                out += f"{p}\tii \t{self.installed[p]}\n" if p in self.installed else f"{p}\tun \t\n"
-        elif argv[0] == "rpm":
-            assert argv[1:4] == ["-q", "--qf", "%{NAME}\\tii\\t%{VERSION}-%{RELEASE}\\n"]
-            for p in argv[4:]:
-                out += f"{p}\tii\t{self.installed[p]}\n" if p in self.installed else f"package {p} is not installed\n"
-            code = 0 if all(p in self.installed for p in argv[4:]) else 1
-        elif command == "id -u":
-            out = "0\n" if self.root else "1000\n"
-        elif command == "sudo -n true":
-            code, err = {"ok": (0, ""), "password": (1, "sudo: a password is required\n"),
-                         "absent": (127, "sh: 1: sudo: not found\n")}[self.sudo]
-        else:
-            inner = shlex.split(unwrap(command)) if argv[0] == "sudo" else argv
-            assert self.root == (argv[0] != "sudo"), f"root={self.root} but ran {command!r}"
-            if inner[:2] == ["apt-get", "update"]:
-                pass
-            elif "install" in inner and {"apt-get", "dnf"} & set(inner):
-                if self.install_fails:
-                    return self._result(command, "", "Error: Unable to find a match: sysbench\n", 1, check)
-                if self.install_works:
-                    pkgs = inner[inner.index("install") + 1:]
-                    self.installed |= {p: f"2.0-{p}" for p in pkgs if not p.startswith("-")}
-            else:
-                raise AssertionError(f"unexpected command {command!r}")
-        return self._result(command, out, err, code, check)
+        assert argv[1:3] == ["-W", "-f=${Package}\\t${db:Status-Abbrev}\\t${Version}\\n"]
+        return "".join(f"{p}\tii \t{db[p]}\n" if p in db else f"{p}\tun \t\n" for p in argv[3:])
 
-    def _result(self, command: str, out: str, err: str, code: int, check: bool) -> CommandResult:
-        from dbmatrix.hosts.remote import CommandError
+    def rpm_query(command: str) -> str:
+        argv = shlex.split(command)
+        assert argv[1:4] == ["-q", "--qf", "%{NAME}\\tii\\t%{VERSION}-%{RELEASE}\\n"]
+        return "".join(f"{p}\tii\t{db[p]}\n" if p in db else f"package {p} is not installed\n"
+                       for p in argv[4:])
 
-        res = CommandResult(command, out, err, code, 0.0)
-        if check and code != 0:
-            raise CommandError(self.name, res)
-        return res
+    def package_manager(command: str) -> int:
+        argv = shlex.split(command)
+        inner = shlex.split(unwrap(command)) if argv[0] == "sudo" else argv
+        assert root == (argv[0] != "sudo"), f"root={root} but ran {command!r}"
+        if inner[:2] == ["apt-get", "update"]:
+            return 0
+        assert "install" in inner, f"unexpected command {command!r}"
+        if install_fails:
+            return 1
+        if install_works:
+            db.update({p: f"2.0-{p}" for p in inner[inner.index("install") + 1:] if not p.startswith("-")})
+        return 0
 
-    def put(self, local: str | os.PathLike[str], remote: str) -> None:
-        raise AssertionError("no copies expected")
+    host.on(r"^cat /etc/os-release$", stdout=os_release)
+    host.on(r"^dpkg-query ", stdout=dpkg_query)
+    host.on(r"^rpm ", stdout=rpm_query,
+            exit_code=lambda c: 0 if all(p in db for p in shlex.split(c)[4:]) else 1)
+    code, err = {"ok": (0, ""), "password": (1, "sudo: a password is required\n"),
+                 "absent": (127, "sh: 1: sudo: not found\n")}[sudo]
+    host.on(r"^sudo -n true$", stderr=err, exit_code=code)
+    host.on(r"\b(apt-get|dnf)\b", exit_code=package_manager,
+            stderr="Error: Unable to find a match: sysbench\n" if install_fails else "")
+    return host
 
-    def get(self, remote: str, local: str | os.PathLike[str]) -> None:
-        raise AssertionError("no copies expected")
 
-    def installs(self) -> list[str]:
-        return [c for c in self.commands if "apt-get" in c or "dnf" in c]
+def installs(host: ScriptedHost) -> list[str]:
+    return host.matching(r"apt-get|dnf")
 
 
 SERVER = PACKAGES["debian"]["server"]
 
 
 def test_installed_versions_and_missing() -> None:
-    host = FakeHost({"fio", "sysbench"})
+    host = package_host({"fio", "sysbench"})
     assert installed_versions(host, "debian", ("fio", "sysbench", "mdadm")) == {
         "fio": "1.0-fio", "sysbench": "1.0-sysbench"}
     assert missing_packages(host, "debian", ("fio", "mdadm", "sysbench", "sysstat")) == ("mdadm", "sysstat")
     assert installed_versions(host, "debian", ()) == {}
-    rhel = FakeHost({"fio"}, os_release=ROCKY)
+    rhel = package_host({"fio"}, os_release=ROCKY)
     assert installed_versions(rhel, "rhel", ("fio", "sysbench")) == {"fio": "1.0-fio"}
 
 
 def test_setup_nothing_missing_installs_nothing_and_reports_versions() -> None:
-    host = FakeHost(set(SERVER))
+    host = package_host(set(SERVER))
     rep = setup_packages(host, ("server",))
     assert rep.host == "fake1" and rep.family == "debian" and rep.root
     assert rep.wanted == SERVER
     assert rep.missing_before == () and rep.commands == () and not rep.changed
     assert rep.versions == {p: f"1.0-{p}" for p in SERVER}
     assert rep.lines()[0] == "mariadb-server 1.0-mariadb-server"
-    assert host.installs() == [] and "sudo -n true" not in host.commands
+    assert installs(host) == [] and "sudo -n true" not in host.commands
 
 
 def test_setup_dry_run_shows_the_plan_and_installs_nothing() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench", "sysstat"}, root=False, sudo="password")
+    host = package_host(set(SERVER) - {"sysbench", "sysstat"}, root=False, sudo="password")
     rep = setup_packages(host, ("server",), dry_run=True)
     assert rep.missing_before == ("sysbench", "sysstat") and rep.changed and not rep.root
     assert rep.commands == install_commands("debian", ("sysbench", "sysstat"), root=False)
     assert "sysbench" not in rep.versions and "sysbench (missing)" in rep.lines()
-    assert host.installs() == [] and "sudo -n true" not in host.commands
+    assert installs(host) == [] and "sudo -n true" not in host.commands
 
 
 def test_setup_installs_missing_as_root_and_verifies_versions() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench"})
+    host = package_host(set(SERVER) - {"sysbench"})
     rep = setup_packages(host, ("server",))
     assert rep.missing_before == ("sysbench",)
-    assert host.installs() == list(install_commands("debian", ("sysbench",)))  # root: no sudo
+    assert installs(host) == list(install_commands("debian", ("sysbench",)))  # root: no sudo
     assert rep.versions["sysbench"] == "2.0-sysbench"  # read back after the install
     assert set(rep.versions) == set(SERVER)
 
 
 def test_setup_uses_sudo_when_not_root() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench"}, root=False, sudo="ok")
+    host = package_host(set(SERVER) - {"sysbench"}, root=False, sudo="ok")
     rep = setup_packages(host, ("server",))
     assert "sudo -n true" in host.commands
-    assert host.installs() == list(install_commands("debian", ("sysbench",), root=False))
+    assert installs(host) == list(install_commands("debian", ("sysbench",), root=False))
     assert rep.versions["sysbench"] == "2.0-sysbench" and not rep.root
 
 
@@ -252,31 +228,31 @@ def test_setup_uses_sudo_when_not_root() -> None:
     ("absent", ["sudo is not installed"]),
 ])
 def test_setup_without_usable_sudo_fails_clearly(sudo: str, words: list[str]) -> None:
-    host = FakeHost(set(SERVER) - {"sysbench"}, root=False, sudo=sudo)
+    host = package_host(set(SERVER) - {"sysbench"}, root=False, sudo=sudo)
     with pytest.raises(SetupError) as ei:
         setup_packages(host, ("server",))
     msg = str(ei.value)
     assert "'fake1'" in msg and "sysbench" in msg and all(w in msg for w in words)
-    assert host.installs() == []
+    assert installs(host) == []
 
 
 def test_setup_reports_packages_still_missing() -> None:
-    host = FakeHost(set(SERVER) - {"sysbench", "fio"}, install_works=False)
+    host = package_host(set(SERVER) - {"sysbench", "fio"}, install_works=False)
     with pytest.raises(SetupError, match="still missing after install: sysbench, fio"):
         setup_packages(host, ("server",))
 
 
 def test_setup_rhel_with_dnf() -> None:
     rhel_server = PACKAGES["rhel"]["server"]
-    host = FakeHost(set(rhel_server) - {"sysbench"}, os_release=ROCKY, root=False)
+    host = package_host(set(rhel_server) - {"sysbench"}, os_release=ROCKY, root=False)
     rep = setup_packages(host, ("server",))
     assert rep.family == "rhel"
-    assert host.installs() == ["sudo -n sh -c 'dnf install -y sysbench'"]
+    assert installs(host) == ["sudo -n sh -c 'dnf install -y sysbench'"]
     assert rep.versions["sysbench"] == "2.0-sysbench"
 
 
 def test_setup_failed_install_names_the_host_and_the_hint() -> None:
-    host = FakeHost(set(PACKAGES["rhel"]["server"]) - {"sysbench"}, os_release=ROCKY, install_fails=True)
+    host = package_host(set(PACKAGES["rhel"]["server"]) - {"sysbench"}, os_release=ROCKY, install_fails=True)
     with pytest.raises(SetupError) as ei:
         setup_packages(host, ("server",))
     msg = str(ei.value)
@@ -284,6 +260,6 @@ def test_setup_failed_install_names_the_host_and_the_hint() -> None:
 
 
 def test_setup_unsupported_os() -> None:
-    host = FakeHost(set(), os_release='ID=alpine\nPRETTY_NAME="Alpine Linux v3.19"\n')
+    host = package_host(set(), os_release='ID=alpine\nPRETTY_NAME="Alpine Linux v3.19"\n')
     with pytest.raises(SetupError, match="Alpine"):
         setup_packages(host, ("server",), dry_run=True)

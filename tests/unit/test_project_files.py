@@ -202,3 +202,24 @@ def test_full_profile_is_the_seed_003_matrix_on_its_example_inventory():
     assert {"nvme", "pmem-fsdax", "pmem-sector"} <= set(study.inventory.hosts[0].media)
     kinds = {m.options.get("mode") for m in study.inventory.hosts[0].media.values() if m.kind == "pmem"}
     assert kinds == {"fsdax", "sector"}
+
+
+def test_git_state_reads_commit_and_dirtiness_through_the_host_seam(tmp_path) -> None:
+    import subprocess
+
+    from dbmatrix.paths import git_state
+
+    assert git_state(tmp_path) == {"commit": None, "dirty": None}  # not a repository
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "f.txt").write_text("a\n")
+    subprocess.run([*git, "add", "f.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    assert git_state(repo) == {"commit": head, "dirty": False}
+    (repo / "untracked.txt").write_text("ignored\n")
+    assert git_state(repo)["dirty"] is False  # untracked files do not count
+    (repo / "f.txt").write_text("b\n")
+    assert git_state(repo) == {"commit": head, "dirty": True}

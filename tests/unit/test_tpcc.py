@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 from dbmatrix.workload import tpcc
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.workload.sysbench import build_command, command_string, parse_output
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"
@@ -239,34 +242,61 @@ def test_oltp_refuses_tpcc_options(kw, field):
 # ----------------------------------------------------------------------------- installation
 
 
-class CountingHost(LocalHost):
-    """The real LocalHost, counting its copies."""
-
-    def __init__(self):
-        super().__init__()
-        self.puts: list[str] = []
-
-    def put(self, local, remote):
-        self.puts.append(remote)
-        super().put(local, remote)
+def _inodes(d: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in d.iterdir()}
 
 
 def test_install_script_is_idempotent(tmp_path):
-    host = CountingHost()
+    """On the real LocalHost. A copy lands under a temporary name and is renamed over the target, so
+    a file keeps its inode exactly when it was not copied again."""
+    host = LocalHost()
     dest = tmp_path / "deep" / "lua"
     path = tpcc.install_script(host, str(dest))
     assert path == f"{dest}/tpcc.lua"
     assert sorted(p.name for p in dest.iterdir()) == sorted(tpcc.LUA_FILES)
     for name in tpcc.LUA_FILES:
         assert (dest / name).read_bytes() == (tpcc.SCRIPT_DIR / name).read_bytes()
-    assert len(host.puts) == len(tpcc.LUA_FILES)
-    host.puts.clear()
+    first = _inodes(dest)
     assert tpcc.install_script(host, str(dest)) == path
-    assert host.puts == []
-    (dest / "tpcc_txn.lua").write_text("-- stale\n")
+    assert _inodes(dest) == first  # nothing copied again
+    (dest / "tpcc_txn.lua").write_text("-- stale\n")  # in place: same inode
+    assert _inodes(dest) == first
     tpcc.install_script(host, str(dest))
-    assert host.puts == [f"{dest}/tpcc_txn.lua.tmp"]
+    after = _inodes(dest)
+    assert sorted(after) == sorted(tpcc.LUA_FILES)  # no temporary file left
+    assert [n for n in tpcc.LUA_FILES if after[n] != first[n]] == ["tpcc_txn.lua"]
     assert (dest / "tpcc_txn.lua").read_bytes() == (tpcc.SCRIPT_DIR / "tpcc_txn.lua").read_bytes()
+
+
+def test_install_script_copies_through_a_temporary_name_and_only_what_changed():
+    """The commands install_script sends, on a ScriptedHost keeping the files in memory."""
+    host = ScriptedHost("db1", is_local=False, strict=True)
+    dest = "/srv/deep/lua"
+
+    def sha256sum(command: str) -> str:
+        argv = shlex.split(command)
+        assert argv[:4] == ["cd", dest, "&&", "sha256sum"] and argv[-1] == "2>/dev/null"
+        return "".join(f"{hashlib.sha256(host.files[f'{dest}/{n}']).hexdigest()}  {n}\n"
+                       for n in argv[4:-1] if f"{dest}/{n}" in host.files)
+
+    def mv(command: str) -> int:
+        _, _, src, dst = shlex.split(command)
+        host.files[dst] = host.files.pop(src)
+        return 0
+
+    host.on(r"^mkdir -p /srv/deep/lua$")
+    host.on(r"^cd /srv/deep/lua && sha256sum ", stdout=sha256sum)
+    host.on(r"^mv -f ", exit_code=mv)
+    assert tpcc.install_script(host, dest) == f"{dest}/tpcc.lua"
+    assert host.matching(r"^put ") == [f"put {dest}/{n}.tmp" for n in tpcc.LUA_FILES]
+    assert host.files == {f"{dest}/{n}": (tpcc.SCRIPT_DIR / n).read_bytes() for n in tpcc.LUA_FILES}
+    host.commands.clear()
+    tpcc.install_script(host, dest)
+    assert not host.ran(r"^(put|mv) ")
+    host.files[f"{dest}/tpcc_txn.lua"] = b"-- stale\n"
+    tpcc.install_script(host, dest)
+    assert host.matching(r"^put ") == [f"put {dest}/tpcc_txn.lua.tmp"]
+    assert host.files[f"{dest}/tpcc_txn.lua"] == (tpcc.SCRIPT_DIR / "tpcc_txn.lua").read_bytes()
 
 
 def test_packaged_script_lists_every_lua_file():

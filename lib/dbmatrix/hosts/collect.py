@@ -199,9 +199,10 @@ class CollectorSet:
         if self._started:
             return
         self._started = True
+        script = self.start_script()  # outside the try: a bug here must not pass for a host problem
         try:
-            res = self.host.run(self.start_script(), check=False, timeout=30)
-        except Exception as exc:  # noqa: BLE001 - a missing metric must not lose the run
+            res = self.host.run(script, check=False, timeout=30)
+        except Exception as exc:  # noqa: BLE001 - any host/connection failure: a missing metric must not lose the run
             for name in self.commands:
                 self.errors[name] = f"start failed: {exc}"
             return
@@ -263,9 +264,10 @@ class CollectorSet:
                 self.errors[name] = f"{msg} (last output: {tail!r})"
 
     def _signal_all(self) -> None:
+        script = self.stop_script()  # outside the try: a bug here must not pass for a host problem
         try:
-            res = self.host.run(self.stop_script(), check=False, timeout=self.stop_timeout_s + 30)
-        except Exception as exc:  # noqa: BLE001
+            res = self.host.run(script, check=False, timeout=self.stop_timeout_s + 30)
+        except Exception as exc:  # noqa: BLE001 - any host/connection failure: keep the run, report the gap
             for name in self.pids:
                 self.errors[name] = _join(self.errors.get(name), f"stop failed: {exc}")
             return

@@ -72,7 +72,14 @@ TOOL_PACKAGES = {"mkfs.xfs": "xfsprogs", "xfs_info": "xfsprogs", "mkfs.ext4": "e
 
 
 class MediaError(RuntimeError):
-    """A medium cannot be built or is not what its recipe says; the message says what is wrong."""
+    """A medium cannot be built or is not what its recipe says; the message says what is wrong.
+
+    `applied`: the commands a failed :func:`ensure`/:func:`teardown` had already run before the failing
+    step (they are not rolled back; :func:`teardown` removes what ensure built)."""
+
+    def __init__(self, message: str, applied: Sequence[str] = ()):
+        super().__init__(message)
+        self.applied = tuple(applied)
 
 
 @dataclass(frozen=True)
@@ -969,8 +976,8 @@ class _Ctx:
 
     def run(self, cmd: str, *, privileged: bool = True, check: bool = False,
             timeout: float | None = STEP_TIMEOUT_S) -> CommandResult:
-        if privileged and not self.root:
-            cmd = f"sudo -n sh -c {q(cmd)}"
+        if privileged:
+            cmd = self.host.privileged(cmd, root=self.root)
         return self.host.run(cmd, check=check, timeout=timeout)
 
     def need_root(self, medium: Medium) -> None:
@@ -1013,13 +1020,6 @@ def verify(host: Host, medium: Medium) -> MediumState:
     return _verify(ctx, m, _layout(host, m))
 
 
-def check_prerequisites(host: Host, medium: Medium) -> None:
-    """Fail early, naming what is missing (tools, devices, MD, PMEM, cgroup controller, root)."""
-    m = checked(medium)
-    _layout(host, m)
-    _prereqs(_Ctx.of(host), m)
-
-
 def _prereqs(ctx: _Ctx, m: Medium) -> None:
     ctx.need_root(m)
     out = ctx.run(prerequisite_script(m), privileged=_fs_medium(m).kind != "dir", timeout=120).stdout
@@ -1036,8 +1036,9 @@ def _run_steps(ctx: _Ctx, m: Medium, steps: Sequence[Step]) -> list[str]:
         r = ctx.run(s.command, privileged=s.privileged)
         if not r.ok:
             tail = (r.stderr or r.stdout).strip()[-1500:]
+            done = f"\nalready applied (teardown removes them): {'; '.join(ran)}" if ran else ""
             raise MediaError(f"{m.kind} medium {m.name!r} on host {ctx.host.name}: {s.what} failed "
-                             f"(exit {r.exit_code}): {s.command}\n{tail}")
+                             f"(exit {r.exit_code}): {s.command}\n{tail}{done}", applied=ran)
         ran.append(s.command)
     return ran
 

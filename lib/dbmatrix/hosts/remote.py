@@ -60,6 +60,12 @@ class HostKeyError(RuntimeError):
     """The SSH host key is unknown or does not match the known_hosts file."""
 
 
+def as_root(command: str, root: bool) -> str:
+    """`command` as is for root, else through non-interactive sudo (fails instead of prompting); the
+    one place that writes the ``sudo -n`` wrapping (see :meth:`Host.privileged`)."""
+    return command if root else f"sudo -n sh -c {shlex.quote(command)}"
+
+
 _INFLIGHT_LOCK = threading.Lock()
 KEEPALIVE_S = 30
 
@@ -150,11 +156,10 @@ class Host(ABC):
     def is_root(self) -> bool:
         return self.run("id -u").stdout.strip() == "0"
 
-    def privileged(self, command: str) -> str:
-        """`command` as root: as is when we are root, else through non-interactive sudo."""
-        if self.is_root():
-            return command
-        return f"sudo -n sh -c {shlex.quote(command)}"
+    def privileged(self, command: str, *, root: bool | None = None) -> str:
+        """`command` as root: as is when we are root, else through non-interactive sudo. `root`: whether
+        we are, when the caller already knows (saves the ``id -u`` round trip)."""
+        return as_root(command, self.is_root() if root is None else root)
 
     def __enter__(self) -> Host:
         return self

@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from dbmatrix.hosts.facts import package_query_command, parse_os_release, parse_package_versions
-from dbmatrix.hosts.remote import CommandError, Host
+from dbmatrix.hosts.remote import CommandError, Host, as_root
 
 # Package roles: `server` on every measured host; `paper` and `test` on the controller.
 PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -81,11 +81,6 @@ def wanted_packages(family: str, roles: tuple[str, ...]) -> tuple[str, ...]:
         if r not in ROLES:
             raise SetupError(f"roles: unknown role {r!r}; allowed: {', '.join(ROLES)}")
     return tuple(dict.fromkeys(p for r in roles for p in PACKAGES[family][r]))
-
-
-def as_root(command: str, root: bool) -> str:
-    """`command` as is for root, else through non-interactive sudo (fails instead of prompting)."""
-    return command if root else f"sudo -n sh -c {shlex.quote(command)}"
 
 
 def install_commands(family: str, missing: tuple[str, ...], *, root: bool = True) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ prose can never disagree with the data it was built from.
 from __future__ import annotations
 
 import math
-import os
+import shlex
 import re
 import shutil
 import subprocess
@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from dbmatrix import paths
+from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.store import write_text_atomic
 
 DIGITS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
@@ -83,14 +84,15 @@ def prepare_paper_dir(target: Path | None = None) -> Path:
 def build_paper(target: Path | None = None, epoch: int = 1_700_000_000) -> Path:
     """latexmk the paper; SOURCE_DATE_EPOCH keeps the PDF's dates fixed."""
     d = prepare_paper_dir(target)
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "FORCE_SOURCE_DATE": "1"}
-    proc = subprocess.run(
-        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
-        cwd=d, env=env, capture_output=True, text=True, check=False,
-    )
-    if proc.returncode != 0:
+    host = LocalHost()
+    if host.which("latexmk") is None:  # as the direct call did, rather than a shell's exit 127
+        raise FileNotFoundError(2, "No such file or directory", "latexmk")
+    cmd = shlex.join(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "main.tex"])
+    r = host.run(f"cd {shlex.quote(str(d))} && {cmd}", check=False,
+                 env={"SOURCE_DATE_EPOCH": str(epoch), "FORCE_SOURCE_DATE": "1"})  # added to our environment
+    if r.exit_code != 0:
         log = (d / "main.log").read_text(errors="replace")[-3000:] if (d / "main.log").exists() else ""
-        raise RuntimeError(f"latexmk failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{log}")
+        raise RuntimeError(f"latexmk failed ({r.exit_code}):\n{r.stdout[-2000:]}\n{log}")
     return d / "main.pdf"
 
 

@@ -50,10 +50,6 @@ def parse_du(text: str) -> int:
     return int(text.split()[0])
 
 
-def data_subdir(engine: str) -> str:
-    return "#rocksdb" if engine == "myrocks" else "sbtest"
-
-
 def data_files_glob(datadir: str, engine: str) -> str:
     """Shell words naming the table data files: InnoDB's sbtest/*.ibd, RocksDB's SST files (not its LOG,
     OPTIONS or MANIFEST files)."""

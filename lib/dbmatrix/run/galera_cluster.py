@@ -42,7 +42,7 @@ from dbmatrix.run.mysqld import (
     parse_tsv_pairs,
     render_options,
 )
-from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.remote import CommandError, Host
 from dbmatrix.analyse.wsrep import CLOCK_KEY, SAMPLED, sync_problem
 from dbmatrix.spec.experiment import Cell, SpecError, Topology
 
@@ -346,7 +346,7 @@ class GaleraCluster:
                 self._check_alive(i)
                 try:
                     st = self.status(i)
-                except Exception as exc:  # noqa: BLE001 - not answering yet; the timeout will tell
+                except CommandError as exc:  # the client cannot connect yet; the timeout will tell
                     last[i] = f"no answer ({type(exc).__name__})"
                     continue
                 statuses[self.nodes[i - 1].name] = st
@@ -406,14 +406,6 @@ class GaleraCluster:
 
     def sql_all(self, query: str) -> dict[str, str]:
         return {n.name: s.sql(query) for n, s in zip(self.nodes, self.servers) if s.pid is not None}
-
-    def kill_node(self, index: int) -> int | None:
-        """SIGKILL node `index` (a crash, for tests); returns the PID killed."""
-        s = self.servers[index - 1]
-        pid = s.pid
-        if pid is not None:
-            s.host.run(f"kill -KILL {pid}", check=False)
-        return pid
 
     def stop(self) -> None:
         """Stop every node cleanly, the joiners first (last joined first) and node 1 last; never raises,
