@@ -131,7 +131,7 @@ class ScriptedHost(Host):
                 raise rule.raises
         return rule
 
-    def run(self, command, *, check=True, timeout=None, env=None):
+    def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         self.calls.append(Call(command, check, timeout, dict(env) if env is not None else None))
         rule = self._rule(command)
         if rule is None:
@@ -144,6 +144,9 @@ class ScriptedHost(Host):
                                    str(_value(rule.stderr, command)),
                                    int(_value(rule.exit_code, command)),  # type: ignore[call-overload]
                                    rule.duration_s)
+        if on_output is not None:  # the real hosts hand over stdout line by line as it arrives
+            for line in result.stdout.splitlines():
+                on_output(line)
         if timeout is not None and result.duration_s > timeout:
             raise CommandError(self.name, CommandResult(command, result.stdout, result.stderr, 124,
                                                         float(timeout)), timed_out=True)
