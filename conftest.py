@@ -18,7 +18,7 @@ pytest_plugins = ["tests.conftest_sshd", "tests.conftest_netns"]
 _made: list[str] = []
 
 
-def pytest_configure(config):  # noqa: ANN001
+def pytest_configure(config):
     if "DBMATRIX_OUTPUT_ROOT" not in os.environ:
         root = tempfile.mkdtemp(prefix="dbmatrix-test-")
         _made.append(root)
@@ -40,7 +40,7 @@ def _unmount_under(root: str) -> None:
         subprocess.run(["umount", "-l", target], capture_output=True)
 
 
-def pytest_unconfigure(config):  # noqa: ANN001
+def pytest_unconfigure(config):
     for root in _made:
         _unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
@@ -59,14 +59,14 @@ def _can_run_integration() -> bool:
     return os.geteuid() == 0 and all(shutil.which(t) for t in ("mariadbd", "sysbench", "/usr/sbin/sshd"))
 
 
-def pytest_runtest_logreport(report):  # noqa: ANN001
+def pytest_runtest_logreport(report):
     if report.skipped and "integration" in report.keywords:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         if not any(ok in reason for ok in _HARDWARE_PRESENT):
             _integration_skips.append(f"{report.nodeid}: {reason}")
 
 
-def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001
+def pytest_sessionfinish(session, exitstatus):
     if _integration_skips and _can_run_integration() and not os.environ.get("DBMATRIX_ALLOW_SKIPS"):
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:

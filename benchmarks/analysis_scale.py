@@ -14,16 +14,17 @@ import argparse
 import math
 import resource
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse import tables as analysis
-from dbmatrix.workload import sysbench
 from dbmatrix.analyse.effects import factorial_model, pairwise_comparisons
-from dbmatrix.spec.experiment import Experiment, parse_experiment
 from dbmatrix.analyse.stats import merged_percentiles, noise_report, ratios_to_baseline_cells, steady_state
+from dbmatrix.spec.experiment import Experiment, parse_experiment
+from dbmatrix.workload import sysbench
 
 
 def design(n_cells: int) -> Experiment:

@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dbmatrix.workload import sysbench, tpcc
-
-from dbmatrix.workload.commands import check_consistency
+from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.run.datasets import measure_sizes
 from dbmatrix.run.mysqld import (
     MariaDBServer,
@@ -31,9 +29,10 @@ from dbmatrix.run.mysqld import (
     server_user,
     table_engine,
 )
-from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.run.ports import free_port
 from dbmatrix.spec.experiment import Cell
+from dbmatrix.workload import sysbench, tpcc
+from dbmatrix.workload.commands import check_consistency
 
 MiB = 1024 * 1024
 

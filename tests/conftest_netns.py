@@ -328,7 +328,7 @@ def _start_sshd(ns: str, config: Path, log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [IP, "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(config)],  # ip execs sshd: same PID
             stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads yet; the kernel kills sshd with us
+            preexec_fn=_die_with_parent,
         )
 
 
@@ -349,7 +349,7 @@ def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHosts
 
     with contextlib.ExitStack() as cleanup:
         # The reaper first: from here on, even a killed pytest leaves no namespace behind.
-        reaper_log = open(base / "reaper.log", "ab")  # noqa: SIM115 - closed by the ExitStack
+        reaper_log = open(base / "reaper.log", "ab")
         cleanup.callback(reaper_log.close)
         reaper = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--reap",

@@ -149,9 +149,9 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from dbmatrix.hosts.setup import setup_packages
     from dbmatrix.hosts.inventory import load_inventory
     from dbmatrix.hosts.remote import LocalHost
+    from dbmatrix.hosts.setup import setup_packages
 
     roles = tuple(r for r in args.roles.split(",") if r)
     hosts = load_inventory(args.inventory).hosts if args.inventory else None

@@ -21,6 +21,7 @@ import json
 import os
 import shlex
 from pathlib import Path
+from typing import Any
 
 
 def repo_root() -> Path:
@@ -118,7 +119,7 @@ def display_path(path: Path) -> str:
     return str(path)
 
 
-def git_state(root: Path | None = None) -> dict[str, object]:
+def git_state(root: Path | None = None) -> dict[str, Any]:
     """Commit and dirtiness of the repository, for manifests and PDF metadata."""
     from dbmatrix.hosts.remote import CommandError, LocalHost  # the seam for side effects
 

@@ -20,22 +20,23 @@ import json
 import os
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 
-from dbmatrix.workload import sysbench
 from dbmatrix.hosts.collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
 from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS
+from dbmatrix.workload import sysbench
 
 MANIFEST = "manifest.json"
 SCHEMA_VERSION = 1
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def write_text_atomic(path: Path, text: str | bytes) -> None:

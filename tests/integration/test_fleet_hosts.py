@@ -14,16 +14,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 from dbmatrix.hosts.facts import collect_facts, parse_meminfo, parse_os_release
+from dbmatrix.hosts.inventory import load_inventory
+from dbmatrix.hosts.remote import HostKeyError, SSHHost
 from dbmatrix.hosts.setup import (
     missing_packages,
     os_family,
     setup_packages,
     wanted_packages,
 )
-from dbmatrix.hosts.inventory import load_inventory
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths
-from dbmatrix.hosts.remote import HostKeyError, SSHHost
 from dbmatrix.run.ports import base_port, parse_listening_ports
 
 pytestmark = pytest.mark.integration

@@ -15,18 +15,20 @@ import time
 from pathlib import Path
 
 import pytest
-from dbmatrix.run.datasets import prepare_dataset
+
 from dbmatrix.analyse.wsrep import WSREP_KEYS
-from dbmatrix.run.galera_cluster import GALERA_PROVIDER
-from dbmatrix.run.galera import Galera
-from dbmatrix.run.session import RunSession, execute
 from dbmatrix.hosts.inventory import localhost_inventory
-from dbmatrix.run.mysqld import server_user
 from dbmatrix.run.context import HostContext, host_facts, prepare_media
+from dbmatrix.run.datasets import prepare_dataset
+from dbmatrix.run.galera import Galera
+from dbmatrix.run.galera_cluster import GALERA_PROVIDER
 from dbmatrix.run.matrix import record_plan
+from dbmatrix.run.mysqld import server_user
 from dbmatrix.run.ports import free_port
+from dbmatrix.run.session import RunSession, execute
 from dbmatrix.spec.experiment import parse_experiment
 from dbmatrix.store import ResultStore
+
 
 def execute_galera_run(ctxs, exp, run, dataset, store):  # type: ignore[no-untyped-def]
     """One Galera run through the run session, as the matrix runs it."""

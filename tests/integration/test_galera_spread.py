@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from dbmatrix.run.galera_cluster import GALERA_PROVIDER
 from dbmatrix.run.matrix import run_study
 from dbmatrix.study import load_study

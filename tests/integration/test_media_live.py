@@ -86,7 +86,7 @@ def build(host: RecordingHost) -> Iterator[Callable[[str, dict[str, Any]], Mediu
         for m in reversed(made):
             try:
                 teardown(host, m)
-            except Exception as exc:  # noqa: BLE001 - report after the sweep
+            except Exception as exc:
                 errors.append(exc)
         _sweep(host, workdir, [m.name for m in made])
         leftover = _mounts_under(workdir)

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from dbmatrix.analyse import tables as analysis
-from dbmatrix.publish import build
-from dbmatrix.analyse import figure_data
+
 from dbmatrix import cli, paths, steps
-from dbmatrix.publish import paper
+from dbmatrix.analyse import figure_data
+from dbmatrix.analyse import tables as analysis
+from dbmatrix.publish import build, paper
 from dbmatrix.study import load_studies, studies_with_data
 
 pytestmark = pytest.mark.integration
@@ -204,8 +204,9 @@ def test_with_a_thread_sweep_the_paper_gains_figure_one(built: dict[str, object]
     import sys
 
     sys.path.insert(0, str(REPO / "tests" / "unit"))
-    from dbmatrix.spec.experiment import parse_experiment
     from test_analysis import SPEC, build_store
+
+    from dbmatrix.spec.experiment import parse_experiment
 
     sweep = parse_experiment({**SPEC, "experiment": "threads-quick", "comparisons": None,
                               "factors": {"cache_pct": [25, 100], "threads": [1, 4, 16]}})

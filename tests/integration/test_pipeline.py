@@ -12,9 +12,9 @@ import time
 
 import pytest
 import yaml
+
 from dbmatrix.analyse import tables as analysis
-from dbmatrix.publish import build
-from dbmatrix.publish import paper
+from dbmatrix.publish import build, paper
 from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study

@@ -203,9 +203,8 @@ def test_timeout_kills_the_whole_command(host):
 
 
 def test_env_names_are_validated_over_ssh(sshd_host):
-    with _ssh(sshd_host) as h:
-        with pytest.raises(ValueError, match="invalid environment variable name"):
-            h.run("true", env={"A; touch /tmp/x": "1"})
+    with _ssh(sshd_host) as h, pytest.raises(ValueError, match="invalid environment variable name"):
+        h.run("true", env={"A; touch /tmp/x": "1"})
 
 
 def test_env_value_with_newline_and_quotes(host):

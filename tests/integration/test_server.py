@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix.run.mysqld import (MariaDBServer, ServerError, ServerPaths, install_db_command, render_options,
-                             server_user)
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.run.mysqld import MariaDBServer, ServerError, ServerPaths, install_db_command, render_options, server_user
 from dbmatrix.run.ports import free_port
 from dbmatrix.spec.experiment import Cell
 

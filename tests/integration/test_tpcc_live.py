@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from dbmatrix.workload import sysbench, tpcc
-from dbmatrix.workload.commands import check_consistency
+
+from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,
@@ -19,9 +19,10 @@ from dbmatrix.run.mysqld import (
     render_options,
     server_user,
 )
-from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.run.ports import free_port
 from dbmatrix.spec.experiment import Cell
+from dbmatrix.workload import sysbench, tpcc
+from dbmatrix.workload.commands import check_consistency
 
 pytestmark = pytest.mark.integration
 

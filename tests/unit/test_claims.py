@@ -11,12 +11,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from statsmodels.stats.proportion import proportion_confint
+
 from dbmatrix.analyse import contrasts
 from dbmatrix.analyse.contrasts import NotTestable
+from dbmatrix.analyse.effects import factorial_model
 from dbmatrix.publish import claims
 from dbmatrix.publish.claims import CLAIMS, Claim, Evidence, evaluate, verdict
-from dbmatrix.analyse.effects import factorial_model
-from statsmodels.stats.proportion import proportion_confint
 
 # ================================================================================ verdict rule
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from dbmatrix import paths
 from dbmatrix.cli import build_parser, main
 from dbmatrix.run.matrix import format_duration, summarize_plan

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from dbmatrix.analyse import contrasts, tables
 from dbmatrix.spec import experiment
 from dbmatrix.spec.experiment import (
@@ -42,12 +43,12 @@ REPO = Path(__file__).resolve().parents[2]
 def test_factor_lists_derive_from_the_registry_in_order() -> None:
     assert FACTORS == ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload",
                        "log_medium", "rate_fraction", "slave_threads", "write_to")
-    assert FACTORS == tuple(f.name for f in REGISTRY)
+    assert tuple(f.name for f in REGISTRY) == FACTORS
     assert list(FACTOR_DEFAULTS) == list(FACTORS)
     assert dict(FACTOR_DEFAULTS) == {f.name: f.default for f in REGISTRY}
     assert GALERA_FACTORS == ("slave_threads", "write_to")
     assert DATASET_FACTORS == ("engine", "block_size", "compression", "workload")
-    assert MODEL_FACTORS == tuple(f for f in FACTORS if f != "rate_fraction")
+    assert tuple(f for f in FACTORS if f != "rate_fraction") == MODEL_FACTORS
     assert list(BY_NAME) == list(FACTORS) and all(BY_NAME[f.name] is f for f in REGISTRY)
     assert all(isinstance(f, Factor) for f in REGISTRY)
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.hosts.scripted import ScriptedHost
+from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.session import record_early_failure
 from dbmatrix.spec.experiment import PlannedRun, parse_experiment
 from dbmatrix.store import ResultStore

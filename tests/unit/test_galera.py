@@ -14,16 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from dbmatrix.analyse import wsrep
-from dbmatrix.run import galera_cluster as galera
-from dbmatrix.publish import figures_replication as plots_replication
-from dbmatrix.analyse import replication
-from dbmatrix.publish import replication as publish_replication
-from dbmatrix.hosts.inventory import HostSpec
-from dbmatrix.spec.experiment import Cell, SpecError, Topology, parse_experiment
-from dbmatrix.analyse.stats import welch_log_ratio
-from dbmatrix.store import ResultStore
 from scipy import stats as sps
+
+from dbmatrix.analyse import replication, wsrep
+from dbmatrix.analyse.stats import welch_log_ratio
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.publish import figures_replication as plots_replication
+from dbmatrix.publish import replication as publish_replication
+from dbmatrix.run import galera_cluster as galera
+from dbmatrix.spec.experiment import Cell, SpecError, Topology, parse_experiment
+from dbmatrix.store import ResultStore
 
 # Captured on this machine (node2 of a 3-node cluster, oltp_write_only on node1, 1 applier, 15 s window):
 # the snapshot right after FLUSH LOCAL STATUS and the one at the end of the window.

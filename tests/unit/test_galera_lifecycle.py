@@ -4,6 +4,7 @@ a bootstrap that never syncs, a joiner that dies, stop() with dead nodes, dead_n
 from __future__ import annotations
 
 import pytest
+
 from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.run import galera_cluster, mysqld
 from dbmatrix.run.galera_cluster import GaleraCluster, GaleraError, NodePlan, port_block

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shlex
 
 import pytest
+
+from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.hosts.setup import (
     PACKAGES,
     ROLES,
@@ -20,7 +22,6 @@ from dbmatrix.hosts.setup import (
     sudo_problem,
     wanted_packages,
 )
-from dbmatrix.hosts.scripted import ScriptedHost
 
 DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n'
 ROCKY = 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.3"\n'

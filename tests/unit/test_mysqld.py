@@ -36,8 +36,8 @@ def opts(c: Cell, cache: int | None = 64 * MiB, constants: dict[str, str] | None
 
 
 def test_server_paths_under() -> None:
-    assert PATHS == ServerPaths("/var/tmp/dbm/media/disk/datadir", "/var/tmp/dbm/run/bench.sock",
-                                "/var/tmp/dbm/run/bench.pid", "/var/tmp/dbm/run/bench.err", 13306)
+    assert ServerPaths("/var/tmp/dbm/media/disk/datadir", "/var/tmp/dbm/run/bench.sock",
+                                "/var/tmp/dbm/run/bench.pid", "/var/tmp/dbm/run/bench.err", 13306) == PATHS
 
 
 def test_render_options_innodb_basics() -> None:

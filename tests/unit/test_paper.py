@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from dbmatrix.publish.paper import (
     claim_measured,
     latex_escape,

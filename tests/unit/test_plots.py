@@ -11,9 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+
 from dbmatrix.publish import figures as plots
-from dbmatrix.publish.paper import type3_fonts
 from dbmatrix.publish.figures import FigureDataError
+from dbmatrix.publish.paper import type3_fonts
 
 
 def cells_threads() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -32,7 +33,7 @@ def test_style_is_the_paper_style() -> None:
     plots.apply_style()
     assert plt.rcParams["pdf.fonttype"] == 42 and plt.rcParams["ps.fonttype"] == 42
     assert plt.rcParams["svg.hashsalt"] == "dbmatrix"
-    assert plots.COLUMN_WIDTH_IN == pytest.approx(3.39) and plots.TEXT_WIDTH_IN > 2 * plots.COLUMN_WIDTH_IN
+    assert pytest.approx(3.39) == plots.COLUMN_WIDTH_IN and plots.TEXT_WIDTH_IN > 2 * plots.COLUMN_WIDTH_IN
 
 
 def test_save_figure_is_byte_stable_with_provenance_and_no_type3(tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from dbmatrix import paths
+from dbmatrix.publish.paper_inputs import macro_prefixes
 from dbmatrix.spec.experiment import SpecError
 from dbmatrix.study import (
     PARAM_KEYS,
@@ -19,7 +21,6 @@ from dbmatrix.study import (
     load_study,
     studies_with_data,
 )
-from dbmatrix.publish.paper_inputs import macro_prefixes
 
 ROOT = Path(__file__).resolve().parents[2]
 

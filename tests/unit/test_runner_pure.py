@@ -21,10 +21,10 @@ from dbmatrix.run.matrix import (
 from dbmatrix.run.ports import parse_listening_ports
 from dbmatrix.run.session import RunFailed, open_loop_rate, sysbench_seed
 from dbmatrix.run.standalone import Standalone
-
-RUN_OVERHEAD_S = Standalone.overhead_s
 from dbmatrix.spec.experiment import Experiment, SpecError, parse_experiment
 from dbmatrix.store import ResultStore
+
+RUN_OVERHEAD_S = Standalone.overhead_s
 
 # Real `ss -Htln` output (iproute2 6.1): IPv4, IPv6 with brackets, wildcard, scoped address.
 SS = """\
@@ -188,7 +188,8 @@ def test_time_accounting_sums_steps_and_preparation(tmp_path: Path) -> None:
 
 
 def test_adaptive_runs_add_a_repetition_until_the_target_or_the_cap(tmp_path: Path) -> None:
-    from test_analysis import SPEC as ANALYSIS_SPEC, build_store
+    from test_analysis import SPEC as ANALYSIS_SPEC
+    from test_analysis import build_store
 
     from dbmatrix.run.matrix import adaptive_runs
 

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dbmatrix.workload import sysbench
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
@@ -32,6 +31,7 @@ from dbmatrix.analyse.stats import (
     t_halfwidth_pct,
     t_mean_ci,
 )
+from dbmatrix.workload import sysbench
 
 
 def test_mean_ci_agrees_with_scipy_percentile_bootstrap() -> None:

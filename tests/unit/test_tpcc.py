@@ -10,9 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dbmatrix.workload import tpcc
+
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.hosts.scripted import ScriptedHost
+from dbmatrix.workload import tpcc
 from dbmatrix.workload.sysbench import build_command, command_string, parse_output
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"

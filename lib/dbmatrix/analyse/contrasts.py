@@ -151,7 +151,9 @@ def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps
         keys = [level_key(v) for v in levels[f]]
         codes = np.array([keys.index(level_key(v)) for v in data[f]], dtype=int)
         coded[f] = sum_contrast(len(keys))[codes]
-    terms = [(f,) for f in factors] + (list(combinations(factors, 2)) if interactions else [])
+    terms: list[tuple[str, ...]] = [(f,) for f in factors]
+    if interactions:
+        terms += list(combinations(factors, 2))
     blocks = [np.ones((y.size, 1))]
     for t in terms:
         if len(t) == 1:
@@ -199,7 +201,8 @@ def resolve_level(runs: pd.DataFrame, factor: str, spec: Any) -> Any:
             device = spec.split(":", 1)[1]
             hits = [lv for lv in present if _text(emu.get(level_key(lv))).startswith(device)]
         if not hits:
-            raise NotTestable(f"{factor}: no level {'emulates nothing' if spec == 'native' else 'emulates ' + spec[9:]}")
+            wanted = "emulates nothing" if spec == "native" else "emulates " + spec[9:]
+            raise NotTestable(f"{factor}: no level {wanted}")
         return hits[0]
     for v in present:
         if level_key(v) == level_key(spec) or str(v) == str(spec):

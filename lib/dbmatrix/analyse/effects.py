@@ -9,9 +9,10 @@ are ratios too. The two-sample building blocks (Welch test on logs, Hedges' g, H
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -182,7 +183,7 @@ def factorial_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "t
     coded: dict[str, np.ndarray] = {}
     for f in factors:
         idx = {level_key(v): i for i, v in enumerate(levels[f])}
-        codes = data[f].map(lambda v: idx[level_key(v)]).to_numpy()
+        codes = data[f].map(lambda v, idx=idx: idx[level_key(v)]).to_numpy()
         coded[f] = sum_contrast(len(levels[f]))[codes]
     attempts = [("main+2way", True), ("main", False)] if interactions and len(factors) > 1 else [("main", False)]
     note = ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,15 +11,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.analyse.stats import (
     level_key,
     t_mean_ci,
     welch_log_ratio,
 )
-from dbmatrix.analyse.tables import Analysis, baseline_levels, closed_loop, factor_columns, load_processed, reference_levels
+from dbmatrix.analyse.tables import (
+    Analysis,
+    baseline_levels,
+    closed_loop,
+    factor_columns,
+    load_processed,
+    reference_levels,
+)
+from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.store import ResultStore
-
 
 # ------------------------------------------------------------------------------------ studies -> paper
 
@@ -144,7 +150,7 @@ def _gm_ci(values: np.ndarray) -> tuple[float, float, float]:
 
 
 def adjusted_means(runs: pd.DataFrame, metric: str, by: Sequence[str],
-                   level_order: dict[str, Sequence[Any]] | None = None) -> pd.DataFrame:
+                   level_order: Mapping[str, Sequence[Any]] | None = None) -> pd.DataFrame:
     """Geometric means of `metric` at every combination of the `by` levels, averaged over the other
     factors by the two-way factorial model (:func:`dbmatrix.analyse.contrasts.fit_log_model`), with 95 % CIs. When
     the two-way model is not estimable on the runs that measured the metric, one main-effects model per
@@ -297,7 +303,8 @@ def efficiency_figure_table(st: StudyTables) -> tuple[pd.DataFrame, str]:
                 ratio, lo, hi = w["ratio"], w["ci_lo"], w["ci_hi"]
             else:
                 ratio, lo, hi = v.mean() / b.mean(), math.nan, math.nan
-            rows.append({"cell_id": cid, "label": cell_label(by_id.loc[cid], varied) + (" (baseline)" if cid == base else ""),
+            label = cell_label(by_id.loc[cid], varied) + (" (baseline)" if cid == base else "")
+            rows.append({"cell_id": cid, "label": label,
                          "metric": m, "ratio": ratio, "ci_lo": lo, "ci_hi": hi, "baseline_mean": float(b.mean())})
     if not rows:
         raise FigureDataError("efficiency: no per-transaction metric measured in the baseline cell")

@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from dbmatrix.analyse.stats import t_mean_ci, welch_log_ratio
 from dbmatrix.analyse.wsrep import WSREP_KEYS, parse_samples
 from dbmatrix.spec.experiment import Experiment
-from dbmatrix.analyse.stats import t_mean_ci, welch_log_ratio
 from dbmatrix.store import ResultStore, write_text_atomic
 
 # Factors that can vary besides slave_threads in a replication study; settings are compared within them.
@@ -46,7 +46,7 @@ EFFECT_COLUMNS = ["metric", "level_a", "level_b", "estimate", "ci_lo", "ci_hi", 
                   "mean_a", "mean_b", "p"]
 # The seed's claims, slave_threads 16 against 1 (Severalnines' three m5d.xlarge nodes, 4 vCPUs each).
 # Latency: the seed reports the average latency of 1 applier 27 % above that of 16, i.e. 16/1 = 1/1.27.
-SEED_CLAIMS = {
+SEED_CLAIMS: dict[str, dict[str, Any]] = {
     "paused": {"metric": "fc_paused_pct_points", "value": 20.0 - 64.0, "null": 0.0,
                "text": "flow control paused the nodes about 64 % of the time with one applier, 20 % with 16"},
     "tps": {"metric": "tps_ratio", "value": 1.11, "null": 1.0, "text": "about 11 % more throughput with 16"},
@@ -137,7 +137,8 @@ def setting_summary(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def welch_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> dict[str, float]:
+def welch_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
+                     confidence: float = 0.95) -> dict[str, float]:
     """Difference of means a - b with Welch's CI (unequal variances, few repetitions)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
@@ -242,8 +243,9 @@ def seed_comparison(eff: pd.DataFrame) -> pd.DataFrame:
         rows.append({"claim": claim, "metric": c["metric"], "seed_value": c["value"], "estimate": top["estimate"],
                      "ci_lo": top["ci_lo"], "ci_hi": top["ci_hi"], "level_a": top["level_a"],
                      "level_b": top["level_b"],
-                     "verdict": verdict(top["estimate"], top["ci_lo"], top["ci_hi"], c["null"], c["value"]),
-                     "seed_position": seed_position(top["ci_lo"], top["ci_hi"], c["value"]),
+                     "verdict": verdict(top["estimate"], top["ci_lo"], top["ci_hi"], float(c["null"]),
+                                        float(c["value"])),
+                     "seed_position": seed_position(top["ci_lo"], top["ci_hi"], float(c["value"])),
                      "within": top["within"]})
     return pd.DataFrame(rows, columns=cols)
 

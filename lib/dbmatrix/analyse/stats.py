@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -239,7 +239,7 @@ def _steady_matrix(X: np.ndarray, E: np.ndarray, R: np.ndarray, *, batch: int, m
         "steady_reason": reason.astype(object), "drift_pct": drift * 100, "drift_p": p,
         "tps_steady": mean, "sec_tps_min": srt[:, 0], "sec_tps_p1": _row_quantiles(srt, cnt, 0.01),
         "sec_tps_p5": _row_quantiles(srt, cnt, 0.05), "sec_tps_median": median, "sec_tps_cv": cv,
-        "stall_s": (inside & (X < stall_fraction * median[:, None])).sum(axis=1),
+        "stall_s": (inside & (stall_fraction * median[:, None] > X)).sum(axis=1),
         "zero_s": (inside & (X == 0)).sum(axis=1),
         "err_ps": np.where(inside, E, 0.0).sum(axis=1) / cnt,
         "reconn_ps": np.where(inside, R, 0.0).sum(axis=1) / cnt,
@@ -747,7 +747,7 @@ def adaptive_additions(
     ``max_repetitions``, minus the runs it has (at least 1); below ``min_repetitions`` runs it is the
     difference. The caller may run fewer (e.g. one round at a time) and ask again."""
     if isinstance(target_halfwidth_pct, bool) or not isinstance(target_halfwidth_pct, (int, float)) \
-            or not 0 < target_halfwidth_pct:
+            or not target_halfwidth_pct > 0:
         raise ValueError(f"target_halfwidth_pct: {target_halfwidth_pct!r} must be a positive percentage")
     if isinstance(max_repetitions, bool) or not isinstance(max_repetitions, (int, np.integer)) \
             or max_repetitions < 1:

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
-from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
@@ -40,6 +39,7 @@ from dbmatrix.analyse.stats import (
     t_mean_ci,
     welch_log_ratio,
 )
+from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
 
 MiB = 1024 * 1024

@@ -10,19 +10,33 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.publish import paper, figures as plots
-from dbmatrix.paths import git_state
-from dbmatrix.spec.experiment import Experiment
+from dbmatrix.analyse.figure_data import (
+    StudyTables,
+    block_size_table,
+    efficiency_figure_table,
+    load_study_tables,
+    timeline_cells,
+)
 from dbmatrix.analyse.stats import (
     t_mean_ci,
 )
-from dbmatrix.analyse.figure_data import StudyTables, block_size_table, efficiency_figure_table, load_study_tables, timeline_cells
 from dbmatrix.analyse.tables import write_csv
-from dbmatrix.publish.paper_inputs import cells_table, effects_table, fmt_num, level_text, pairwise_table, paper_macros, render_table
+from dbmatrix.paths import git_state
+from dbmatrix.publish import figures as plots
+from dbmatrix.publish import paper
+from dbmatrix.publish.paper_inputs import (
+    cells_table,
+    effects_table,
+    fmt_num,
+    level_text,
+    pairwise_table,
+    paper_macros,
+    render_table,
+)
 from dbmatrix.publish.registry import FIGURES, Published, draw_figures, remove_stale_figures
 from dbmatrix.publish.replication import publish_replication
+from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
-
 
 # ------------------------------------------------------------------------------------ the whole build
 
@@ -218,7 +232,8 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[s
     if "block-size" in drawn:
         table, a, b = block_size_table(drawn["block-size"])
         m["blockLevelA"], m["blockLevelB"] = paper.latex_escape(a), paper.latex_escape(b)
-        m["blockRatioMin"], m["blockRatioMax"] = fmt_num(table["estimate"].min(), 2), fmt_num(table["estimate"].max(), 2)
+        m["blockRatioMin"] = fmt_num(table["estimate"].min(), 2)
+        m["blockRatioMax"] = fmt_num(table["estimate"].max(), 2)
     return m
 
 
@@ -234,8 +249,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     """Figures (PDF+PNG), the claims table, every macro and table of the paper, the generated include
     lists and the provenance, from the studies' processed tables. Deterministic: the same tables give the
     same bytes."""
-    from dbmatrix.publish import claims as claims_mod
     from dbmatrix.paths import repo_root
+    from dbmatrix.publish import claims as claims_mod
 
     studies = [s for s in studies if s.a is not None or s.kind == "galera"]
     if not studies:

@@ -41,8 +41,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbmatrix.analyse.contrasts import (Estimate, NotTestable,
-                                         dataset_ratio, ratio_estimate, replication_estimate, steady_share)
+from dbmatrix.analyse.contrasts import (
+    Estimate,
+    NotTestable,
+    dataset_ratio,
+    ratio_estimate,
+    replication_estimate,
+    steady_share,
+)
 
 VERDICTS = ("agree", "disagree", "inconclusive", "not tested")
 # The dataset of a run is fixed by these factors (sizes are measured once per dataset).

@@ -7,8 +7,8 @@ prose can never disagree with the data it was built from.
 from __future__ import annotations
 
 import math
-import shlex
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence

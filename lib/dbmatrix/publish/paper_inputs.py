@@ -8,18 +8,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbmatrix.publish import paper
-from dbmatrix.paths import git_state
-from dbmatrix.spec.experiment import FACTORS, Experiment
-from dbmatrix.spec.factors import factor_label
+from dbmatrix.analyse.figure_data import as_text, level_text
 from dbmatrix.analyse.stats import (
     level_key,
 )
-from dbmatrix.analyse.tables import Analysis, MiB, UNTESTED
-from dbmatrix.analyse.figure_data import as_text, level_text
-from dbmatrix.study import KIND_PREFIX, Study
+from dbmatrix.analyse.tables import UNTESTED, Analysis, MiB
+from dbmatrix.paths import git_state
+from dbmatrix.publish import paper
+from dbmatrix.spec.experiment import FACTORS, Experiment
+from dbmatrix.spec.factors import factor_label
 from dbmatrix.store import ResultStore
-
+from dbmatrix.study import KIND_PREFIX, Study
 
 # ------------------------------------------------------------------------------------ paper
 

@@ -9,8 +9,15 @@ from typing import Any
 
 import pandas as pd
 
+from dbmatrix.analyse.figure_data import (
+    StudyTables,
+    block_size_table,
+    compression_tables,
+    efficiency_figure_table,
+    medium_cache_tables,
+    timeline_cells,
+)
 from dbmatrix.publish import figures as plots
-from dbmatrix.analyse.figure_data import StudyTables, block_size_table, compression_tables, efficiency_figure_table, medium_cache_tables, timeline_cells
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,21 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.publish import paper
+# Factors that can vary besides slave_threads in a replication study; settings are compared within them.
+from dbmatrix.analyse.replication import (
+    LEVEL,
+    SEED_CLAIMS,
+    SEED_FIGURES,
+    SEED_MACHINE,
+    VERDICT_RULE,
+    WITHIN,
+    group_keys,
+    load_replication,
+)
 from dbmatrix.paths import git_state
+from dbmatrix.publish import paper
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
-
-# Factors that can vary besides slave_threads in a replication study; settings are compared within them.
-from dbmatrix.analyse.replication import (LEVEL, SEED_CLAIMS, SEED_FIGURES, SEED_MACHINE, VERDICT_RULE, WITHIN,
-                                          group_keys, load_replication)
 
 # =============================================================================== paper
 
@@ -30,6 +37,11 @@ def _signed(x: Any, digits: int = 1) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "--"
     return ("$+$" if float(x) >= 0 else "") + _f(x, digits)
+
+
+def _change_pct(ratio: Any) -> str:
+    """A ratio as a signed percentage change (1.11 -> +11.0)."""
+    return _signed((ratio - 1) * 100, 1)
 
 
 def _machine(facts: dict[str, Any]) -> dict[str, str]:
@@ -137,11 +149,10 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
                      replPausedDiffHi=_signed(r["ci_hi"]), replPausedSeedDiff=_signed(c["value"], 0))
         else:
             key = "Tps" if claim == "tps" else "LatAvg"
-            pct = (lambda x: _signed((x - 1) * 100, 1))
             m.update({f"repl{key}Ratio": _f(r["estimate"], 3), f"repl{key}RatioLo": _f(r["ci_lo"], 3),
-                      f"repl{key}RatioHi": _f(r["ci_hi"], 3), f"repl{key}ChangePct": pct(r["estimate"]),
-                      f"repl{key}ChangeLoPct": pct(r["ci_lo"]), f"repl{key}ChangeHiPct": pct(r["ci_hi"]),
-                      f"repl{key}SeedChangePct": pct(c["value"])})
+                      f"repl{key}RatioHi": _f(r["ci_hi"], 3), f"repl{key}ChangePct": _change_pct(r["estimate"]),
+                      f"repl{key}ChangeLoPct": _change_pct(r["ci_lo"]), f"repl{key}ChangeHiPct": _change_pct(r["ci_hi"]),
+                      f"repl{key}SeedChangePct": _change_pct(c["value"])})
     p95 = eff[(eff["metric"] == "lat_p95_ratio") & (eff["level_a"] == high) & (eff["level_b"] == low)]
     if not p95.empty:
         r = p95.iloc[0]
@@ -193,7 +204,8 @@ def _host_facts(store: ResultStore, tables: dict[str, pd.DataFrame]) -> dict[str
 def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, generated_dir: Path) -> list[Path]:
     """Figures and the generated LaTeX (``replication-macros.tex``, ``table-replication.tex``) of the
     replication section, from the processed tables (run :func:`analyse_replication` first)."""
-    from dbmatrix.publish import figures as plots, figures_replication as plots_replication
+    from dbmatrix.publish import figures as plots
+    from dbmatrix.publish import figures_replication as plots_replication
 
     tables = load_replication(store)
     sha = plots.data_hash(tables["runs"], tables["settings"], tables["samples"])

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from typing import Any
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from dbmatrix.workload import sysbench, commands as workloads
-from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, install_db_command, render_options, table_engine
 from dbmatrix.hosts.remote import Host
+from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, install_db_command, render_options, table_engine
 from dbmatrix.spec.experiment import Cell, DatasetKey, Experiment
+from dbmatrix.workload import commands as workloads
+from dbmatrix.workload import sysbench
 
 MiB = 1024 * 1024
 PREPARE_CACHE = 256 * MiB  # cache while loading; the snapshot does not depend on it
@@ -67,7 +69,7 @@ def parse_du_total(text: str) -> int:
     return 0
 
 
-def measure_sizes(host: Host, datadir: str, engine: str) -> dict[str, int]:
+def measure_sizes(host: Host, datadir: str, engine: str) -> dict[str, Any]:
     q = shlex.quote
     files = data_files_glob(datadir, engine)
     return {
@@ -125,7 +127,7 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
         key=key.name, host=host.name, snapshot=snap, engine=key.engine, block_size=key.block_size,
         compression=key.compression, tables=key.tables, table_size=key.table_size, schema=key.schema,
         prepare_s=round(time.monotonic() - t0, 3),
-        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"), **sizes,
+        created_utc=datetime.now(UTC).isoformat(timespec="seconds"), **sizes,
     )
     host.write_text(snap + ".json.tmp", json.dumps(info.to_dict(), indent=2, sort_keys=True))
     host.run(f"mv {q(snap)}.json.tmp {q(snap)}.json")  # the marker appears only when complete

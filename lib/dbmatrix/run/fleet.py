@@ -19,8 +19,9 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
@@ -116,7 +117,7 @@ class Fleet:
             self._work_on(worker, queue)
         except (KeyboardInterrupt, RunInterrupted):
             raise
-        except Exception as exc:  # noqa: BLE001 - a bug in bookkeeping must not silently end a worker
+        except Exception as exc:
             self._retire(worker, f"worker error: {type(exc).__name__}: {exc}")
             if threading.current_thread() is threading.main_thread():
                 raise

@@ -91,8 +91,8 @@ class Galera(Topology):
     @staticmethod
     def manifest(ctxs: list[HostContext], exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> dict:
         state1 = ctxs[0].media.get(run.cell.medium)
-        m = run_manifest(exp, run, ctxs[0], dataset,
-                         {run.cell.medium: state1.to_dict()} if hasattr(state1, "to_dict") else {})
+        to_dict = getattr(state1, "to_dict", None)
+        m = run_manifest(exp, run, ctxs[0], dataset, {run.cell.medium: to_dict()} if to_dict else {})
         m.update(log_dir=None, topology={**asdict(exp.topology), "hosts": [c.spec.name for c in ctxs]},
                  cluster={"sync_timeout_s": sync_timeout_s(dataset)}, nodes={}, wsrep={})
         return m
@@ -132,7 +132,8 @@ class Galera(Topology):
         return self._sockets
 
     def devices(self) -> list[str]:
-        return sorted({st.device for st in [self.state1] if getattr(st, "device", None)})
+        device = getattr(self.state1, "device", None)
+        return [device] if device else []
 
     def start(self, s: RunSession) -> None:
         cluster, nodes, m = self._cluster(), self.nodes, s.manifest

@@ -33,8 +33,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-
+from dbmatrix.analyse.wsrep import CLOCK_KEY, SAMPLED, sync_problem
 from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.hosts.remote import CommandError, Host
 from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,
@@ -42,8 +43,6 @@ from dbmatrix.run.mysqld import (
     parse_tsv_pairs,
     render_options,
 )
-from dbmatrix.hosts.remote import CommandError, Host
-from dbmatrix.analyse.wsrep import CLOCK_KEY, SAMPLED, sync_problem
 from dbmatrix.spec.experiment import Cell, SpecError, Topology
 
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
@@ -304,7 +303,8 @@ class GaleraCluster:
     def chown_datadir(self, index: int) -> None:
         user = self.run_as[index - 1]
         if user:
-            self.hosts[index - 1].run(f"chown -R {shlex.quote(user)}: {shlex.quote(self.nodes[index - 1].paths.datadir)}")
+            datadir = self.nodes[index - 1].paths.datadir
+            self.hosts[index - 1].run(f"chown -R {shlex.quote(user)}: {shlex.quote(datadir)}")
 
     @staticmethod
     def _check_reachable(host: Host, node: NodePlan, user: str | None) -> None:

@@ -62,7 +62,7 @@ def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
 
 
 def format_duration(seconds: float) -> str:
-    s = int(round(seconds))
+    s = round(seconds)
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
@@ -115,9 +115,10 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
     key = exp.dataset_key(run.cell).name
     if key not in datasets:
         try:
-            datasets[key] = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, ctx.port,
-                                            script=ctx.tpcc_script)
-            write_json_atomic(store.dataset_file(ctx.host.name, key), datasets[key].to_dict())
+            info = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, ctx.port,
+                                   script=ctx.tpcc_script)
+            datasets[key] = info
+            write_json_atomic(store.dataset_file(ctx.host.name, key), info.to_dict())
         except (KeyboardInterrupt, RunInterrupted):
             raise
         except Exception as exc:  # noqa: BLE001 - the dataset's runs are recorded as failed
@@ -215,23 +216,24 @@ def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
     from dbmatrix.analyse.stats import adaptive_additions
 
     runs = store.load_runs()
-    if runs.empty:
+    target, cap = exp.noise.target_halfwidth_pct, exp.noise.max_repetitions
+    if runs.empty or target is None or cap is None:
         return []
-    more = adaptive_additions(runs, exp.noise.target_halfwidth_pct, exp.noise.max_repetitions)
+    more = adaptive_additions(runs, target, cap)
     cells = exp.cells()
     by_id = {c.cell_id: c for c in cells}
     done = runs.groupby("cell_id")["repetition"].max().to_dict()
     manifests = list(store.iter_manifests())
     attempted = {m["run_id"] for m in manifests}
     first_order = len(cells) * exp.repetitions + sum(bool(m.get("adaptive")) for m in manifests) + 1
-    extra = []
+    extra: list[PlannedRun] = []
     for cell_id in sorted(more):
         if more[cell_id] <= 0 or cell_id not in by_id:
             continue
         rep = int(done.get(cell_id, exp.repetitions)) + 1
         while f"{cell_id}-r{rep}" in attempted:
             rep += 1  # a failed adaptive attempt is not retried forever: move on to the next number
-        if rep > exp.noise.max_repetitions:
+        if rep > cap:
             continue
         extra.append(PlannedRun(by_id[cell_id], rep, rep, first_order + len(extra), adaptive=True))
     return extra

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from dbmatrix.hosts.remote import CommandError, Host
 from dbmatrix.spec.experiment import Cell, SpecError, block_size_bytes

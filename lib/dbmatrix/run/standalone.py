@@ -3,7 +3,6 @@ options, measure, stop (the standalone topology of the run session)."""
 
 from __future__ import annotations
 
-
 from dbmatrix.hosts import media
 from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, restore

@@ -8,9 +8,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 

@@ -8,10 +8,11 @@ and :func:`check_consistency` (runs the TPC-C check on a host).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from dbmatrix.workload import sysbench, tpcc
 from dbmatrix.hosts.remote import Host
 from dbmatrix.spec.experiment import Cell, Experiment
+from dbmatrix.workload import sysbench, tpcc
 
 MAX_PREPARE_THREADS = 8
 
@@ -36,7 +37,7 @@ def command(exp: Experiment, cell: Cell, phase: str, *, socket: str, threads: in
             histogram: bool = False, rate: int | None = None, storage_engine: str | None = None) -> list[str]:
     """sysbench argv for `phase` (prepare, run, cleanup, or check for TPC-C) of the cell's workload."""
     w = exp.workload
-    common = dict(socket=socket, tables=w.tables, threads=threads, seed=seed, storage_engine=storage_engine)
+    common: dict[str, Any] = dict(socket=socket, tables=w.tables, threads=threads, seed=seed, storage_engine=storage_engine)
     if phase == "run":
         common.update(time_s=time_s, rand_type=w.rand_type, histogram=histogram, rate=rate)
     if cell.workload == "tpcc":

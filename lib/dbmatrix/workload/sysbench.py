@@ -184,7 +184,7 @@ def build_command(
 
     argv = [
         "sysbench",
-        script if is_tpcc else workload,
+        script if is_tpcc and script else workload,
         "--db-driver=mysql",
         f"--mysql-socket={socket}",
         f"--mysql-user={user}",
@@ -299,7 +299,7 @@ def parse_histogram(text: str) -> list[tuple[float, int]]:
     rows: list[tuple[float, int]] = []
     lines = text.splitlines()
     try:
-        start = next(i for i, l in enumerate(lines) if l.strip() == _HIST_HEADER)
+        start = next(i for i, line in enumerate(lines) if line.strip() == _HIST_HEADER)
     except StopIteration:
         return rows
     for line in lines[start + 1 :]:
@@ -405,7 +405,7 @@ def parse_summary(text: str) -> dict[str, Any]:
 
 def parse_fatal(text: str) -> list[str]:
     """All lines starting with ``FATAL:`` (sysbench errors), stripped of trailing whitespace."""
-    return [l.rstrip() for l in text.splitlines() if l.lstrip().startswith("FATAL:")]
+    return [line.rstrip() for line in text.splitlines() if line.lstrip().startswith("FATAL:")]
 
 
 @dataclass(frozen=True)
