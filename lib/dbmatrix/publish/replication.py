@@ -151,7 +151,8 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
             key = "Tps" if claim == "tps" else "LatAvg"
             m.update({f"repl{key}Ratio": _f(r["estimate"], 3), f"repl{key}RatioLo": _f(r["ci_lo"], 3),
                       f"repl{key}RatioHi": _f(r["ci_hi"], 3), f"repl{key}ChangePct": _change_pct(r["estimate"]),
-                      f"repl{key}ChangeLoPct": _change_pct(r["ci_lo"]), f"repl{key}ChangeHiPct": _change_pct(r["ci_hi"]),
+                      f"repl{key}ChangeLoPct": _change_pct(r["ci_lo"]),
+                      f"repl{key}ChangeHiPct": _change_pct(r["ci_hi"]),
                       f"repl{key}SeedChangePct": _change_pct(c["value"])})
     p95 = eff[(eff["metric"] == "lat_p95_ratio") & (eff["level_a"] == high) & (eff["level_b"] == low)]
     if not p95.empty:

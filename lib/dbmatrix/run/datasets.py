@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import shlex
 import time
-from typing import Any
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from dbmatrix.hosts.remote import Host
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, install_db_command, render_options, table_engine

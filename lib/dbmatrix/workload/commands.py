@@ -37,7 +37,8 @@ def command(exp: Experiment, cell: Cell, phase: str, *, socket: str, threads: in
             histogram: bool = False, rate: int | None = None, storage_engine: str | None = None) -> list[str]:
     """sysbench argv for `phase` (prepare, run, cleanup, or check for TPC-C) of the cell's workload."""
     w = exp.workload
-    common: dict[str, Any] = dict(socket=socket, tables=w.tables, threads=threads, seed=seed, storage_engine=storage_engine)
+    common: dict[str, Any] = dict(socket=socket, tables=w.tables, threads=threads, seed=seed,
+                                  storage_engine=storage_engine)
     if phase == "run":
         common.update(time_s=time_s, rand_type=w.rand_type, histogram=histogram, rate=rate)
     if cell.workload == "tpcc":
