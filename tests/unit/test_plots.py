@@ -168,3 +168,12 @@ def test_drawing_keeps_the_backend_a_jupyter_kernel_chose() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     inline = "module://matplotlib_inline.backend_inline"
     assert out.stdout.split() == [inline, inline, "True", "[]"], out.stdout + out.stderr
+
+
+def test_a_figure_displays_itself_as_png_in_a_notebook() -> None:
+    """Without pyplot no inline formatter may be registered yet: the figure brings its own PNG repr."""
+    fig, _ = plots.metric_by_factor(pd.DataFrame({"x": [1, 1, 2], "tps": [1.0, 2.0, 3.0]}), "x")
+    png = fig._repr_png_()
+    assert png.startswith(b"\x89PNG")
+    width = int.from_bytes(png[16:20], "big")
+    assert width == round(plots.COLUMN_WIDTH_IN * fig.dpi)  # at the figure's dpi, not savefig's 300

@@ -41,12 +41,25 @@ def apply_style() -> None:
     })
 
 
+class NotebookFigure(Figure):
+    """A figure that shows itself as a PNG where IPython displays it (the last expression of a notebook cell,
+    ``display(fig)``), whatever the kernel's backend: a figure no backend manages gets no inline formatter
+    until something imports the inline backend, and would print as ``<Figure size ...>``."""
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi="figure")
+        return buf.getvalue()
+
+
 def subplots(*args: Any, figsize: tuple[float, float], layout: str | None = "constrained",
              **kwargs: Any) -> tuple[Figure, Any]:
-    """``pyplot.subplots`` without pyplot: a :class:`~matplotlib.figure.Figure` that no backend manages, so
-    drawing never switches the backend of a Jupyter kernel (figures show inline there) and works headless;
-    ``savefig`` picks the writer from the file type."""
-    fig = Figure(figsize=figsize, layout=layout)
+    """``pyplot.subplots`` without pyplot: a figure that no backend manages, so drawing never switches the
+    backend of a Jupyter kernel and works headless (``savefig`` picks the writer from the file type), and
+    that displays inline in a notebook (:class:`NotebookFigure`)."""
+    fig = NotebookFigure(figsize=figsize, layout=layout)
     return fig, fig.subplots(*args, **kwargs)
 
 
