@@ -246,6 +246,8 @@ class LevelFilter:
         self._callbacks: list[Any] = []
         self._setting = False
         for b in self.buttons:
+            b.button_style = "info" if b.value else ""
+            b.observe(self._style, names="value")
             b.observe(self._changed, names="value")
 
     @property
@@ -267,6 +269,10 @@ class LevelFilter:
 
     def observe(self, callback: Any) -> None:
         self._callbacks.append(callback)
+
+    @staticmethod
+    def _style(change: dict[str, Any]) -> None:
+        change["owner"].button_style = "info" if change["new"] else ""  # pressed: coloured
 
     def _changed(self, change: dict[str, Any]) -> None:
         if not self._setting:
@@ -301,13 +307,14 @@ class Explorer:
         self._hold = False
         self.filters: dict[str, LevelFilter] = {}
 
-        wide = w.Layout(width="auto")
+        label = {"description_width": "initial"}
         self.results_w = w.Dropdown(options=[(_results_label(p), str(p)) for p in paths], value=str(start),
-                                    description="Results", layout=w.Layout(width="34em"))
-        self.campaign_w = w.Dropdown(description="Campaign", layout=w.Layout(width="24em", display="none"))
-        self.x_w = w.Dropdown(description="x", layout=wide)
-        self.metric_w = w.Dropdown(description="Metric", layout=w.Layout(width="30em"))
-        self.hue_w = w.Dropdown(description="Colour by", layout=wide)
+                                    description="Results", style=label, layout=w.Layout(width="34em"))
+        self.campaign_w = w.Dropdown(description="Campaign", style=label,
+                                     layout=w.Layout(width="22em", display="none", margin="0 0 0 1em"))
+        self.x_w = w.Dropdown(description="x axis", style=label, layout=w.Layout(width="16em"))
+        self.metric_w = w.Dropdown(description="Metric", style=label, layout=w.Layout(width="30em", margin="0 1em"))
+        self.hue_w = w.Dropdown(description="Colour by", style=label, layout=w.Layout(width="16em"))
         self.filter_box = w.VBox(layout=w.Layout(margin="4px 0 4px 0"))
         self.constants = w.HTML()
         self.status = w.HTML()
