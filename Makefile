@@ -17,14 +17,14 @@ OS_STAMP := $(VENV)/.os-packages
 GEN := paper/generated
 DATA_ARG := $(if $(DATA),--data $(DATA))
 
-.PHONY: help setup reproduce run figures paper test test-unit lab clean distclean FORCE
+.PHONY: help setup reproduce run figures paper test test-unit test-browser lab clean distclean FORCE
 
 help:
 	@echo "make setup      OS packages (apt/dnf via dbmatrix setup) + .venv with the Python dependencies"
 	@echo "make reproduce  setup, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (new runs in data/runs/), then the paper"
 	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark)"
 	@echo "make paper      paper/main.pdf (builds the figures first if they are stale)"
-	@echo "make test       setup, then unit, integration and notebook tests (smoke profile)"
+	@echo "make test       setup, then unit, integration, browser and notebook tests (smoke profile)"
 	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel"
 	@echo "DATA=dir        read data from dir/<experiment> (default: data/runs, else data/reference)"
 
@@ -32,10 +32,13 @@ setup: $(PY_STAMP) $(OS_STAMP)
 
 # The virtual environment: pyproject.toml declares the dependencies, constraints.txt pins the
 # versions this study was last run with (regenerate with `.venv/bin/pip freeze --exclude-editable`).
+# The notebooks' kernel `dbmatrix` (dbmatrix.lab) is installed into the venv, where Jupyter finds it
+# whatever JUPYTER_DATA_DIR says.
 $(PY_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name dbmatrix --display-name "dbmatrix (.venv)" >/dev/null
 	touch $@
 
 # OS packages through the same host-setup code that prepares remote hosts (idempotent).
@@ -87,16 +90,22 @@ paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) | $(OS_STAMP)
 
 FORCE:
 
+# Notebooks run in the environment pytest runs in (--nbval-current-env), as papermill runs them in the CLI's.
+# tests/browser drives JupyterLab in headless Chromium (select it alone with `-m browser`).
 test: setup
-	$(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider
+	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+
+test-browser: setup
+	$(BIN)/python -m pytest tests/browser -m browser -p no:cacheprovider
 
 test-unit: $(PY_STAMP)
 	$(BIN)/python -m pytest tests/unit -p no:cacheprovider
 
+# Saving a tracked notebook (notebooks/*.ipynb) drops its outputs (dbmatrix.lab.pre_save_hook), so running
+# one and saving leaves it as committed; executed copies are what `dbmatrix notebooks` writes.
 lab: setup
-	$(BIN)/python -m ipykernel install --sys-prefix --name dbmatrix --display-name "dbmatrix (.venv)" >/dev/null
 	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
-	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	  --ContentsManager.pre_save_hook=dbmatrix.lab.pre_save_hook $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 clean:
 	-cd paper && latexmk -C -quiet main.tex >/dev/null 2>&1

@@ -6,8 +6,10 @@ one study or the list of them.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,15 +78,27 @@ def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
                                      f"estimated {format_duration(s.estimated_s)}")
 
 
-def run_matrix(study: Study, progress: bool = True) -> dict[str, Any]:
-    """Step 10: run or resume one study's matrix; returns counts and the status afterwards."""
-    counts = run_study(study, progress=progress)
+def run_matrix(study: Study, progress: bool = True,
+               on_interval: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Step 10: run or resume one study's matrix; returns counts and the status afterwards.
+
+    `on_interval(run_id, interval)` receives each parsed sysbench per-second line while a run measures
+    (e.g. ``explore.LiveThroughput.on_interval``); it is passed to ``run_study`` only when given."""
+    kwargs: dict[str, Any] = {}
+    if on_interval is not None:
+        if "on_interval" in inspect.signature(run_study).parameters:
+            kwargs["on_interval"] = on_interval
+        else:
+            warnings.warn("run_study takes no on_interval callback yet: no live per-second view", stacklevel=2)
+    counts = run_study(study, progress=progress, **kwargs)
     return {**counts, **study_status(study)}
 
 
-def run_all(studies: Sequence[Study], progress: bool = True) -> pd.DataFrame:
+def run_all(studies: Sequence[Study], progress: bool = True,
+            on_interval: Callable[[str, dict[str, Any]], None] | None = None) -> pd.DataFrame:
     """Step 10 for every study of the profile, one after the other; one row of counts per study."""
-    return pd.DataFrame([{"experiment": s.experiment.name, **run_matrix(s, progress)} for s in studies])
+    return pd.DataFrame([{"experiment": s.experiment.name, **run_matrix(s, progress, on_interval)}
+                         for s in studies])
 
 
 def analyse_study(study: Study) -> Analysis:

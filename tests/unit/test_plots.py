@@ -150,3 +150,31 @@ def test_metric_by_factor_summarises_the_selection() -> None:
 def test_factor_effects_needs_a_model() -> None:
     with pytest.raises(FigureDataError, match="factorial model"):
         plots.factor_effects(pd.DataFrame())
+
+
+def test_drawing_keeps_the_backend_a_jupyter_kernel_chose() -> None:
+    """Issue 15: importing the library used to call matplotlib.use("Agg"), which replaced the inline backend
+    of every kernel (figures printed as `<Figure size ...>`). Import and draw under the backend ipykernel
+    sets; the backend must stay, and the figure must be one no backend manages (no pyplot window)."""
+    import os
+    import sys
+
+    code = ("import matplotlib; before = matplotlib.get_backend()\n"
+            "import pandas as pd\n"
+            "from dbmatrix.publish import figures as plots\n"
+            "fig, _ = plots.metric_by_factor(pd.DataFrame({'x': [1, 1, 2], 'tps': [1.0, 2.0, 3.0]}), 'x')\n"
+            "import matplotlib.pyplot as plt\n"
+            "print(before, matplotlib.get_backend(), fig.canvas.manager is None, plt.get_fignums())\n")
+    env = {**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    inline = "module://matplotlib_inline.backend_inline"
+    assert out.stdout.split() == [inline, inline, "True", "[]"], out.stdout + out.stderr
+
+
+def test_a_figure_displays_itself_as_png_in_a_notebook() -> None:
+    """Without pyplot no inline formatter may be registered yet: the figure brings its own PNG repr."""
+    fig, _ = plots.metric_by_factor(pd.DataFrame({"x": [1, 1, 2], "tps": [1.0, 2.0, 3.0]}), "x")
+    png = fig._repr_png_()
+    assert png.startswith(b"\x89PNG")
+    width = int.from_bytes(png[16:20], "big")
+    assert width == round(plots.COLUMN_WIDTH_IN * fig.dpi)  # at the figure's dpi, not savefig's 300

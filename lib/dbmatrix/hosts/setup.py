@@ -24,7 +24,8 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
                    "galera-4", "rsync"),
         "paper": ("latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
                   "texlive-fonts-recommended", "texlive-science", "poppler-utils"),
-        "test": ("openssh-server",),
+        # the browser test (tests/browser): headless Chromium and its WebDriver drive JupyterLab
+        "test": ("openssh-server", "chromium", "chromium-driver"),
     },
     "rhel": {
         "server": ("mariadb-server", "mariadb", "mariadb-rocksdb-engine", "sysbench", "sysstat",

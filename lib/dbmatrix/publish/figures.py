@@ -2,7 +2,9 @@
 
 Sizes come from the paper's column width; fonts are embedded as Type 42; the PDF carries the git
 commit and a hash of the data it was drawn from, and no creation date, so the same data gives the
-same bytes. Every figure function takes tidy DataFrames (built by :mod:`dbmatrix.analyse.tables`) and returns
+same bytes. Figures are drawn with matplotlib's object API (:func:`subplots` makes a
+:class:`~matplotlib.figure.Figure` no backend manages): importing or drawing never switches the backend,
+so a Jupyter kernel keeps its inline backend and the CLI needs no display. Every figure function takes tidy DataFrames (built by :mod:`dbmatrix.analyse.tables`) and returns
 ``(figure, info)``; when the data a figure needs is absent it raises :class:`FigureDataError`, and the
 figures step skips that figure (and the paper leaves it out). ``apply_style``, ``save_figure`` and
 ``COLUMN_WIDTH_IN`` are used by other figure modules (e.g. ``plots_replication``): keep them stable.
@@ -16,12 +18,11 @@ from typing import Any
 
 import matplotlib
 import matplotlib.ticker
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from dbmatrix.analyse.figure_data import FigureDataError
 
@@ -33,11 +34,33 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 def apply_style() -> None:
     sns.set_theme(context="paper", style="ticks", palette="colorblind")
-    plt.rcParams.update({
+    matplotlib.rcParams.update({
         "pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 8, "axes.labelsize": 8,
         "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7, "axes.titlesize": 8,
         "figure.dpi": 150, "savefig.dpi": 300, "svg.hashsalt": "dbmatrix", "path.simplify": False,
     })
+
+
+class NotebookFigure(Figure):
+    """A figure that shows itself as a PNG where IPython displays it (the last expression of a notebook cell,
+    ``display(fig)``), whatever the kernel's backend: a figure no backend manages gets no inline formatter
+    until something imports the inline backend, and would print as ``<Figure size ...>``."""
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi="figure")
+        return buf.getvalue()
+
+
+def subplots(*args: Any, figsize: tuple[float, float], layout: str | None = "constrained",
+             **kwargs: Any) -> tuple[Figure, Any]:
+    """``pyplot.subplots`` without pyplot: a figure that no backend manages, so drawing never switches the
+    backend of a Jupyter kernel and works headless (``savefig`` picks the writer from the file type), and
+    that displays inline in a notebook (:class:`NotebookFigure`)."""
+    fig = NotebookFigure(figsize=figsize, layout=layout)
+    return fig, fig.subplots(*args, **kwargs)
 
 
 def data_hash(*frames: pd.DataFrame) -> str:
@@ -47,7 +70,7 @@ def data_hash(*frames: pd.DataFrame) -> str:
     return h.hexdigest()[:16]
 
 
-def save_figure(fig: plt.Figure, out_dir: Path, stem: str, *, commit: str | None, data_sha: str,
+def save_figure(fig: Figure, out_dir: Path, stem: str, *, commit: str | None, data_sha: str,
                 title: str) -> list[Path]:
     """Write `stem`.pdf and `stem`.png with provenance and no timestamps."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +82,10 @@ def save_figure(fig: plt.Figure, out_dir: Path, stem: str, *, commit: str | None
     })
     fig.savefig(png, metadata={"Software": "dbmatrix", "Description": f"git:{commit or 'unknown'} "
                                                                        f"data:{data_sha}"})
-    plt.close(fig)
+    if fig.canvas.manager is not None:  # drawn through pyplot by a caller: let pyplot forget it
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
     return [pdf, png]
 
 
@@ -72,7 +98,7 @@ def _series_label(row: pd.Series, keys: list[str]) -> str:
     return ", ".join(parts) if parts else "all"
 
 
-def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Throughput per cache level: each cell's mean with its 95 % CI bar (cells of a series side by side),
     each repetition as a faint dot, and a line through the series' mean of cell means per level.
 
@@ -84,7 +110,7 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Fi
         raise FigureDataError("throughput vs cache needs two or more cache levels")
     apply_style()
     series = [k for k in ("engine", "medium", "threads") if k in cells and cells[k].nunique() > 1]
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
+    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
     groups = list(cells.groupby(series, sort=True)) if series else [((), cells)]
     palette = sns.color_palette("colorblind")
     levels = sorted(cells["cache_pct"].unique())
@@ -144,7 +170,7 @@ def _effect_rows(effects: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["label", "kind", "ratio", "ci_lo", "ci_hi"])
 
 
-def factor_effects(effects: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+def factor_effects(effects: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Forest plot of the factorial model: every main effect and two-way interaction of two-level factors
     as a throughput ratio with its 95 % CI (log axis), main effects first, each group by size."""
     rows = _effect_rows(effects) if not effects.empty else pd.DataFrame(
@@ -156,7 +182,7 @@ def factor_effects(effects: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
     rows["size"] = np.abs(np.log(rows["ratio"]))
     rows = rows.sort_values(["order", "size"], ascending=[True, False], kind="stable").reset_index(drop=True)
     height = max(1.6, 0.17 * len(rows) + 0.6)
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, height), layout="constrained")
+    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, height), layout="constrained")
     palette = sns.color_palette("colorblind")
     y = np.arange(len(rows))[::-1]
     for kind, color, marker in (("main", palette[0], "o"), ("interaction", palette[1], "s")):
@@ -222,7 +248,7 @@ def _short(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _log_ratio_axis(ax: plt.Axes, values: np.ndarray) -> None:
+def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
     """A log x axis with a few plain tick labels (1-2-5 steps) spanning `values`."""
     ax.set_xscale("log")
     v = values[np.isfinite(values) & (values > 0)]
@@ -241,7 +267,7 @@ def _log_ratio_axis(ax: plt.Axes, values: np.ndarray) -> None:
 # ------------------------------------------------------------------------------------ figure 1
 
 
-def _finish_tps_p95(fig: plt.Figure, ax: plt.Axes, ax2: plt.Axes, xlabel: str, legend_size: float) -> None:
+def _finish_tps_p95(fig: Figure, ax: Axes, ax2: Axes, xlabel: str, legend_size: float) -> None:
     """Labels, zero-based y axes, grid, legend and spines of a throughput-over-p95 pair of panels."""
     ax.set_ylabel("Throughput (txn/s)")
     ax.set_ylim(bottom=0)
@@ -254,7 +280,7 @@ def _finish_tps_p95(fig: plt.Figure, ax: plt.Axes, ax2: plt.Axes, xlabel: str, l
     sns.despine(fig)
 
 
-def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Seed 001's chart: throughput (cell mean with its 95 % CI) and p95 latency (histograms merged
     across repetitions; faint dots: each repetition's p95) against client threads, one line per cache
     level (and per other varied storage factor)."""
@@ -263,7 +289,7 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.
         raise FigureDataError("throughput vs threads needs two or more client-thread levels")
     apply_style()
     series = [k for k in ("cache_pct", "engine", "medium", "block_size", "compression") if _varies(cells, k)]
-    fig, (ax, ax2) = plt.subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
+    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
                                   layout="constrained")
     palette = sns.color_palette("colorblind")
     groups = list(cells.groupby(series, sort=True)) if series else [((), cells)]
@@ -295,12 +321,12 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.
 
 
 def block_size_ratios(table: pd.DataFrame, *, a: str = "4k", b: str = "16k",
-                      claimed: tuple[float, float] | None = (1.0, 1.10)) -> tuple[plt.Figure, dict[str, Any]]:
+                      claimed: tuple[float, float] | None = (1.0, 1.10)) -> tuple[Figure, dict[str, Any]]:
     """Seed 003 slide 13: throughput ratio of block sizes a/b per engine and cache level with its 95 % CI
     (``table``: engine, cache_pct, estimate, ci_lo, ci_hi). The shaded band is the seed's claim."""
     _require(table, ("engine", "cache_pct", "estimate", "ci_lo", "ci_hi"), "block size ratios")
     apply_style()
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.7), layout="constrained")
+    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.7), layout="constrained")
     levels = sorted(table["cache_pct"].unique())
     engines = list(dict.fromkeys(table["engine"]))
     palette = sns.color_palette("colorblind")
@@ -325,7 +351,7 @@ def block_size_ratios(table: pd.DataFrame, *, a: str = "4k", b: str = "16k",
 # ------------------------------------------------------------------------------------ figure 3
 
 
-def _dodged(ax: plt.Axes, table: pd.DataFrame, x_levels: list[Any], hue_levels: list[Any], *,
+def _dodged(ax: Axes, table: pd.DataFrame, x_levels: list[Any], hue_levels: list[Any], *,
             x: str, hue: str, y: str = "mean", with_ci: bool = True) -> None:
     palette = sns.color_palette("colorblind")
     width = 0.5 / max(1, len(hue_levels))
@@ -344,13 +370,13 @@ def _dodged(ax: plt.Axes, table: pd.DataFrame, x_levels: list[Any], hue_levels: 
 
 
 def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
-                       writes: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+                       writes: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Seed 003 slide 14, side by side per engine and compression: throughput and KiB written per
     transaction (model-adjusted geometric means with 95 % CIs), and the on-disk size of each dataset
     (one marker per block size; measured once, no interval)."""
     _require(tps, ("engine", "compression", "mean", "ci_lo", "ci_hi"), "compression throughput")
     apply_style()
-    fig, axes = plt.subplots(1, 3, figsize=(TEXT_WIDTH_IN, 2.0), layout="constrained")
+    fig, axes = subplots(1, 3, figsize=(TEXT_WIDTH_IN, 2.0), layout="constrained")
     engines = list(dict.fromkeys(tps["engine"]))
     comps = list(dict.fromkeys(tps["compression"]))
     _dodged(axes[0], tps, engines, comps, x="engine", hue="compression")
@@ -392,7 +418,7 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
 # ------------------------------------------------------------------------------------ figure 4
 
 
-def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Seed 003 slide 15: throughput and p95 latency per medium across cache levels (model-adjusted
     geometric means with 95 % CIs), one colour per medium (emulated media say so), one line style per
     engine."""
@@ -400,7 +426,7 @@ def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[plt.Figure, dict
     if tps["medium"].nunique() < 2 or tps["cache_pct"].nunique() < 2:
         raise FigureDataError("medium x cache needs two or more media and cache levels")
     apply_style()
-    fig, axes = plt.subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
+    fig, axes = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
                              layout="constrained")
     levels = sorted(tps["cache_pct"].unique())
     media = list(dict.fromkeys(tps["medium"]))
@@ -437,7 +463,7 @@ def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[plt.Figure, dict
 
 
 def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: list[str],
-                         labels: dict[str, str] | None = None) -> tuple[plt.Figure, dict[str, Any]]:
+                         labels: dict[str, str] | None = None) -> tuple[Figure, dict[str, Any]]:
     """Seed 000's per-second chart: throughput and p95 latency (sysbench's per-second 95th percentile)
     of every repetition of the chosen cells over the measured window (the warm-up ran before it, as a
     separate run); a cross marks where the steady-state test starts each run's steady window."""
@@ -446,7 +472,7 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
     if sel.empty:
         raise FigureDataError(f"throughput over time: no per-second rows for {', '.join(cells)}")
     apply_style()
-    fig, (ax, ax2) = plt.subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.95),
+    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.95),
                                   layout="constrained")
     palette = sns.color_palette("colorblind")
     trim = dict(zip(steady["run_id"], steady["trim_s"])) if "trim_s" in steady else {}
@@ -475,7 +501,7 @@ EFFICIENCY_LABELS = {"mysqld_cpu_us_per_txn": "mysqld CPU (µs/txn)", "host_cpu_
                      "read_ios_per_txn": "reads/txn", "write_ios_per_txn": "writes/txn"}
 
 
-def efficiency_vs_baseline(table: pd.DataFrame, baseline: str) -> tuple[plt.Figure, dict[str, Any]]:
+def efficiency_vs_baseline(table: pd.DataFrame, baseline: str) -> tuple[Figure, dict[str, Any]]:
     """Hardware cost per transaction of every cell relative to the baseline cell: one panel per metric,
     ratio with its 95 % CI on a log axis (``table``: label, metric, ratio, ci_lo, ci_hi, baseline_mean)."""
     _require(table, ("label", "metric", "ratio", "ci_lo", "ci_hi", "baseline_mean"), "efficiency")
@@ -485,7 +511,7 @@ def efficiency_vs_baseline(table: pd.DataFrame, baseline: str) -> tuple[plt.Figu
     apply_style()
     labels = list(dict.fromkeys(table["label"]))
     height = max(1.8, 0.15 * len(labels) + 0.9)
-    fig, axes = plt.subplots(1, len(metrics), sharey=True, figsize=(TEXT_WIDTH_IN, height), layout="constrained",
+    fig, axes = subplots(1, len(metrics), sharey=True, figsize=(TEXT_WIDTH_IN, height), layout="constrained",
                              squeeze=False)
     palette = sns.color_palette("colorblind")
     y = {lab: len(labels) - 1 - i for i, lab in enumerate(labels)}
@@ -511,7 +537,7 @@ def efficiency_vs_baseline(table: pd.DataFrame, baseline: str) -> tuple[plt.Figu
 
 
 def metric_by_factor(runs: pd.DataFrame, x: str, metric: str = "tps", hue: str | None = None,
-                     ax: plt.Axes | None = None) -> tuple[plt.Figure, dict[str, Any]]:
+                     ax: Axes | None = None) -> tuple[Figure, dict[str, Any]]:
     """Any metric of the runs table against any factor: mean per level with its Student-t 95 % CI, one
     series per `hue` level, every run as a faint dot (the exploration notebook's plot)."""
     from dbmatrix.analyse.stats import t_mean_ci
@@ -524,7 +550,7 @@ def metric_by_factor(runs: pd.DataFrame, x: str, metric: str = "tps", hue: str |
         raise FigureDataError(f"{metric}: no values in the selected runs")
     apply_style()
     if ax is None:
-        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
+        fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
     else:
         fig = ax.figure
     levels = sorted(data[x].dropna().unique().tolist(), key=lambda v: (isinstance(v, str), v))

@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, apply_style, save_figure
+from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, apply_style, save_figure, subplots
 
 LEVEL = "slave_threads"
 STEMS = {"paused": "replication-paused", "throughput": "replication-throughput-latency",
@@ -26,13 +27,13 @@ def _series(settings: pd.DataFrame) -> list[str]:
     return [k for k in ("write_to", "threads", "workload") if k in settings and settings[k].nunique() > 1]
 
 
-def _empty(ax: plt.Axes, text: str = "no completed galera runs") -> None:
+def _empty(ax: Axes, text: str = "no completed galera runs") -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=7)
     ax.set_xticks([])
     ax.set_yticks([])
 
 
-def _per_setting(ax: plt.Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: str, ylabel: str) -> None:
+def _per_setting(ax: Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: str, ylabel: str) -> None:
     """Means with CI bars per applier level (categorical x), one series per other varied level,
     repetitions as faint dots."""
     s = settings[settings["metric"] == metric] if not settings.empty else settings
@@ -73,20 +74,20 @@ def _per_setting(ax: plt.Axes, settings: pd.DataFrame, runs: pd.DataFrame, metri
         ax.legend(frameon=False, fontsize=6)
 
 
-def paused_per_setting(settings: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+def paused_per_setting(settings: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Share of the measured window the nodes spent paused by flow control (mean over nodes of the
     ``wsrep_flow_control_paused_ns`` delta), per applier setting, with its 95 % CI."""
     apply_style()
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.62), layout="constrained")
+    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.62), layout="constrained")
     _per_setting(ax, settings, runs, "fc_paused_pct", "FC paused (% of window)")
     sns.despine(fig)
     return fig, {}
 
 
-def throughput_latency_per_setting(settings: pd.DataFrame, runs: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+def throughput_latency_per_setting(settings: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Throughput and p95 latency per applier setting (two panels), means with 95 % CIs."""
     apply_style()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.58), layout="constrained")
+    fig, (a1, a2) = subplots(1, 2, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.58), layout="constrained")
     _per_setting(a1, settings, runs, "tps", "Throughput (tx/s)")
     _per_setting(a2, settings, runs, "lat_p95_ms", "p95 latency (ms)")
     for ax in (a1, a2):
@@ -105,14 +106,14 @@ def example_runs(samples: pd.DataFrame) -> pd.DataFrame:
     return samples[samples["run_id"].isin(firsts["run_id"])]
 
 
-def recv_queue_series(samples: pd.DataFrame) -> tuple[plt.Figure, dict[str, Any]]:
+def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Receive queue of every node, second by second, for one run of each applier setting (one panel
     per setting, shared axes)."""
     apply_style()
     s = example_runs(samples)
     keys = sorted(s[[LEVEL, "write_to"]].drop_duplicates().itertuples(index=False, name=None)) if not s.empty else []
     n = max(1, len(keys))
-    fig, axes = plt.subplots(n, 1, figsize=(COLUMN_WIDTH_IN, 0.25 + 0.95 * n), sharex=True, sharey=True,
+    fig, axes = subplots(n, 1, figsize=(COLUMN_WIDTH_IN, 0.25 + 0.95 * n), sharex=True, sharey=True,
                              layout="constrained", squeeze=False)
     if not keys:
         _empty(axes[0][0])
