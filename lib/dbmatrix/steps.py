@@ -6,9 +6,7 @@ one study or the list of them.
 
 from __future__ import annotations
 
-import inspect
 import json
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,14 +81,8 @@ def run_matrix(study: Study, progress: bool = True,
     """Step 10: run or resume one study's matrix; returns counts and the status afterwards.
 
     `on_interval(run_id, interval)` receives each parsed sysbench per-second line while a run measures
-    (e.g. ``explore.LiveThroughput.on_interval``); it is passed to ``run_study`` only when given."""
-    kwargs: dict[str, Any] = {}
-    if on_interval is not None:
-        if "on_interval" in inspect.signature(run_study).parameters:
-            kwargs["on_interval"] = on_interval
-        else:
-            warnings.warn("run_study takes no on_interval callback yet: no live per-second view", stacklevel=2)
-    counts = run_study(study, progress=progress, **kwargs)
+    (e.g. ``explore.LiveThroughput.on_interval``)."""
+    counts = run_study(study, progress=progress, on_interval=on_interval)
     return {**counts, **study_status(study)}
 
 
