@@ -4,7 +4,6 @@ table; the live throughput chart fed per-second intervals; run_all's on_interval
 from __future__ import annotations
 
 import base64
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -176,12 +175,3 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
     steps.run_all([S()])
     assert calls[-1]["on_interval"] is None
 
-    def without_hook(study: Any, *, progress: bool = True) -> dict[str, Any]:
-        return {"ok": 2}
-
-    monkeypatch.setattr(steps, "run_study", without_hook)
-    assert steps.run_all([S()])["ok"].tolist() == [2]  # not given: not passed
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        assert steps.run_all([S()], on_interval=live.on_interval)["ok"].tolist() == [2]
-    assert any("no on_interval" in str(x.message) for x in w)
