@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.mounts import PSEUDO_FSTYPES, parse_findmnt_json, real_mounts  # noqa: F401 - PSEUDO_FSTYPES re-exported
 
 Facts = dict[str, Any]
 NOT_FOUND = 127  # shell exit code of a command that does not exist
@@ -27,12 +28,6 @@ NOT_FOUND = 127  # shell exit code of a command that does not exist
 # Packages whose versions are facts (Debian and RHEL names; those not installed are left out).
 FACT_PACKAGES = ("mariadb-server", "mariadb-plugin-rocksdb", "mariadb-rocksdb-engine", "galera-4", "galera",
                  "sysbench", "fio", "ndctl", "ipmctl")
-# Kernel-internal file systems left out of `mounts` (tmpfs, devtmpfs and hugetlbfs stay: data can live there).
-PSEUDO_FSTYPES = frozenset({
-    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "debugfs", "tracefs", "securityfs",
-    "pstore", "bpf", "configfs", "fusectl", "binfmt_misc", "autofs", "nsfs", "efivarfs", "rpc_pipefs",
-    "selinuxfs",
-})
 
 
 # ---------------------------------------------------------------- package queries (shared with hostsetup)
@@ -229,19 +224,6 @@ def _bool(value: Any) -> bool | None:
     if isinstance(value, bool) or value is None:
         return value
     return str(value).strip() in ("1", "true")
-
-
-def parse_findmnt(text: str) -> list[dict[str, str]]:
-    """``findmnt -J -o TARGET,SOURCE,FSTYPE,OPTIONS`` (a tree) -> a flat list in mount order,
-    kernel-internal file systems (:data:`PSEUDO_FSTYPES`) left out."""
-
-    def walk(items: list[dict[str, Any]]) -> Iterator[dict[str, str]]:
-        for fs in items:
-            if fs.get("fstype") not in PSEUDO_FSTYPES:
-                yield {k: fs.get(k) for k in ("target", "source", "fstype", "options")}
-            yield from walk(fs.get("children") or [])
-
-    return list(walk(json.loads(text).get("filesystems", [])))
 
 
 def _json_values(text: str) -> Iterator[Any]:
@@ -475,7 +457,9 @@ def block_device_facts(s: Sections) -> Facts:
 
 def mount_facts(s: Sections) -> Facts:
     out = s["findmnt"]
-    return {"mounts": parse_findmnt(out.text) if out.rc == 0 and out.text.strip() else None}
+    if out.rc != 0 or not out.text.strip():
+        return {"mounts": None}
+    return {"mounts": [m.as_fact() for m in real_mounts(parse_findmnt_json(out.text))]}
 
 
 def pmem_facts(s: Sections) -> Facts:

@@ -38,7 +38,6 @@ sudo (v2 additionally needs a delegated subtree; run as root there).
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import shlex
@@ -48,6 +47,7 @@ from typing import Any
 
 from dbmatrix.hosts.inventory import Medium, parse_medium
 from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.hosts.mounts import Mount, parse_findmnt_json, visible_mount
 from dbmatrix.spec.experiment import SpecError
 
 q = shlex.quote
@@ -530,15 +530,12 @@ def parse_sections(text: str) -> dict[str, str]:
     return {k: "\n".join(v) for k, v in out.items()}
 
 
-def parse_findmnt(text: str) -> dict[str, Any] | None:
-    """The visible (last) mount of ``findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE``."""
-    if not text.strip():
-        return None
+def parse_findmnt(text: str) -> Mount | None:
+    """The visible (last) mount of ``findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE`` (None: none, or not JSON)."""
     try:
-        fss = json.loads(text).get("filesystems") or []
+        return visible_mount(parse_findmnt_json(text))
     except ValueError:
         return None
-    return fss[-1] if fss else None
 
 
 def parse_kv(text: str) -> dict[str, str]:
@@ -714,38 +711,38 @@ def evaluate(medium: Medium, sections: Mapping[str, str], layout: CgroupLayout |
     return replace(state, checks=tuple(c.ok))
 
 
-def _with_mount(state: MediumState, mnt: Mapping[str, Any], block: Mapping[str, str]) -> MediumState:
-    size = mnt.get("size")
-    return replace(state, source=mnt.get("source"), fstype=mnt.get("fstype"),
-                   mount_options=tuple((mnt.get("options") or "").split(",")),
+def _with_mount(state: MediumState, mnt: Mount, block: Mapping[str, str]) -> MediumState:
+    size = mnt.size
+    return replace(state, source=mnt.source, fstype=mnt.fstype,
+                   mount_options=tuple((mnt.options or "").split(",")),
                    size_bytes=int(size) if size is not None else None,
                    device=block.get("device") or None, disk=block.get("disk") or None)
 
 
-def _check_tmpfs(m: Medium, mnt: Mapping[str, Any], c: _Checks) -> None:
-    c.expect(mnt.get("fstype") == "tmpfs", "file system tmpfs", f"file system is {mnt.get('fstype')}, not tmpfs")
-    size = int(mnt.get("size") or 0)
+def _check_tmpfs(m: Medium, mnt: Mount, c: _Checks) -> None:
+    c.expect(mnt.fstype == "tmpfs", "file system tmpfs", f"file system is {mnt.fstype}, not tmpfs")
+    size = int(mnt.size or 0)
     want = m.options["size"]
     c.expect(size == want, f"size {want} bytes", f"size is {size} bytes, the recipe says {want}")
     _check_mount_options(m, mnt, c)
 
 
-def _check_mount_options(m: Medium, mnt: Mapping[str, Any], c: _Checks) -> None:
-    shown = (mnt.get("options") or "").split(",")
+def _check_mount_options(m: Medium, mnt: Mount, c: _Checks) -> None:
+    shown = (mnt.options or "").split(",")
     for opt in m.options["mount_options"]:
         if opt in VERIFIABLE_MOUNT_OPTIONS:
             c.expect(opt in shown, f"mount option {opt}", f"mount option {opt} is missing ({','.join(shown)})")
 
 
-def _check_block_fs(m: Medium, mnt: Mapping[str, Any], block: Mapping[str, str], sections: Mapping[str, str],
+def _check_block_fs(m: Medium, mnt: Mount, block: Mapping[str, str], sections: Mapping[str, str],
                     c: _Checks, state: MediumState) -> MediumState:
     o = m.options
-    c.expect(mnt.get("fstype") == o["fstype"], f"file system {o['fstype']}",
-             f"file system is {mnt.get('fstype')}, the recipe says {o['fstype']}")
+    c.expect(mnt.fstype == o["fstype"], f"file system {o['fstype']}",
+             f"file system is {mnt.fstype}, the recipe says {o['fstype']}")
     expected = parse_kv(sections.get("expected", "")).get("target", "")
     if not c.expect(bool(block) and block.get("device") == expected,
                     f"mounted from {block.get('device')}",
-                    f"mounted from {mnt.get('source')}, expected the device {expected or '(not present)'}"):
+                    f"mounted from {mnt.source}, expected the device {expected or '(not present)'}"):
         return state
     _check_mount_options(m, mnt, c)
     _check_geometry(m, sections, c)
@@ -760,7 +757,7 @@ def _check_block_fs(m: Medium, mnt: Mapping[str, Any], block: Mapping[str, str],
         c.expect(mode == o["mode"], f"namespace {o['namespace']} in {o['mode']} mode",
                  f"namespace {o['namespace']} is in mode {mode}, the recipe says {o['mode']}")
     requested = [x for x in o["mount_options"] if x in ("dax", "dax=always")]
-    options = mnt.get("options") or ""
+    options = mnt.options or ""
     if requested:
         problem = dax_problem(options)
         c.expect(problem is None, f"DAX active (dax={dax_mode(options)})", problem or "")
@@ -809,7 +806,7 @@ def _check_loop(m: Medium, block: Mapping[str, str], sections: Mapping[str, str]
         c.expect(block.get("loop_dio") == "1", "loop direct I/O on", "loop direct I/O is off")
     if m.kind == "ram-block":
         bm = parse_findmnt(sections.get("backing_mount", ""))
-        c.expect(bm is not None and bm.get("fstype") == "tmpfs", f"backing file on tmpfs {o['backing_dir']}",
+        c.expect(bm is not None and bm.fstype == "tmpfs", f"backing file on tmpfs {o['backing_dir']}",
                  f"{o['backing_dir']} is not a tmpfs mount")
 
 
