@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.sections import NOT_FOUND, Section, parse_sections, sections_script  # noqa: F401
 from dbmatrix.hosts.mounts import PSEUDO_FSTYPES, parse_findmnt_json, real_mounts  # noqa: F401 - PSEUDO_FSTYPES re-exported
 
 Facts = dict[str, Any]
-NOT_FOUND = 127  # shell exit code of a command that does not exist
 
 # Packages whose versions are facts (Debian and RHEL names; those not installed are left out).
 FACT_PACKAGES = ("mariadb-server", "mariadb-plugin-rocksdb", "mariadb-rocksdb-engine", "galera-4", "galera",
@@ -352,50 +352,22 @@ COMMANDS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Output:
-    """One command's stdout and exit code (127: the command does not exist)."""
-
-    text: str
-    rc: int
-
-    @property
-    def missing(self) -> bool:
-        return self.rc == NOT_FOUND
-
-
+Output = Section  # one command's stdout and exit code (127: the command does not exist)
 Sections = Mapping[str, Output]
+
+# PATH gains the sbin directories: a non-root SSH session often lacks them (mariadbd is in /usr/sbin).
+_PRELUDE = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"'
 
 
 def facts_script(names: tuple[str, ...] | None = None) -> str:
-    """One script printing ``@@name rc`` and then the stdout of each command (stderr dropped).
-
-    PATH gains the sbin directories: a non-root SSH session often lacks them (mariadbd is in
-    /usr/sbin)."""
-    lines = ['PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"']
-    for name in names or tuple(COMMANDS):
-        lines.append(f"out=$({{ {COMMANDS[name]}\n}} 2>/dev/null </dev/null); rc=$?; "
-                     f"printf '@@%s %s\\n%s\\n' {name} \"$rc\" \"$out\"")
-    lines.append("exit 0")
-    return "\n".join(lines)
+    """One script printing ``@@name rc`` and then the stdout of each command (stderr dropped);
+    see :func:`~dbmatrix.hosts.sections.sections_script`."""
+    return sections_script({name: COMMANDS[name] for name in names or tuple(COMMANDS)}, prelude=_PRELUDE)
 
 
 def parse_facts_output(text: str) -> dict[str, Output]:
-    """Split :func:`facts_script` output into {name: Output}."""
-    out: dict[str, Output] = {}
-    name: str | None = None
-    rc, lines = 0, []
-    for line in text.splitlines():
-        m = re.fullmatch(r"@@(\w+) (\d+)", line)
-        if m and m.group(1) in COMMANDS:
-            if name is not None:
-                out[name] = Output("\n".join(lines), rc)
-            name, rc, lines = m.group(1), int(m.group(2)), []
-        elif name is not None:
-            lines.append(line)
-    if name is not None:
-        out[name] = Output("\n".join(lines), rc)
-    return out
+    """Split :func:`facts_script` output into {name: Output} (only known command names are markers)."""
+    return parse_sections(text, names=COMMANDS)
 
 
 # ---------------------------------------------------------------- collectors (pure, on sections)
@@ -523,5 +495,5 @@ def collect_facts(host: Host, only: tuple[str, ...] | None = None) -> Facts:
         if name not in COLLECTORS:
             raise ValueError(f"collector {name!r} is not allowed; allowed: {', '.join(COLLECTORS)}")
     names = tuple(dict.fromkeys(sec for c in (only or tuple(COLLECTORS)) for sec in COLLECTORS[c].sections))
-    out = host.run(facts_script(names), check=False, timeout=120)
-    return facts_from_sections(parse_facts_output(out.stdout), host.name, only)
+    sections = host.run_sections({name: COMMANDS[name] for name in names}, prelude=_PRELUDE, timeout=120)
+    return facts_from_sections(sections, host.name, only)
