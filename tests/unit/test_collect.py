@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from dbmatrix.hosts import collect as c
+from dbmatrix.hosts.scripted import ScriptedHost
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "collect"
 
@@ -361,19 +362,54 @@ def test_garbage_counters_give_none():
 
 # --------------------------------------------------------------------------- findmnt
 
+# `findmnt -J -o SOURCE,FSTYPE,TARGET -T /dev/shm` on this machine (util-linux 2.38.1): two stacked mounts.
+SHM_JSON = """{
+   "filesystems": [
+      {
+         "source": "tmpfs",
+         "fstype": "tmpfs",
+         "target": "/dev/shm"
+      },{
+         "source": "tmpfs",
+         "fstype": "tmpfs",
+         "target": "/dev/shm"
+      }
+   ]
+}
+"""
+
+
+def findmnt_json(*mounts: tuple[str, str]) -> str:
+    return json.dumps({"filesystems": [{"source": s, "fstype": f, "target": "/x"} for s, f in mounts]})
+
+
 @pytest.mark.parametrize(("text", "source"), [
-    ("/dev/vda ext4\n", "/dev/vda"),  # this machine's root
-    ("/dev/loop0p1 ext4\n", "/dev/loop0p1"),  # a partition of a loop device (captured here)
-    ("/dev/vda2[/@home] btrfs\n", "/dev/vda2"),
-    ("/dev/mapper/vg-data xfs\n", "/dev/mapper/vg-data"),
-    ("tmpfs  tmpfs\n", None),  # /dev/shm here
-    ("overlay overlay\n", None),
-    ("proc   proc\n", None),
-    ("server:/export nfs4\n", None),
+    (findmnt_json(("/dev/vda", "ext4")), "/dev/vda"),  # this machine's root
+    (findmnt_json(("/dev/loop0p1", "ext4")), "/dev/loop0p1"),  # a partition of a loop device
+    (findmnt_json(("/dev/vda2[/@home]", "btrfs")), "/dev/vda2"),
+    (findmnt_json(("/dev/mapper/vg-data", "xfs")), "/dev/mapper/vg-data"),
+    (SHM_JSON, None),  # /dev/shm here
+    (findmnt_json(("overlay", "overlay")), None),
+    (findmnt_json(("proc", "proc")), None),
+    (findmnt_json(("server:/export", "nfs4")), None),
+    (findmnt_json(("/dev/fuse", "fuse.sshfs")), None),
+    (findmnt_json(("/dev/vdb", "ext4"), ("/dev/vdc", "xfs")), "/dev/vdb"),  # the first listed, as before
     ("", None),
 ])
-def test_parse_findmnt(text, source):
-    assert c.parse_findmnt(text) == source
+def test_block_source_of(text, source):
+    assert c.block_source_of(text) == source
+
+
+def test_block_device_for_asks_findmnt_json_then_resolves_the_kernel_name():
+    host = ScriptedHost("h", is_local=False)
+    host.on(r"^findmnt -J -o SOURCE,FSTYPE,TARGET -T /data$", stdout=findmnt_json(("/dev/mapper/vg-data", "xfs")))
+    host.on(r"readlink -f /dev/mapper/vg-data", stdout="dm-0\n")
+    assert c.block_device_for(host, "/data") == "dm-0"
+    host.on(r"^findmnt -J", stdout=SHM_JSON)
+    assert c.block_device_for(host, "/dev/shm") is None
+    host.on(r"^findmnt -J", exit_code=1)
+    with pytest.raises(ValueError, match="does not exist on h"):
+        c.block_device_for(host, "/no/such")
 
 
 # --------------------------------------------------------------------------- summaries

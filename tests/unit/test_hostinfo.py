@@ -23,6 +23,7 @@ from dbmatrix.hosts.facts import (
     facts_from_sections,
     facts_script,
     lscpu_facts,
+    mount_facts,
     numa_facts,
     numa_from_lscpu,
     package_query_command,
@@ -31,7 +32,6 @@ from dbmatrix.hosts.facts import (
     parse_cpuinfo,
     parse_cpulist,
     parse_facts_output,
-    parse_findmnt,
     parse_fio_version,
     parse_ipmctl_table,
     parse_lsblk,
@@ -282,9 +282,10 @@ def test_parse_findmnt_flattens_and_drops_pseudo_file_systems() -> None:
                 {"target": "/sys/fs/cgroup", "source": "cgroup2", "fstype": "cgroup2", "options": "rw"}]},
             {"target": "/mnt/pmem0", "source": "/dev/pmem0", "fstype": "xfs", "options": "rw,dax=always"},
             {"target": "/dev/hugepages", "source": "hugetlbfs", "fstype": "hugetlbfs", "options": "rw"}]}]})
-    assert [m["target"] for m in parse_findmnt(text)] == ["/", "/mnt/pmem0", "/dev/hugepages"]
-    assert parse_findmnt(text)[1] == {"target": "/mnt/pmem0", "source": "/dev/pmem0", "fstype": "xfs",
-                                      "options": "rw,dax=always"}
+    facts = mount_facts(sections(findmnt=Output(text, 0)))["mounts"]
+    assert [m["target"] for m in facts] == ["/", "/mnt/pmem0", "/dev/hugepages"]
+    assert facts[1] == {"target": "/mnt/pmem0", "source": "/dev/pmem0", "fstype": "xfs",
+                        "options": "rw,dax=always"}
 
 
 def test_parse_ndctl_regions_dimms_namespaces() -> None:

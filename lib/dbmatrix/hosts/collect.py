@@ -43,6 +43,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.mounts import VIRTUAL_FSTYPES, parse_findmnt_json
 
 __all__ = [
     "COLLECTORS",
@@ -61,7 +62,7 @@ __all__ = [
     "parse_counters",
     "snapshot_counters",
     "counter_deltas",
-    "parse_findmnt",
+    "block_source_of",
     "block_device_for",
     "VIRTUAL_FSTYPES",
     "SECTOR_BYTES",
@@ -795,26 +796,12 @@ def counter_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
 
 # --------------------------------------------------------------------------- block device of a path
 
-#: File systems without a block device of their own (iostat and diskstats cannot see their IO).
-VIRTUAL_FSTYPES = frozenset({"tmpfs", "ramfs", "overlay", "proc", "sysfs", "devtmpfs", "devpts", "cgroup",
-                             "cgroup2", "nfs", "nfs4", "cifs", "fuse", "9p", "virtiofs", "squashfuse"})
-
-
-def parse_findmnt(text: str) -> str | None:
-    """The device path in ``findmnt -no SOURCE,FSTYPE -T PATH`` output, or None for a virtual source.
-
-    ``/dev/vda ext4`` -> ``/dev/vda``; ``/dev/vda2[/@home] btrfs`` -> ``/dev/vda2`` (the bracket
-    is a subvolume or bind-mount root); ``tmpfs tmpfs``, ``overlay overlay``, ``host:/x nfs`` -> None.
-    """
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        return None
-    tokens = lines[0].split()
-    source = tokens[0].split("[", 1)[0]
-    fstype = tokens[1] if len(tokens) > 1 else ""
-    if fstype in VIRTUAL_FSTYPES or fstype.startswith("fuse") or not source.startswith("/dev/"):
-        return None
-    return source
+def block_source_of(text: str) -> str | None:
+    """The device path in ``findmnt -J -o SOURCE,FSTYPE,TARGET -T PATH`` output (the first mount findmnt
+    lists, as the text output's first line was), or None for a virtual source or no mount
+    (see :attr:`Mount.block_source`)."""
+    mounts = parse_findmnt_json(text)
+    return mounts[0].block_source if mounts else None
 
 
 def block_device_for(host: Host, path: str) -> str | None:
@@ -827,11 +814,11 @@ def block_device_for(host: Host, path: str) -> str | None:
     does not resolve (``/dev/root``) is looked up through the mount's MAJ:MIN in /sys/dev/block.
     """
     q = shlex.quote(path)
-    res = host.run(f"findmnt -no SOURCE,FSTYPE -T {q}", check=False, timeout=30)
+    res = host.run(f"findmnt -J -o SOURCE,FSTYPE,TARGET -T {q}", check=False, timeout=30)
     if not res.ok or not res.stdout.strip():
         raise ValueError(f"block_device_for: path {path!r} does not exist on {host.name} "
                          f"(findmnt: {res.stderr.strip() or 'no mount found'})")
-    source = parse_findmnt(res.stdout)
+    source = block_source_of(res.stdout)
     if source is None:
         return None
     script = (f"n=$(basename \"$(readlink -f {shlex.quote(source)})\"); "

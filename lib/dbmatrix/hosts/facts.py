@@ -20,19 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.sections import NOT_FOUND, Section, parse_sections, sections_script  # noqa: F401
+from dbmatrix.hosts.mounts import PSEUDO_FSTYPES, parse_findmnt_json, real_mounts  # noqa: F401 - PSEUDO_FSTYPES re-exported
 
 Facts = dict[str, Any]
-NOT_FOUND = 127  # shell exit code of a command that does not exist
 
 # Packages whose versions are facts (Debian and RHEL names; those not installed are left out).
 FACT_PACKAGES = ("mariadb-server", "mariadb-plugin-rocksdb", "mariadb-rocksdb-engine", "galera-4", "galera",
                  "sysbench", "fio", "ndctl", "ipmctl")
-# Kernel-internal file systems left out of `mounts` (tmpfs, devtmpfs and hugetlbfs stay: data can live there).
-PSEUDO_FSTYPES = frozenset({
-    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "debugfs", "tracefs", "securityfs",
-    "pstore", "bpf", "configfs", "fusectl", "binfmt_misc", "autofs", "nsfs", "efivarfs", "rpc_pipefs",
-    "selinuxfs",
-})
 
 
 # ---------------------------------------------------------------- package queries (shared with hostsetup)
@@ -231,19 +226,6 @@ def _bool(value: Any) -> bool | None:
     return str(value).strip() in ("1", "true")
 
 
-def parse_findmnt(text: str) -> list[dict[str, str]]:
-    """``findmnt -J -o TARGET,SOURCE,FSTYPE,OPTIONS`` (a tree) -> a flat list in mount order,
-    kernel-internal file systems (:data:`PSEUDO_FSTYPES`) left out."""
-
-    def walk(items: list[dict[str, Any]]) -> Iterator[dict[str, str]]:
-        for fs in items:
-            if fs.get("fstype") not in PSEUDO_FSTYPES:
-                yield {k: fs.get(k) for k in ("target", "source", "fstype", "options")}
-            yield from walk(fs.get("children") or [])
-
-    return list(walk(json.loads(text).get("filesystems", [])))
-
-
 def _json_values(text: str) -> Iterator[Any]:
     """Every JSON value in `text`: ndctl prints several top-level objects one after another."""
     dec, i = json.JSONDecoder(), 0
@@ -370,50 +352,22 @@ COMMANDS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Output:
-    """One command's stdout and exit code (127: the command does not exist)."""
-
-    text: str
-    rc: int
-
-    @property
-    def missing(self) -> bool:
-        return self.rc == NOT_FOUND
-
-
+Output = Section  # one command's stdout and exit code (127: the command does not exist)
 Sections = Mapping[str, Output]
+
+# PATH gains the sbin directories: a non-root SSH session often lacks them (mariadbd is in /usr/sbin).
+_PRELUDE = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"'
 
 
 def facts_script(names: tuple[str, ...] | None = None) -> str:
-    """One script printing ``@@name rc`` and then the stdout of each command (stderr dropped).
-
-    PATH gains the sbin directories: a non-root SSH session often lacks them (mariadbd is in
-    /usr/sbin)."""
-    lines = ['PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"']
-    for name in names or tuple(COMMANDS):
-        lines.append(f"out=$({{ {COMMANDS[name]}\n}} 2>/dev/null </dev/null); rc=$?; "
-                     f"printf '@@%s %s\\n%s\\n' {name} \"$rc\" \"$out\"")
-    lines.append("exit 0")
-    return "\n".join(lines)
+    """One script printing ``@@name rc`` and then the stdout of each command (stderr dropped);
+    see :func:`~dbmatrix.hosts.sections.sections_script`."""
+    return sections_script({name: COMMANDS[name] for name in names or tuple(COMMANDS)}, prelude=_PRELUDE)
 
 
 def parse_facts_output(text: str) -> dict[str, Output]:
-    """Split :func:`facts_script` output into {name: Output}."""
-    out: dict[str, Output] = {}
-    name: str | None = None
-    rc, lines = 0, []
-    for line in text.splitlines():
-        m = re.fullmatch(r"@@(\w+) (\d+)", line)
-        if m and m.group(1) in COMMANDS:
-            if name is not None:
-                out[name] = Output("\n".join(lines), rc)
-            name, rc, lines = m.group(1), int(m.group(2)), []
-        elif name is not None:
-            lines.append(line)
-    if name is not None:
-        out[name] = Output("\n".join(lines), rc)
-    return out
+    """Split :func:`facts_script` output into {name: Output} (only known command names are markers)."""
+    return parse_sections(text, names=COMMANDS)
 
 
 # ---------------------------------------------------------------- collectors (pure, on sections)
@@ -475,7 +429,9 @@ def block_device_facts(s: Sections) -> Facts:
 
 def mount_facts(s: Sections) -> Facts:
     out = s["findmnt"]
-    return {"mounts": parse_findmnt(out.text) if out.rc == 0 and out.text.strip() else None}
+    if out.rc != 0 or not out.text.strip():
+        return {"mounts": None}
+    return {"mounts": [m.as_fact() for m in real_mounts(parse_findmnt_json(out.text))]}
 
 
 def pmem_facts(s: Sections) -> Facts:
@@ -539,5 +495,5 @@ def collect_facts(host: Host, only: tuple[str, ...] | None = None) -> Facts:
         if name not in COLLECTORS:
             raise ValueError(f"collector {name!r} is not allowed; allowed: {', '.join(COLLECTORS)}")
     names = tuple(dict.fromkeys(sec for c in (only or tuple(COLLECTORS)) for sec in COLLECTORS[c].sections))
-    out = host.run(facts_script(names), check=False, timeout=120)
-    return facts_from_sections(parse_facts_output(out.stdout), host.name, only)
+    sections = host.run_sections({name: COMMANDS[name] for name in names}, prelude=_PRELUDE, timeout=120)
+    return facts_from_sections(sections, host.name, only)

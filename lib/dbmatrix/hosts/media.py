@@ -38,7 +38,6 @@ sudo (v2 additionally needs a delegated subtree; run as root there).
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import shlex
@@ -48,6 +47,9 @@ from typing import Any
 
 from dbmatrix.hosts.inventory import Medium, parse_medium
 from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.hosts.sections import parse_sections as split_sections
+from dbmatrix.hosts.sections import sections_script
+from dbmatrix.hosts.mounts import Mount, parse_findmnt_json, visible_mount
 from dbmatrix.spec.experiment import SpecError
 
 q = shlex.quote
@@ -519,26 +521,16 @@ def dax_problem(options: str) -> str | None:
 
 
 def parse_sections(text: str) -> dict[str, str]:
-    """Split facts-script output at ``@@name`` lines into {name: text}."""
-    out: dict[str, list[str]] = {}
-    cur: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            cur = out.setdefault(line[2:].strip(), [])
-        elif cur is not None:
-            cur.append(line)
-    return {k: "\n".join(v) for k, v in out.items()}
+    """Split facts-script output at ``@@name [rc]`` lines into {name: text} (see :mod:`dbmatrix.hosts.sections`)."""
+    return {name: sec.text for name, sec in split_sections(text).items()}
 
 
-def parse_findmnt(text: str) -> dict[str, Any] | None:
-    """The visible (last) mount of ``findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE``."""
-    if not text.strip():
-        return None
+def parse_findmnt(text: str) -> Mount | None:
+    """The visible (last) mount of ``findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE`` (None: none, or not JSON)."""
     try:
-        fss = json.loads(text).get("filesystems") or []
+        return visible_mount(parse_findmnt_json(text))
     except ValueError:
         return None
-    return fss[-1] if fss else None
 
 
 def parse_kv(text: str) -> dict[str, str]:
@@ -617,21 +609,25 @@ def choose_cgroup_layout(mounts: str, controllers: Mapping[str, str], want: str 
     return chosen
 
 
-def facts_script(medium: Medium, layout: CgroupLayout | None = None) -> str:
-    """One shell script printing, in ``@@`` sections, every fact :func:`evaluate` needs."""
+def facts_sections(medium: Medium, layout: CgroupLayout | None = None) -> tuple[str, dict[str, str]]:
+    """The prelude and the sections (name -> command) gathering every fact :func:`evaluate` needs.
+
+    The prelude sets ``$src`` (the mount's source) for the sections that read it. The ``block``
+    section prints nothing when the source is not a block device (:func:`evaluate` reads no block
+    facts then)."""
     m = checked(medium)
     fs = _fs_medium(m)
     o = fs.options
     p = q(m.path)
     where = f"-T {p}" if fs.kind == "dir" else f"--mountpoint {p}"
-    lines = [f"echo @@mount; findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE {where}"]
+    prelude = f"src=$(findmnt -rno SOURCE {where} | tail -n 1)"
+    sec = {"mount": f"findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE {where}"}
     if fs.kind == "dir":
-        lines.append(f"echo @@dir; [ -d {p} ] && echo isdir; [ -w {p} ] && echo writable")
-    lines += [
-        f"src=$(findmnt -rno SOURCE {where} | tail -n 1)",
+        sec["dir"] = f"[ -d {p} ] && echo isdir; [ -w {p} ] && echo writable"
+    sec["block"] = "\n".join([
         'if [ -b "$src" ]; then',
         ' dev=$(basename "$(readlink -f "$src")"); sys=$(readlink -f "/sys/class/block/$dev")',
-        ' echo @@block; echo "device=$dev"; echo "sectors=$(cat "$sys/size")"',
+        ' echo "device=$dev"; echo "sectors=$(cat "$sys/size")"',
         ' if [ -e "$sys/partition" ]; then disk=$(basename "$(dirname "$sys")"); echo "start=$(cat "$sys/start")";'
         ' else disk=$dev; fi',
         ' echo "disk=$disk"; echo "disk_sectors=$(cat /sys/class/block/$disk/size)"',
@@ -640,33 +636,37 @@ def facts_script(medium: Medium, layout: CgroupLayout | None = None) -> str:
         ' echo "loop_dio=$(cat /sys/block/$disk/loop/dio 2>/dev/null)"',
         ' for f in level chunk_size raid_disks; do echo "md_$f=$(cat /sys/block/$disk/md/$f 2>/dev/null)"; done',
         "fi",
-    ]
+    ])
     if fs.kind not in ("dir", "tmpfs") and not (fs.kind == "pmem" and o["mode"] == "devdax"):
-        lines.append(f'echo @@expected; echo "target=$(basename "$(readlink -f {target_expr(fs)})")"')
+        sec["expected"] = f'echo "target=$(basename "$(readlink -f {target_expr(fs)})")"'
         if o["fstype"] == "xfs":
-            lines.append(f"echo @@xfs_info; [ -n \"$src\" ] && xfs_info {p} 2>&1")
+            sec["xfs_info"] = f"[ -n \"$src\" ] && xfs_info {p} 2>&1"
         else:
-            lines.append('echo @@tune2fs; [ -b "$src" ] && tune2fs -l "$src" 2>&1')
+            sec["tune2fs"] = '[ -b "$src" ] && tune2fs -l "$src" 2>&1'
     if fs.kind in ("loop", "ram-block"):
         f = q(loop_file(fs))
-        lines.append(f"echo @@backing; [ -f {f} ] && echo \"real=$(readlink -f {f})\" && echo \"bytes=$(stat -c %s {f})\"")
+        sec["backing"] = f"[ -f {f} ] && echo \"real=$(readlink -f {f})\" && echo \"bytes=$(stat -c %s {f})\""
     if fs.kind == "ram-block":
-        lines.append(f"echo @@backing_mount; findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE "
-                     f"--mountpoint {q(o['backing_dir'])}")
+        sec["backing_mount"] = f"findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE --mountpoint {q(o['backing_dir'])}"
     if fs.kind == "pmem":
-        lines.append(f"echo @@ndctl; ndctl list -n {q(o['namespace'])} 2>&1")
+        sec["ndctl"] = f"ndctl list -n {q(o['namespace'])} 2>&1"
         if o["mode"] == "devdax":
-            lines.append(f"echo @@chardev; [ -c {q(pmem_device(o['namespace'], 'devdax'))} ] && echo yes")
+            sec["chardev"] = f"[ -c {q(pmem_device(o['namespace'], 'devdax'))} ] && echo yes"
     if m.kind == "throttled":
         cg = cgroup_layout_for(m, layout).group(m.name)
-        lines.append(f"echo @@cgroup; [ -d {q(cg)} ] && echo exists")
+        sec["cgroup"] = f"[ -d {q(cg)} ] && echo exists"
         if cgroup_layout_for(m, layout).version == 1:
             for key, fname in V1_LIMIT_FILES.items():
-                lines.append(f"echo @@limit:{key}; cat {q(cg + '/' + fname)} 2>/dev/null")
+                sec[f"limit:{key}"] = f"cat {q(cg + '/' + fname)} 2>/dev/null"
         else:
-            lines.append(f"echo @@io.max; cat {q(cg + '/io.max')} 2>/dev/null")
-    lines.append("exit 0")
-    return "\n".join(lines)
+            sec["io.max"] = f"cat {q(cg + '/io.max')} 2>/dev/null"
+    return prelude, sec
+
+
+def facts_script(medium: Medium, layout: CgroupLayout | None = None) -> str:
+    """One shell script printing, in ``@@name rc`` sections, every fact :func:`evaluate` needs."""
+    prelude, sec = facts_sections(medium, layout)
+    return sections_script(sec, prelude=prelude)
 
 
 class _Checks:
@@ -714,38 +714,38 @@ def evaluate(medium: Medium, sections: Mapping[str, str], layout: CgroupLayout |
     return replace(state, checks=tuple(c.ok))
 
 
-def _with_mount(state: MediumState, mnt: Mapping[str, Any], block: Mapping[str, str]) -> MediumState:
-    size = mnt.get("size")
-    return replace(state, source=mnt.get("source"), fstype=mnt.get("fstype"),
-                   mount_options=tuple((mnt.get("options") or "").split(",")),
+def _with_mount(state: MediumState, mnt: Mount, block: Mapping[str, str]) -> MediumState:
+    size = mnt.size
+    return replace(state, source=mnt.source, fstype=mnt.fstype,
+                   mount_options=tuple((mnt.options or "").split(",")),
                    size_bytes=int(size) if size is not None else None,
                    device=block.get("device") or None, disk=block.get("disk") or None)
 
 
-def _check_tmpfs(m: Medium, mnt: Mapping[str, Any], c: _Checks) -> None:
-    c.expect(mnt.get("fstype") == "tmpfs", "file system tmpfs", f"file system is {mnt.get('fstype')}, not tmpfs")
-    size = int(mnt.get("size") or 0)
+def _check_tmpfs(m: Medium, mnt: Mount, c: _Checks) -> None:
+    c.expect(mnt.fstype == "tmpfs", "file system tmpfs", f"file system is {mnt.fstype}, not tmpfs")
+    size = int(mnt.size or 0)
     want = m.options["size"]
     c.expect(size == want, f"size {want} bytes", f"size is {size} bytes, the recipe says {want}")
     _check_mount_options(m, mnt, c)
 
 
-def _check_mount_options(m: Medium, mnt: Mapping[str, Any], c: _Checks) -> None:
-    shown = (mnt.get("options") or "").split(",")
+def _check_mount_options(m: Medium, mnt: Mount, c: _Checks) -> None:
+    shown = (mnt.options or "").split(",")
     for opt in m.options["mount_options"]:
         if opt in VERIFIABLE_MOUNT_OPTIONS:
             c.expect(opt in shown, f"mount option {opt}", f"mount option {opt} is missing ({','.join(shown)})")
 
 
-def _check_block_fs(m: Medium, mnt: Mapping[str, Any], block: Mapping[str, str], sections: Mapping[str, str],
+def _check_block_fs(m: Medium, mnt: Mount, block: Mapping[str, str], sections: Mapping[str, str],
                     c: _Checks, state: MediumState) -> MediumState:
     o = m.options
-    c.expect(mnt.get("fstype") == o["fstype"], f"file system {o['fstype']}",
-             f"file system is {mnt.get('fstype')}, the recipe says {o['fstype']}")
+    c.expect(mnt.fstype == o["fstype"], f"file system {o['fstype']}",
+             f"file system is {mnt.fstype}, the recipe says {o['fstype']}")
     expected = parse_kv(sections.get("expected", "")).get("target", "")
     if not c.expect(bool(block) and block.get("device") == expected,
                     f"mounted from {block.get('device')}",
-                    f"mounted from {mnt.get('source')}, expected the device {expected or '(not present)'}"):
+                    f"mounted from {mnt.source}, expected the device {expected or '(not present)'}"):
         return state
     _check_mount_options(m, mnt, c)
     _check_geometry(m, sections, c)
@@ -760,7 +760,7 @@ def _check_block_fs(m: Medium, mnt: Mapping[str, Any], block: Mapping[str, str],
         c.expect(mode == o["mode"], f"namespace {o['namespace']} in {o['mode']} mode",
                  f"namespace {o['namespace']} is in mode {mode}, the recipe says {o['mode']}")
     requested = [x for x in o["mount_options"] if x in ("dax", "dax=always")]
-    options = mnt.get("options") or ""
+    options = mnt.options or ""
     if requested:
         problem = dax_problem(options)
         c.expect(problem is None, f"DAX active (dax={dax_mode(options)})", problem or "")
@@ -809,7 +809,7 @@ def _check_loop(m: Medium, block: Mapping[str, str], sections: Mapping[str, str]
         c.expect(block.get("loop_dio") == "1", "loop direct I/O on", "loop direct I/O is off")
     if m.kind == "ram-block":
         bm = parse_findmnt(sections.get("backing_mount", ""))
-        c.expect(bm is not None and bm.get("fstype") == "tmpfs", f"backing file on tmpfs {o['backing_dir']}",
+        c.expect(bm is not None and bm.fstype == "tmpfs", f"backing file on tmpfs {o['backing_dir']}",
                  f"{o['backing_dir']} is not a tmpfs mount")
 
 
@@ -992,13 +992,20 @@ class _Ctx:
 
 def detect_cgroup_layout(host: Host, want: str = "auto") -> CgroupLayout:
     """The host's throttling hierarchy (see :func:`choose_cgroup_layout`)."""
-    script = ("echo @@mounts; cat /proc/self/mounts; "
-              "for d in $(awk '$3 == \"cgroup2\" {print $2}' /proc/self/mounts); do "
-              'echo "@@controllers $d"; cat "$d/cgroup.controllers"; done')
-    sec = parse_sections(host.run(script).stdout)
-    controllers = {k.split(" ", 1)[1]: v for k, v in sec.items() if k.startswith("controllers ")}
+    sec = host.run_sections({
+        "mounts": "cat /proc/self/mounts",
+        # one line per cgroup2 mount: its path, then its controllers
+        "controllers": "for d in $(awk '$3 == \"cgroup2\" {print $2}' /proc/self/mounts); do "
+                       'echo "$d $(cat "$d/cgroup.controllers")"; done',
+    }, check=True)
+    mounts = sec["mounts"].text if "mounts" in sec else ""
+    controllers = {}
+    for line in (sec["controllers"].text if "controllers" in sec else "").splitlines():
+        path, _, names = line.partition(" ")
+        if path:
+            controllers[path] = names
     try:
-        return choose_cgroup_layout(sec.get("mounts", ""), controllers, want)
+        return choose_cgroup_layout(mounts, controllers, want)
     except MediaError as exc:
         raise MediaError(f"throttled: {exc} on host {host.name}") from None
 
@@ -1009,8 +1016,9 @@ def _layout(host: Host, m: Medium) -> CgroupLayout | None:
 
 def _verify(ctx: _Ctx, m: Medium, layout: CgroupLayout | None) -> MediumState:
     privileged = _fs_medium(m).kind != "dir"
-    r = ctx.run(facts_script(m, layout), privileged=privileged, timeout=120)
-    return evaluate(m, parse_sections(r.stdout), layout, ctx.host.name)
+    prelude, sec = facts_sections(m, layout)
+    got = ctx.host.run_sections(sec, prelude=prelude, privileged=privileged, root=ctx.root, timeout=120)
+    return evaluate(m, {name: s.text for name, s in got.items()}, layout, ctx.host.name)
 
 
 def verify(host: Host, medium: Medium) -> MediumState:

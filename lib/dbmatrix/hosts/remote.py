@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dbmatrix.hosts.sections import Section, parse_sections, sections_script
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -160,6 +162,19 @@ class Host(ABC):
         """`command` as root: as is when we are root, else through non-interactive sudo. `root`: whether
         we are, when the caller already knows (saves the ``id -u`` round trip)."""
         return as_root(command, self.is_root() if root is None else root)
+
+    def run_sections(self, sections: dict[str, str], *, prelude: str = "", privileged: bool = False,
+                     root: bool | None = None, check: bool = False, timeout: float | None = None,
+                     env: dict[str, str] | None = None) -> dict[str, Section]:
+        """Run every command of `sections` in one round trip; {name: Section(text, rc)}.
+
+        See :func:`~dbmatrix.hosts.sections.sections_script` (`prelude` runs first, in the
+        script's shell). `privileged` runs the script as root (:meth:`privileged`, `root` as there)."""
+        script = sections_script(sections, prelude=prelude)
+        if privileged:
+            script = self.privileged(script, root=root)
+        res = self.run(script, check=check, timeout=timeout, env=env)
+        return parse_sections(res.stdout, names=sections)
 
     def __enter__(self) -> Host:
         return self
