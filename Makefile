@@ -17,14 +17,14 @@ OS_STAMP := $(VENV)/.os-packages
 GEN := paper/generated
 DATA_ARG := $(if $(DATA),--data $(DATA))
 
-.PHONY: help setup reproduce run figures paper test test-unit test-browser lab clean distclean FORCE
+.PHONY: help setup reproduce run figures paper test test-unit test-browser lint lab clean distclean FORCE
 
 help:
 	@echo "make setup      OS packages (apt/dnf via dbmatrix setup) + .venv with the Python dependencies"
 	@echo "make reproduce  setup, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (new runs in data/runs/), then the paper"
 	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark)"
 	@echo "make paper      paper/main.pdf (builds the figures first if they are stale)"
-	@echo "make test       setup, then unit, integration, browser and notebook tests (smoke profile)"
+	@echo "make test       setup, lint (ruff, mypy), then unit, integration, browser and notebook tests (smoke profile)"
 	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel"
 	@echo "DATA=dir        read data from dir/<experiment> (default: data/runs, else data/reference)"
 
@@ -92,8 +92,13 @@ FORCE:
 
 # Notebooks run in the environment pytest runs in (--nbval-current-env), as papermill runs them in the CLI's.
 # tests/browser drives JupyterLab in headless Chromium (select it alone with `-m browser`).
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+
+# ruff (the rule set chosen in pyproject.toml) and mypy over the package; make test runs both first.
+lint: $(PY_STAMP)
+	$(BIN)/ruff check lib tests benchmarks conftest.py
+	$(BIN)/mypy
 
 test-browser: setup
 	$(BIN)/python -m pytest tests/browser -m browser -p no:cacheprovider

@@ -363,7 +363,7 @@ class Explorer:
                 levels = sorted(runs[f].dropna().unique().tolist(), key=lambda v: (isinstance(v, str), v))
                 want = (filters or {}).get(f)
                 sel = None if want is None else (want if isinstance(want, (list, tuple, set)) else [want])
-                lf = LevelFilter(f, levels, sel)
+                lf = LevelFilter(f, levels, None if sel is None else list(sel))
                 lf.observe(self._on_change)
                 self.filters[f] = lf
             self.filter_box.children = [lf.widget for lf in self.filters.values()] or [
@@ -426,7 +426,7 @@ class Explorer:
         plots.apply_style()
         fig = plots.NotebookFigure(figsize=self.FIGSIZE, dpi=self.DPI, layout="constrained")
         ax = fig.subplots()
-        fig, info = plots.metric_by_factor(self.selected, x=x, metric=metric, hue=hue, ax=ax)
+        _, info = plots.metric_by_factor(self.selected, x=x, metric=metric, hue=hue, ax=ax)
         ax.set_xlabel(factor_label(x))
         ax.set_ylabel(metric_label(metric))
         ax.set_ylim(bottom=0)
@@ -577,9 +577,9 @@ def live_throughput(keep: int = 4) -> LiveThroughput | None:
     """A :class:`LiveThroughput`, displayed, when running in a Jupyter kernel with ipywidgets; else None
     (a plain Python session, or ipywidgets not installed): pass ``live.on_interval`` to ``run_all``."""
     try:
+        import ipywidgets  # noqa: F401
         from IPython import get_ipython
         from IPython.display import display
-        import ipywidgets  # noqa: F401
     except ImportError:
         return None
     ip = get_ipython()

@@ -42,7 +42,7 @@ def notebook_metadata(python_version: str = PYTHON_VERSION) -> dict[str, Any]:
 
 def running_python_matches() -> bool:
     """Whether this interpreter reports the version the notebooks store (else Lab updates language_info)."""
-    return "%d.%d.%d" % sys.version_info[:3] == PYTHON_VERSION
+    return "{}.{}.{}".format(*sys.version_info[:3]) == PYTHON_VERSION
 
 
 def strip_outputs(nb: dict[str, Any]) -> dict[str, Any]:

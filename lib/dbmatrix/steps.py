@@ -14,17 +14,17 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import paths
-from dbmatrix.analyse.tables import Analysis, analyse
-from dbmatrix.publish.registry import Published
 from dbmatrix.analyse.figure_data import StudyTables, load_study_tables
-from dbmatrix.publish.build import publish_all
+from dbmatrix.analyse.replication import analyse_replication
+from dbmatrix.analyse.tables import Analysis, analyse
 from dbmatrix.hosts.setup import setup_packages
+from dbmatrix.publish.build import publish_all
+from dbmatrix.publish.paper_inputs import macro_prefixes
+from dbmatrix.publish.registry import Published
 from dbmatrix.run.context import host_facts
 from dbmatrix.run.matrix import run_study, study_status, summarize_plan
-from dbmatrix.analyse.replication import analyse_replication
 from dbmatrix.store import write_json_atomic, write_text_atomic
 from dbmatrix.study import ANALYSIS_STAMP as STAMP
-from dbmatrix.publish.paper_inputs import macro_prefixes
 from dbmatrix.study import Study, studies_with_data
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+
 from dbmatrix import explore, steps
 
 pytest.importorskip("ipywidgets")
@@ -157,7 +158,7 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
     calls: list[dict[str, Any]] = []
 
     class S:
-        class experiment:  # noqa: N801
+        class experiment:
             name = "e"
 
     def with_hook(study: Any, *, progress: bool = True, on_interval: Any = None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from dbmatrix import lab
 
 ROOT = Path(__file__).resolve().parents[2]

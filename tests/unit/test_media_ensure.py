@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_media import LOOP_FACTS, LOOP_RAW
+
 from dbmatrix.hosts.inventory import Medium, parse_medium
 from dbmatrix.hosts.media import MediaError, ensure, teardown, verify
 from dbmatrix.hosts.scripted import ScriptedHost
-from test_media import LOOP_FACTS, LOOP_RAW
 
 GOOD_FACTS = LOOP_FACTS.replace("dax=never,", "")
 FACTS = r"findmnt -J -b -o TARGET"  # the facts script of verify

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from dbmatrix.hosts.mounts import Mount, mount_of, parse_findmnt_json, real_mounts, visible_mount
 
 # `findmnt -J -o TARGET,SOURCE,FSTYPE,OPTIONS` on this machine (util-linux 2.38.1), cut to a few mounts.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from dbmatrix.hosts.remote import CommandError, CommandResult, Host, RunInterrupted
 from dbmatrix.hosts.scripted import ScriptedHost
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from dbmatrix.hosts.media import CgroupLayout, detect_cgroup_layout
 from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.hosts.sections import Section, parse_sections, sections_script

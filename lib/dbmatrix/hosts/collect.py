@@ -42,30 +42,30 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.hosts.remote import Host
 from dbmatrix.hosts.mounts import VIRTUAL_FSTYPES, parse_findmnt_json
+from dbmatrix.hosts.remote import Host
 
 __all__ = [
     "COLLECTORS",
     "COLLECTOR_ENV",
     "DELTA_KEYS",
+    "SECTOR_BYTES",
+    "VIRTUAL_FSTYPES",
     "CollectorSet",
+    "block_device_for",
+    "block_source_of",
     "collector_commands",
     "column_name",
-    "parse_mpstat",
-    "parse_iostat",
-    "parse_vmstat",
-    "parse_pidstat",
-    "parse_collector",
-    "empty_frame",
-    "counters_command",
-    "parse_counters",
-    "snapshot_counters",
     "counter_deltas",
-    "block_source_of",
-    "block_device_for",
-    "VIRTUAL_FSTYPES",
-    "SECTOR_BYTES",
+    "counters_command",
+    "empty_frame",
+    "parse_collector",
+    "parse_counters",
+    "parse_iostat",
+    "parse_mpstat",
+    "parse_pidstat",
+    "parse_vmstat",
+    "snapshot_counters",
     "summarize_collectors",
 ]
 
@@ -541,7 +541,8 @@ def parse_iostat(text: str) -> pd.DataFrame:
     return _frame(rows, order or _columns(_DEFAULT_HEADERS["iostat"], "iostat"), "iostat")
 
 
-_VMSTAT_FIELDS = frozenset("r b swpd free buff cache inact active si so bi bo in cs us sy id wa st gu".split())
+_VMSTAT_FIELDS = frozenset(["r", "b", "swpd", "free", "buff", "cache", "inact", "active", "si", "so", "bi", "bo",
+                            "in", "cs", "us", "sy", "id", "wa", "st", "gu"])
 
 
 def parse_vmstat(text: str) -> pd.DataFrame:
@@ -751,7 +752,9 @@ def _cpu_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str
 
 
 def _proc_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, float | None]:
-    b, a, tck = before.get("proc"), after.get("proc"), before.get("clk_tck")
+    b: Any = before.get("proc")
+    a: Any = after.get("proc")
+    tck = before.get("clk_tck")
     same = (b is not None and a is not None and before.get("pid") == after.get("pid")
             and b.get("starttime") == a.get("starttime"))  # same pid but a new process is not a delta
     if not same:
@@ -791,7 +794,7 @@ def counter_deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
     out.update(_proc_deltas(before, after))
     out.update(_disk_deltas(before, after))
     # Seconds come from centisecond counters: round away binary noise (1.2199999999998 -> 1.22).
-    return {key: None if out[key] is None else round(out[key], 6) for key in DELTA_KEYS}
+    return {key: None if (v := out[key]) is None else round(v, 6) for key in DELTA_KEYS}
 
 
 # --------------------------------------------------------------------------- block device of a path

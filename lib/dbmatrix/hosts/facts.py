@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dbmatrix.hosts.mounts import PSEUDO_FSTYPES, parse_findmnt_json, real_mounts  # noqa: F401 - PSEUDO_FSTYPES re-exported
 from dbmatrix.hosts.remote import Host
 from dbmatrix.hosts.sections import NOT_FOUND, Section, parse_sections, sections_script  # noqa: F401
-from dbmatrix.hosts.mounts import PSEUDO_FSTYPES, parse_findmnt_json, real_mounts  # noqa: F401 - PSEUDO_FSTYPES re-exported
 
 Facts = dict[str, Any]
 

@@ -46,10 +46,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbmatrix.hosts.inventory import Medium, parse_medium
+from dbmatrix.hosts.mounts import Mount, parse_findmnt_json, visible_mount
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.hosts.sections import parse_sections as split_sections
 from dbmatrix.hosts.sections import sections_script
-from dbmatrix.hosts.mounts import Mount, parse_findmnt_json, visible_mount
 from dbmatrix.spec.experiment import SpecError
 
 q = shlex.quote
@@ -872,11 +872,11 @@ def _check_throttle(m: Medium, block: Mapping[str, str], sections: Mapping[str, 
                 c.expect(got == o[key], f"{key}={o[key]} on {devnum}",
                          f"{key} on {devnum} is {got}, the recipe says {o[key]}")
     else:
-        got = parse_io_max(sections.get("io.max", "")).get(devnum, {})
+        limits = parse_io_max(sections.get("io.max", "")).get(devnum, {})
         for key, short in V2_LIMIT_KEYS.items():
             if o[key] is not None:
-                c.expect(got.get(short) == o[key], f"{short}={o[key]} on {devnum}",
-                         f"io.max {short} on {devnum} is {got.get(short)}, the recipe says {o[key]}")
+                c.expect(limits.get(short) == o[key], f"{short}={o[key]} on {devnum}",
+                         f"io.max {short} on {devnum} is {limits.get(short)}, the recipe says {o[key]}")
     return info
 
 
@@ -1037,7 +1037,7 @@ def _prereqs(ctx: _Ctx, m: Medium) -> None:
 
 
 def _run_steps(ctx: _Ctx, m: Medium, steps: Sequence[Step]) -> list[str]:
-    ran = []
+    ran: list[str] = []
     for s in steps:
         if s.done and ctx.run(s.done, privileged=s.privileged, timeout=120).ok:
             continue

@@ -17,10 +17,10 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import Any
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dbmatrix.hosts.sections import Section, parse_sections, sections_script
 
@@ -101,7 +101,7 @@ class Host(ABC):
     def get(self, remote: str, local: str | os.PathLike[str]) -> None:
         """Copy a file from the host to a local path."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release connections."""
 
     def interrupt(self) -> int:
@@ -132,7 +132,7 @@ class Host(ABC):
             with _INFLIGHT_LOCK:
                 self._inflight.discard(marker)
 
-    def _kill_marker(self, marker: str) -> None:  # noqa: B027 - backends override
+    def _kill_marker(self, marker: str) -> None:
         """Kill the processes whose environment holds `marker`."""
 
     # Conveniences built only on run/put/get, so every backend shares them.

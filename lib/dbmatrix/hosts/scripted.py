@@ -142,7 +142,7 @@ class ScriptedHost(Host):
         else:
             result = CommandResult(command, str(_value(rule.stdout, command)),
                                    str(_value(rule.stderr, command)),
-                                   int(_value(rule.exit_code, command)),  # type: ignore[call-overload]
+                                   int(_value(rule.exit_code, command)),
                                    rule.duration_s)
         if on_output is not None:  # the real hosts hand over stdout line by line as it arrives
             for line in result.stdout.splitlines():

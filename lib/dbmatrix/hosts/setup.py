@@ -89,6 +89,7 @@ def install_commands(family: str, missing: tuple[str, ...], *, root: bool = True
     if not missing:
         return ()
     pkgs = shlex.join(missing)
+    plan: tuple[str, ...]
     if family == "debian":
         plan = ("apt-get update -qq",
                 f"DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {pkgs}")

@@ -4,17 +4,18 @@ Sizes come from the paper's column width; fonts are embedded as Type 42; the PDF
 commit and a hash of the data it was drawn from, and no creation date, so the same data gives the
 same bytes. Figures are drawn with matplotlib's object API (:func:`subplots` makes a
 :class:`~matplotlib.figure.Figure` no backend manages): importing or drawing never switches the backend,
-so a Jupyter kernel keeps its inline backend and the CLI needs no display. Every figure function takes tidy DataFrames (built by :mod:`dbmatrix.analyse.tables`) and returns
-``(figure, info)``; when the data a figure needs is absent it raises :class:`FigureDataError`, and the
-figures step skips that figure (and the paper leaves it out). ``apply_style``, ``save_figure`` and
-``COLUMN_WIDTH_IN`` are used by other figure modules (e.g. ``plots_replication``): keep them stable.
+so a Jupyter kernel keeps its inline backend and the CLI needs no display. Every figure function takes
+tidy DataFrames (built by :mod:`dbmatrix.analyse.tables`) and returns ``(figure, info)``; when the data a
+figure needs is absent it raises :class:`FigureDataError`, and the figures step skips that figure (and the
+paper leaves it out). ``apply_style``, ``save_figure`` and ``COLUMN_WIDTH_IN`` are used by other figure
+modules (``figures_replication``): keep them stable.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib
 import matplotlib.ticker
@@ -54,7 +55,7 @@ class NotebookFigure(Figure):
         return buf.getvalue()
 
 
-def subplots(*args: Any, figsize: tuple[float, float], layout: str | None = "constrained",
+def subplots(*args: Any, figsize: tuple[float, float], layout: Literal["constrained", "tight"] | None = "constrained",
              **kwargs: Any) -> tuple[Figure, Any]:
     """``pyplot.subplots`` without pyplot: a figure that no backend manages, so drawing never switches the
     backend of a Jupyter kernel and works headless (``savefig`` picks the writer from the file type), and
@@ -150,7 +151,7 @@ def _effect_rows(effects: pd.DataFrame) -> pd.DataFrame:
     """Between-level ratios for two-level terms from sum-to-zero level effects: a main effect's
     level2/level1 ratio is exp(2 b), an interaction's ratio of ratios exp(4 g), CIs scaled alike."""
     rows = []
-    for term, t in effects.groupby("term", sort=False):
+    for _term, t in effects.groupby("term", sort=False):
         if t["kind"].iloc[0] == "main":
             if len(t) != 2:
                 continue
@@ -552,7 +553,10 @@ def metric_by_factor(runs: pd.DataFrame, x: str, metric: str = "tps", hue: str |
     if ax is None:
         fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
     else:
-        fig = ax.figure
+        root = ax.get_figure(root=True)
+        if root is None:
+            raise ValueError("metric_by_factor: the axes belong to no figure")
+        fig = root
     levels = sorted(data[x].dropna().unique().tolist(), key=lambda v: (isinstance(v, str), v))
     hues = sorted(data[hue].dropna().unique().tolist(), key=str) if hue else [None]
     palette = sns.color_palette("colorblind")
