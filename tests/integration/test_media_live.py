@@ -22,7 +22,8 @@ import pytest
 from dbmatrix.hosts import media
 from dbmatrix.hosts.inventory import Medium, parse_medium
 from dbmatrix.hosts.media import MediaError, ensure, launch_prefix, plan, teardown, verify
-from dbmatrix.hosts.remote import CommandResult, LocalHost
+from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.hosts.scripted import ScriptedHost
 
 pytestmark = [
     pytest.mark.integration,
@@ -32,21 +33,10 @@ pytestmark = [
 IOPS_CAP = 300
 
 
-class RecordingHost(LocalHost):
-    """This machine, remembering every command run on it (to show what ensure did not run)."""
-
-    def __init__(self) -> None:
-        super().__init__("localhost")
-        self.commands: list[str] = []
-
-    def run(self, command: str, **kw: Any) -> CommandResult:  # type: ignore[override]
-        self.commands.append(command)
-        return super().run(command, **kw)
-
-
 @pytest.fixture
-def host() -> RecordingHost:
-    return RecordingHost()
+def host() -> ScriptedHost:
+    """This machine, remembering every command run on it (to show what ensure did not run)."""
+    return ScriptedHost("localhost", passthrough=LocalHost())
 
 
 def _mounts_under(prefix: str) -> list[str]:
@@ -69,7 +59,7 @@ def _sweep(host: LocalHost, workdir: str, names: list[str]) -> None:
 
 
 @pytest.fixture
-def build(host: RecordingHost) -> Iterator[Callable[[str, dict[str, Any]], Medium]]:
+def build(host: ScriptedHost) -> Iterator[Callable[[str, dict[str, Any]], Medium]]:
     """Make media under a fresh workdir with unique names; tear them all down afterwards."""
     workdir = str(Path(os.environ["DBMATRIX_WORKDIR"]) / f"media-{uuid.uuid4().hex[:8]}")
     made: list[Medium] = []
@@ -102,7 +92,7 @@ def _findmnt(path: str) -> dict[str, Any] | None:
     return json.loads(r.stdout)["filesystems"][0] if r.ok else None
 
 
-def test_dir_is_created_once(host: RecordingHost, build) -> None:
+def test_dir_is_created_once(host: ScriptedHost, build) -> None:
     m = build("dir", {"kind": "dir"})
     st = ensure(host, m)
     assert os.path.isdir(m.path) and st.commands == (f"mkdir -p {m.path}",)
@@ -112,7 +102,7 @@ def test_dir_is_created_once(host: RecordingHost, build) -> None:
     assert os.path.isdir(m.path)  # a directory medium is never deleted
 
 
-def test_tmpfs_apply_verify_idempotent_teardown(host: RecordingHost, build) -> None:
+def test_tmpfs_apply_verify_idempotent_teardown(host: ScriptedHost, build) -> None:
     m = build("tmpfs", {"kind": "tmpfs", "size": "64M", "emulates": "pmem-fsdax"})
     st = ensure(host, m)
     assert st.commands == tuple(plan(m))
@@ -132,7 +122,7 @@ def test_tmpfs_apply_verify_idempotent_teardown(host: RecordingHost, build) -> N
         verify(host, m)
 
 
-def test_loop_xfs_with_stripe_geometry_and_60_percent_partition(host: RecordingHost, build) -> None:
+def test_loop_xfs_with_stripe_geometry_and_60_percent_partition(host: ScriptedHost, build) -> None:
     m = build("loop", {"kind": "loop", "size": "1G", "partition_pct": 60, "sunit": 512, "swidth": 1024,
                        "mount_options": ["noatime", "nodiratime"]})
     st = ensure(host, m)
@@ -160,7 +150,7 @@ def test_loop_xfs_with_stripe_geometry_and_60_percent_partition(host: RecordingH
     assert f"{backing}" not in host.run("losetup -nO BACK-FILE").stdout
 
 
-def test_ram_block_is_ram_behind_a_loop_device(host: RecordingHost, build) -> None:
+def test_ram_block_is_ram_behind_a_loop_device(host: ScriptedHost, build) -> None:
     m = build("ramblk", {"kind": "ram-block", "size": "640M", "emulates": "pmem-sector"})
     st = ensure(host, m)
     bdir = m.options["backing_dir"]
@@ -186,7 +176,7 @@ def _fio_iops(host: LocalHost, prefix: list[str], file: str, seconds: int) -> fl
     return float(json.loads(out[out.index("{"):])["jobs"][0]["read"]["iops"])
 
 
-def test_throttled_iops_cap_holds(host: RecordingHost, build) -> None:
+def test_throttled_iops_cap_holds(host: ScriptedHost, build) -> None:
     m = build("thr", {"kind": "throttled", "read_iops": IOPS_CAP, "emulates": "cloud-block",
                       "base": {"kind": "ram-block", "size": "128M", "fstype": "ext4"}})
     st = ensure(host, m)
@@ -210,7 +200,7 @@ def test_throttled_iops_cap_holds(host: RecordingHost, build) -> None:
     assert not os.path.exists(cg) and _findmnt(m.path) is None
 
 
-def test_dax_check_catches_a_silent_dax_never(host: RecordingHost, build) -> None:
+def test_dax_check_catches_a_silent_dax_never(host: ScriptedHost, build) -> None:
     m = build("dax", {"kind": "loop", "size": "1G", "mount_options": ["noatime", "dax"]})
     with pytest.raises(MediaError) as ei:
         ensure(host, m)
@@ -219,7 +209,7 @@ def test_dax_check_catches_a_silent_dax_never(host: RecordingHost, build) -> Non
     assert fm and "dax=never" in fm["options"].split(",")
 
 
-def test_pmem_fails_early_without_pmem(host: RecordingHost, build) -> None:
+def test_pmem_fails_early_without_pmem(host: ScriptedHost, build) -> None:
     if host.run("ndctl list -RN", check=False).stdout.strip():
         pytest.skip("this host has PMEM regions")
     for raw in ({"kind": "pmem", "mode": "fsdax"}, {"kind": "pmem", "mode": "sector"},
@@ -231,7 +221,7 @@ def test_pmem_fails_early_without_pmem(host: RecordingHost, build) -> None:
     assert not any("create-namespace" in c for c in host.commands)
 
 
-def test_mdraid_fails_early_without_md(host: RecordingHost, build) -> None:
+def test_mdraid_fails_early_without_md(host: ScriptedHost, build) -> None:
     if os.path.exists("/proc/mdstat"):
         pytest.skip("this kernel has MD RAID")
     m = build("md", {"kind": "mdraid", "devices": ["/dev/nvme6n1", "/dev/nvme7n1"], "chunk": "256K"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dbmatrix.hosts.remote import CommandError, CommandResult, Host, RunInterrupted
@@ -144,3 +146,17 @@ def test_one_raising_rule_makes_the_whole_host_unreachable(tmp_path) -> None:
         with pytest.raises(EOFError, match="connection closed"):
             op()
     assert host.files == {}
+
+
+def test_passthrough_runs_unmatched_commands_on_the_real_host_and_records_them(tmp_path: Path) -> None:
+    from dbmatrix.hosts.remote import LocalHost
+
+    host = ScriptedHost("localhost", passthrough=LocalHost())
+    host.on(r"^mount ", exit_code=32, stderr="scripted refusal")
+    assert host.run("echo real").stdout == "real\n"
+    assert host.run("mount /nowhere", check=False).stderr == "scripted refusal"  # a rule still wins
+    (tmp_path / "f").write_text("x")
+    assert host.exists(str(tmp_path / "f")) and not host.exists(str(tmp_path / "missing"))
+    host.put(str(tmp_path / "f"), str(tmp_path / "g"))
+    assert (tmp_path / "g").read_text() == "x" and host.read_text(str(tmp_path / "g")) == "x"
+    assert host.commands[:2] == ["echo real", "mount /nowhere"]

@@ -18,7 +18,9 @@ Rules
     e.g. :attr:`files`, or to change that state).
 Unmatched commands
     answer ``default`` (an ok, empty result unless given), or raise
-    ``AssertionError("unexpected command: ...")`` with ``strict=True``.
+    ``AssertionError("unexpected command: ...")`` with ``strict=True``; with ``passthrough=host`` they
+    (and file copies) run on that real host instead, still recorded: a recording wrapper around
+    :class:`LocalHost` for integration tests that check what was (not) run.
 Like the real hosts
     ``check=True`` raises :class:`CommandError` on a non-zero exit; a rule whose ``duration_s``
     exceeds the ``timeout`` raises a timed-out :class:`CommandError` (exit 124). ``id -u`` answers
@@ -85,8 +87,9 @@ class ScriptedHost(Host):
     """A Host that runs nothing: it records commands and answers them from rules (see the module)."""
 
     def __init__(self, name: str = "scripted", *, is_local: bool = True, root: bool = True,
-                 default: CommandResult | None = None, strict: bool = False):
+                 default: CommandResult | None = None, strict: bool = False, passthrough: Host | None = None):
         self.name = name
+        self.passthrough = passthrough
         self.is_local = is_local
         self.default = default
         self.strict = strict
@@ -95,7 +98,8 @@ class ScriptedHost(Host):
         self.calls: list[Call] = []
         self.files: dict[str, bytes] = {}
         self.closed = False
-        self.on(r"^id -u$", stdout="0\n" if root else "1000\n")
+        if passthrough is None:
+            self.on(r"^id -u$", stdout="0\n" if root else "1000\n")
 
     # ------------------------------------------------------------------ scripting
     def on(self, pattern: Pattern, stdout: Answer = "", stderr: Answer = "",
@@ -134,6 +138,8 @@ class ScriptedHost(Host):
     def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         self.calls.append(Call(command, check, timeout, dict(env) if env is not None else None))
         rule = self._rule(command)
+        if rule is None and self.passthrough is not None:
+            return self.passthrough.run(command, check=check, timeout=timeout, env=env, on_output=on_output)
         if rule is None:
             if self.strict:
                 raise AssertionError(f"unexpected command: {command}")
@@ -156,12 +162,17 @@ class ScriptedHost(Host):
 
     def put(self, local: str | os.PathLike[str], remote: str) -> None:
         if self._rule(f"put {remote}") is None:
+            if self.passthrough is not None:
+                self.passthrough.put(local, remote)
+                return
             self.files[remote] = Path(local).read_bytes()
 
     def get(self, remote: str, local: str | os.PathLike[str]) -> None:
         rule = self._rule(f"get {remote}")
         if rule is not None:
             Path(local).write_text(str(_value(rule.stdout, remote)))
+        elif self.passthrough is not None and remote not in self.files:
+            self.passthrough.get(remote, local)
         elif remote in self.files:
             Path(local).write_bytes(self.files[remote])
         else:
@@ -172,6 +183,8 @@ class ScriptedHost(Host):
         rule = self._rule(command)
         if rule is not None:
             return int(_value(rule.exit_code, command)) == 0  # type: ignore[call-overload]
+        if self.passthrough is not None and path not in self.files:
+            return self.passthrough.exists(path)
         prefix = path.rstrip("/") + "/"
         return path in self.files or any(p.startswith(prefix) for p in self.files)
 
