@@ -10,7 +10,6 @@ import math
 import re
 import shlex
 import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -309,6 +308,6 @@ def macros_defined(tex: str) -> set[str]:
 
 def type3_fonts(pdf: Path) -> list[str]:
     """Names of Type 3 fonts in a PDF, from `pdffonts` (poppler-utils)."""
-    out = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
+    out = LocalHost().run(shlex.join(["pdffonts", str(pdf)])).stdout
     rows = out.splitlines()[2:]
     return [r.split()[0] for r in rows if " Type 3 " in f" {r} "]
