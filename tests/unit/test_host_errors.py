@@ -178,7 +178,7 @@ def test_authentication_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert ei.value.message == (f"authentication as bench with key {key} failed at {ADDR} port 2222 "
                                 "(Authentication failed.)")
     assert f"ssh-copy-id -i {key}.pub -p 2222 bench@{ADDR}" in ei.value.hint
-    assert "~bench/.ssh/authorized_keys" in ei.value.hint and "inventory.hosts[db1].user" in ei.value.hint
+    assert "~bench/.ssh/authorized_keys" in ei.value.hint and "inventory.hosts[db1].user or .key_file" in ei.value.hint
 
 
 def test_passphrase_protected_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -201,7 +201,7 @@ def test_unreachable_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: 
         host.run("true")
     assert ei.value.message == f"cannot reach {ADDR} port 2222 within the 2 s connect timeout: {reason}"
     assert f"ssh -p 2222 bench@{ADDR} true" in ei.value.hint
-    assert "inventory.hosts[db1].connect_timeout" in ei.value.hint
+    assert "inventory.hosts[db1].address or .port or .connect_timeout" in ei.value.hint
 
 
 def test_unknown_key_on_connecting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -443,9 +443,11 @@ class SSHTarget:
 
         return self.user or getpass.getuser()
 
-    def where(self, key: str) -> str:
-        """``inventory.hosts[db1].key_file in /path/hosts.yaml`` (or just the key without a field)."""
+    def where(self, key: str, *more: str) -> str:
+        """``inventory.hosts[db1].key_file in /path/hosts.yaml`` (or just the key without a field);
+        with `more`: ``inventory.hosts[db1].user or .key_file in …``."""
         at = f"{self.field}.{key}" if self.field else key
+        at += "".join(f" or .{k}" if self.field else f" or {k}" for k in more)
         return at + (f" in {self.inventory}" if self.inventory else "")
 
     def keyscan_hint(self) -> str:
@@ -470,11 +472,10 @@ class SSHTarget:
 
     def auth_hint(self) -> str:
         if self.key_path is None:
-            return (f"set {self.where('key_file')} to the private key the host accepts, or fix "
-                    f"{self.field + '.' if self.field else ''}user")
+            return f"set {self.where('key_file')} to the private key the host accepts, or fix the user there"
         return (f"authorise the key on the host (`ssh-copy-id -i {self.key_path}.pub -p {self.port} "
                 f"{self.login}@{self.address}`, or append {self.key_path}.pub to ~{self.login}/.ssh/authorized_keys "
-                f"there), or fix {self.where('user')} / key_file")
+                f"there), or fix {self.where('user', 'key_file')}")
 
 
 def check_ssh_access(target: SSHTarget) -> None:
@@ -620,8 +621,7 @@ class SSHHost(Host):
     def _reach_hint(self) -> str:
         t = self.target
         return (f"check that the host is up and its sshd listens there (`ssh -p {self.port} "
-                f"{t.login}@{self.address} true`), or fix {t.where('address')} / port (the timeout is "
-                f"{t.field + '.' if t.field else ''}connect_timeout)")
+                f"{t.login}@{self.address} true`), or fix {t.where('address', 'port', 'connect_timeout')}")
 
     def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         _check_env(env)
