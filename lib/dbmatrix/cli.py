@@ -9,18 +9,88 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dbmatrix import paths
-from dbmatrix.hosts.remote import RunInterrupted
+from dbmatrix.hosts.remote import CommandError, HostError, RunInterrupted
 from dbmatrix.spec.experiment import SpecError
 
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
 
 
-def _studies(args: argparse.Namespace, for_run: bool = True) -> list:
-    """The profile's studies (or the one --spec), with results for running or for reading."""
+class HostProblems(Exception):
+    """One or more hosts that cannot be used (each already printed); the command exits 2."""
+
+
+def cli_path(value: str | None, what: str, must_exist: bool = False) -> str | None:
+    """A path given on the command line, made absolute against the current directory (as any command
+    line tool does). A missing file that exists relative to the repository is named in the error, since
+    the params files and older versions resolved relative paths there."""
+    if not value:
+        return value
+    p = Path(value).expanduser()
+    resolved = p if p.is_absolute() else Path.cwd() / p
+    if must_exist and not resolved.exists():
+        hint = ""
+        if not p.is_absolute() and (paths.repo_root() / p).exists():
+            hint = f"; relative paths are relative to the current directory: did you mean {paths.repo_root() / p}?"
+        raise SpecError(f"{what}: file {str(resolved)!r} does not exist{hint}")
+    return str(resolved.resolve())
+
+
+def _abs_args(args: argparse.Namespace) -> None:
+    """--spec, --inventory, --results, --data and --out relative to the current directory."""
+    for key, what, must in (("spec", "--spec", True), ("inventory", "--inventory", True),
+                            ("results", "--results", False), ("data", "--data", False), ("out", "--out", False)):
+        if getattr(args, key, None):
+            setattr(args, key, cli_path(getattr(args, key), what, must))
+
+
+def print_host_error(exc: BaseException, host: str | None = None) -> None:
+    """``dbmatrix: <host>: <what is wrong>`` and an indented hint, on stderr; no traceback."""
+    if isinstance(exc, HostError):
+        print(f"dbmatrix: {exc.host}: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        return
+    name = host or getattr(exc, "host", None)
+    print(f"dbmatrix: {name + ': ' if name else ''}{exc}", file=sys.stderr)
+
+
+def check_hosts(inventory) -> None:
+    """The checks that need no connection (key files, known_hosts entries) for every host; each problem
+    is printed, and any raises :class:`HostProblems` before a connection is made."""
+    problems = 0
+    for h in inventory.hosts:
+        try:
+            h.check_access()
+        except HostError as exc:
+            print_host_error(exc)
+            problems += 1
+    if problems:
+        raise HostProblems(f"{problems} host(s) cannot be used")
+
+
+def _studies(args: argparse.Namespace, for_run: bool = True, access: bool = False) -> list:
+    """The profile's studies (or the one --spec), with results for running or for reading; with
+    `access`, the inventory's hosts are checked for what can be checked before connecting."""
     from dbmatrix.study import load_studies
 
-    return load_studies(args.profile, spec=args.spec, inventory=args.inventory, results_dir=args.results,
-                        data=getattr(args, "data", None), for_run=for_run)
+    studies = load_studies(args.profile, spec=args.spec, inventory=args.inventory, results_dir=args.results,
+                           data=getattr(args, "data", None), for_run=for_run)
+    if access:
+        checked: list[object] = []
+        for st in studies:  # the studies of a profile share one inventory: check (and print) it once
+            if st.inventory not in checked:
+                checked.append(st.inventory)
+                check_hosts(st.inventory)
+    return studies
+
+
+def _host_line(h) -> str:
+    if h.is_local:
+        return f"host {h.name}: this machine (workdir {h.workdir})"
+    t = h.ssh_target()
+    key = f"key {t.key_path}" if t.key_path else "agent/default keys"
+    return (f"host {h.name}: {t.login}@{h.address} port {h.port}, {key}, host key in {t.known_hosts_path} "
+            f"(workdir {h.workdir}; media {', '.join(sorted(h.media))})")
 
 
 def _study(args: argparse.Namespace):
@@ -44,6 +114,8 @@ def _plan_one(study) -> None:
         print(f"design: {info['fraction']} fraction of resolution {info['resolution']} "
               f"(generators {', '.join(info['generators'])}; "
               + ", ".join(f"{k}={v}" for k, v in info["letters"].items()) + ")")
+    for h in study.inventory.hosts:
+        print(_host_line(h))
     media = study.inventory.hosts[0].media  # every host defines the spec's media (checked at load)
     print("media: " + ", ".join(m + (f" (emulates {media[m].emulates})" if media[m].emulates else "")
                                 for m in media_used(exp)))
@@ -64,7 +136,7 @@ def _plan_one(study) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import format_duration, summarize_plan
 
-    studies = _studies(args)
+    studies = _studies(args, access=True)
     for i, study in enumerate(studies):
         if i:
             print()
@@ -79,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import run_study
 
     failed = 0
-    for study in _studies(args):
+    for study in _studies(args, access=True):
         kwargs = {"host_name": args.host} if args.host else {}
         counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs, **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts}))
@@ -139,48 +211,66 @@ def cmd_figures(args: argparse.Namespace) -> int:
     """Notebook 30 without the notebook: figures and the paper's generated inputs."""
     from dbmatrix import steps
 
-    out = steps.make_figures(_studies(args, for_run=False), data=args.data,
+    studies = _studies(args, for_run=False)
+    have = [s for s in studies if s.has_data()]
+    if not have:
+        raise SpecError("figures: no study has completed runs: " + ", ".join(
+            f"{s.experiment.name} ({s.store.root})" for s in studies) + "; run them first (dbmatrix run), or "
+            "name their results with --results/--data")
+    out = steps.make_figures(studies, data=args.data, out=args.out,
                              timeline_cells=args.timeline_cells.split(",") if args.timeline_cells else None)
     for stem, exp in out.figures.items():
         print(f"figure {stem} <- {exp}")
     for note in out.skipped:
         print(f"skipped: {note}")
+    print(f"figures in {paths.figures_dir(args.out)}, paper inputs in {paths.generated_dir(args.out)}")
     return 0
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
     from dbmatrix.hosts.inventory import load_inventory
     from dbmatrix.hosts.remote import LocalHost
-    from dbmatrix.hosts.setup import setup_packages
+    from dbmatrix.hosts.setup import SetupError, setup_packages
 
     roles = tuple(r for r in args.roles.split(",") if r)
-    hosts = load_inventory(args.inventory).hosts if args.inventory else None
-    targets = [h.connect() for h in hosts] if hosts else [LocalHost()]
-    for host in targets:
-        with host:
-            rep = setup_packages(host, roles, dry_run=args.dry_run)
+    inventory = load_inventory(args.inventory) if args.inventory else None
+    if inventory is not None:
+        check_hosts(inventory)  # before any connection
+    connects = [(h.name, h.connect) for h in inventory.hosts] if inventory else [("localhost", LocalHost)]
+    failed = 0
+    for name, connect in connects:
+        try:
+            with connect() as host:
+                rep = setup_packages(host, roles, dry_run=args.dry_run)
+        except (HostError, SetupError, CommandError) as exc:  # the other hosts are still set up
+            print_host_error(exc, name)
+            failed += 1
+            continue
         state = ("would install " if args.dry_run else "installed ") + " ".join(rep.missing_before) \
             if rep.changed else "all packages present"
         print(f"{rep.host} ({rep.family}): {state}")
         for c in rep.commands if args.dry_run else ():
             print(f"  {c}")
+        # the versions read back from the package manager after installing (dry run: as found)
+        for line in rep.lines():
+            print(f"  {line}")
+    if failed:
+        print(f"dbmatrix: setup failed on {failed} of {len(connects)} host(s)", file=sys.stderr)
+        return 2
     return 0
 
 
 def notebook_parameters(profile: str, results: str | None = None, spec: str | None = None,
                         inventory: str | None = None, data: str | None = None) -> dict[str, object]:
-    """What papermill injects: the profile, and the overrides given. Directories are made absolute here
-    (the notebooks run in notebooks/); spec and inventory paths stay as given (relative ones are
-    resolved against the repository, as in the params files)."""
+    """What papermill injects: the profile, and the overrides given. Paths given are made absolute here,
+    relative to the current directory (the notebooks run in notebooks/); the profile's own inventory
+    stays as its params file says (relative to the repository)."""
     from dbmatrix.study import profile_params
 
     injected: dict[str, object] = {"profile": profile, "inventory": profile_params(profile).get("inventory")}
-    for k, v in (("results_dir", results), ("data", data)):
+    for k, v in (("results_dir", results), ("data", data), ("spec", spec), ("inventory", inventory)):
         if v:
             injected[k] = str(Path(v).resolve())
-    for k, v in (("spec", spec), ("inventory", inventory)):
-        if v:
-            injected[k] = v
     return injected
 
 
@@ -215,7 +305,7 @@ def cmd_notebooks(args: argparse.Namespace) -> int:
 def cmd_paper(args: argparse.Namespace) -> int:
     from dbmatrix.publish.paper import build_paper
 
-    print(build_paper())
+    print(build_paper(paths.paper_dir(args.out) if args.out else None))
     return 0
 
 
@@ -225,6 +315,8 @@ def cmd_media(args: argparse.Namespace) -> int:
     from dbmatrix.hosts.inventory import load_inventory
 
     inv = load_inventory(args.inventory)
+    if args.action != "plan":
+        check_hosts(inv)
     failed = 0
     for hs in inv.hosts:
         names = args.names or sorted(hs.media)
@@ -303,8 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("figures", help="figures and the paper's generated inputs (notebook 30's work)")
     study_args(sp)
     sp.add_argument("--timeline-cells", help="comma list of cell ids for the per-second figure")
+    sp.add_argument("--out", help="write DIR/figures/ and DIR/paper/generated/ (default: the repository's "
+                                  "figures/ and paper/generated/, or $DBMATRIX_OUTPUT_ROOT)")
     sp.set_defaults(func=cmd_figures)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
+    sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "
+                                  "repository's paper/, or $DBMATRIX_OUTPUT_ROOT/paper)")
     sp.set_defaults(func=cmd_paper)
     return p
 
@@ -312,9 +408,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _abs_args(args)
         return args.func(args)
     except SpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"dbmatrix: {exc}", file=sys.stderr)
+        return 2
+    except HostProblems:  # each host's problem is printed already
+        return 2
+    except HostError as exc:
+        print_host_error(exc)
         return 2
     except (KeyboardInterrupt, RunInterrupted):
         print("interrupted: completed runs are kept; run the same command again to resume", file=sys.stderr)

@@ -12,7 +12,9 @@ Figures and paper inputs read, per experiment, ``runs/<experiment>`` when it hol
 
 `DBMATRIX_OUTPUT_ROOT` replaces the repository as the home of data/runs, data/notebooks, figures/ and
 paper/generated/, so tests never touch the repository; the committed reference stays where it is
-(read-only for tests too).
+(read-only for tests too). An explicit output directory (``dbmatrix figures --out DIR``) takes precedence
+over both for figures and paper inputs: ``DIR/figures`` and ``DIR/paper/generated``, the repository's
+layout, so ``dbmatrix paper --out DIR`` builds the paper there.
 """
 
 from __future__ import annotations
@@ -60,16 +62,19 @@ def notebooks_dir(profile: str) -> Path:
     return output_root() / "data" / "notebooks" / profile
 
 
-def figures_dir() -> Path:
-    return output_root() / "figures"
+def figures_dir(out: str | os.PathLike[str] | None = None) -> Path:
+    """``<out>/figures`` (``dbmatrix figures --out DIR``), else ``figures/`` under the output root."""
+    return (Path(out).resolve() if out else output_root()) / "figures"
 
 
-def paper_dir() -> Path:
-    return output_root() / "paper"
+def paper_dir(out: str | os.PathLike[str] | None = None) -> Path:
+    """``<out>/paper``, else ``paper/`` under the output root (where the paper is built)."""
+    return (Path(out).resolve() if out else output_root()) / "paper"
 
 
-def generated_dir() -> Path:
-    return paper_dir() / "generated"
+def generated_dir(out: str | os.PathLike[str] | None = None) -> Path:
+    """The paper's generated inputs: ``<out>/paper/generated``, else under the output root."""
+    return paper_dir(out) / "generated"
 
 
 def params_file(profile: str) -> Path:

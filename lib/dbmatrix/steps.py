@@ -120,15 +120,16 @@ def study_tables(studies: Sequence[Study]) -> list[StudyTables]:
 
 
 def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[str] | None = None,
-                 data: str | Path | None = None) -> Published:
+                 data: str | Path | None = None, out: str | Path | None = None) -> Published:
     """Step 30: figures, the claims table and every generated paper input, from the processed tables of
-    the studies that have data (the others are named as not run)."""
+    the studies that have data (the others are named as not run). They go to ``<out>/figures`` and
+    ``<out>/paper/generated`` when `out` is given, else to the repository's (or the output root's)."""
     studies = [studies] if isinstance(studies, Study) else list(studies)
     have, missing = studies_with_data(studies)
     if not have:
         raise RuntimeError("no study has completed runs: " + ", ".join(
             f"{s.experiment.name} ({s.store.root})" for s in studies))
     profile = studies[0].profile
-    return publish_all(study_tables(have), profile, paths.figures_dir(), paths.generated_dir(),
+    return publish_all(study_tables(have), profile, paths.figures_dir(out), paths.generated_dir(out),
                        not_run=[s.experiment.name for s in missing], data_root=str(data) if data else None,
                        opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})

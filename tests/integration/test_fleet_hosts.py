@@ -109,8 +109,9 @@ def test_changed_host_key_is_refused(netns_hosts, inventory, tmp_path) -> None:
         with wrong.connect() as h, pytest.raises(HostKeyError) as ei:
             h.run("true")
         msg = str(ei.value)
-        assert f"host {nh.name!r} ({nh.address}:22)" in msg and "does not match" in msg
+        assert f"host {nh.name!r}: the host key of {nh.address} port 22 does not match {nh.wrong_known_hosts}" in msg
         assert "refusing to connect" in msg
+        assert f"ssh-keygen -R '{nh.address}' -f {nh.wrong_known_hosts}" in ei.value.hint
         right_only = tmp_path / f"right-{nh.name}"
         right_only.write_text(f"{nh.address} {nh.host_pubkey}\n")
         assert f"got ssh-ed25519 {_fingerprint(str(right_only))}" in msg
@@ -122,11 +123,13 @@ def test_unknown_host_key_is_refused(netns_hosts, inventory, tmp_path) -> None:
     # Empty known_hosts, and a known_hosts that knows only the other host.
     only_h2 = tmp_path / "only-h2"
     only_h2.write_text(f"{netns_hosts[1].address} {netns_hosts[1].host_pubkey}\n")
+    # Refused before connecting: the known_hosts file has no entry for the host.
     for known in (netns_hosts[0].empty_known_hosts, str(only_h2)):
-        with dataclasses.replace(h1, known_hosts=known).connect() as h, pytest.raises(HostKeyError) as ei:
-            h.run("true")
-        assert f"host 'h1' ({netns_hosts[0].address}:22) is not in {known}" in str(ei.value)
+        with pytest.raises(HostKeyError) as ei:
+            dataclasses.replace(h1, known_hosts=known).connect()
+        assert f"host 'h1': the host key of {netns_hosts[0].address} port 22 is not in {known}" in str(ei.value)
         assert "refusing an unknown host key" in str(ei.value)
+        assert f"ssh-keyscan -p 22 {netns_hosts[0].address}" in ei.value.hint
     # The file that knows h2 lets h2 in.
     with dataclasses.replace(h2, known_hosts=str(only_h2)).connect() as h:
         assert h.run("echo ok").stdout == "ok\n"

@@ -52,7 +52,7 @@ def test_plan_with_a_bad_spec_names_the_field(capsys: pytest.CaptureFixture[str]
     bad.write_text(yaml.safe_dump(raw))
     assert main(["plan", "--profile", "smoke", "--spec", str(bad)]) == 2
     captured = capsys.readouterr()
-    assert captured.err.startswith("error: factors.cache_pct:")
+    assert captured.err.startswith("dbmatrix: factors.cache_pct:")
     assert "150" in captured.err
     assert captured.out == ""
 
@@ -133,5 +133,59 @@ def test_notebook_parameters_make_directories_absolute(tmp_path: Path, monkeypat
     monkeypatch.chdir(tmp_path)
     p = notebook_parameters("quick", data="data/reference", spec="specs/quick.yaml")
     assert p == {"profile": "quick", "inventory": None, "data": str(tmp_path / "data" / "reference"),
-                 "spec": "specs/quick.yaml"}
+                 "spec": str(tmp_path / "specs" / "quick.yaml")}
     assert notebook_parameters("smoke", results="r")["results_dir"] == str(tmp_path / "r")
+
+
+# ------------------------------------------------------------------------------ paths as a user expects
+
+def test_relative_paths_are_relative_to_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    work = tmp_path / "lab"
+    (work / "conf").mkdir(parents=True)
+    (work / "conf" / "smoke.yaml").write_text((paths.repo_root() / "specs" / "smoke.yaml").read_text())
+    (work / "conf" / "hosts.yaml").write_text(yaml.safe_dump({"hosts": [{"name": "here", "media": {
+        "disk": {"kind": "dir", "path": str(tmp_path / "disk")}}}]}))
+    monkeypatch.chdir(work)
+    assert main(["plan", "--profile", "smoke", "--spec", "conf/smoke.yaml", "--inventory", "conf/hosts.yaml",
+                 "--results", "res/smoke"]) == 0
+    out = capsys.readouterr().out
+    assert f"(spec {work / 'conf' / 'smoke.yaml'}," in out and "runs on here" in out
+    assert f"(results in {work / 'res' / 'smoke'})" in out
+    assert main(["plan", "--profile", "smoke", "--spec", "conf/smoke.yaml", "--data", "d"]) == 0
+    assert f"(results in {work / 'd' / 'cache-sweep-smoke'})" in capsys.readouterr().out
+
+
+def test_a_relative_path_found_only_in_the_repository_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--profile", "smoke", "--spec", "specs/smoke.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dbmatrix: --spec: file '{tmp_path / 'specs' / 'smoke.yaml'}' does not exist")
+    assert f"did you mean {paths.repo_root() / 'specs' / 'smoke.yaml'}?" in err
+    assert main(["plan", "--profile", "smoke", "--inventory", "nowhere.yaml"]) == 2
+    assert "dbmatrix: --inventory: file" in capsys.readouterr().err
+
+
+def test_output_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--out DIR: DIR/figures and DIR/paper/generated; without it the output root (the repository unless
+    DBMATRIX_OUTPUT_ROOT says otherwise), as before."""
+    assert paths.figures_dir() == tmp_path / "out" / "figures"  # DBMATRIX_OUTPUT_ROOT (the autouse fixture)
+    assert paths.generated_dir() == tmp_path / "out" / "paper" / "generated"
+    monkeypatch.chdir(tmp_path)
+    assert paths.figures_dir("explore") == tmp_path / "explore" / "figures"
+    assert paths.generated_dir("explore") == tmp_path / "explore" / "paper" / "generated"
+    assert paths.paper_dir(tmp_path / "x") == tmp_path / "x" / "paper"
+    monkeypatch.delenv("DBMATRIX_OUTPUT_ROOT")
+    assert paths.figures_dir() == paths.repo_root() / "figures"
+    args = build_parser().parse_args(["figures", "--out", "explore"])
+    assert args.out == "explore"
+
+
+def test_figures_without_data_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["figures", "--profile", "smoke", "--results", "empty", "--out", "o"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dbmatrix: figures: no study has completed runs: cache-sweep-smoke (")
+    assert str(tmp_path / "empty") in err and not (tmp_path / "o").exists()

@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from dbmatrix.hosts.remote import Host, LocalHost, SSHHost
+from dbmatrix.hosts.remote import Host, LocalHost, SSHHost, SSHTarget, check_ssh_access
 from dbmatrix.spec.experiment import SpecError
 
 MEDIUM_KINDS = ("dir", "tmpfs", "loop", "ram-block", "blockdev", "mdraid", "pmem", "throttled")
@@ -64,6 +64,7 @@ CGROUP_VERSIONS = ("auto", "v1", "v2")
 THROTTLE_LIMITS = ("read_iops", "write_iops", "read_bps", "write_bps")
 BLOCK_KINDS = ("loop", "ram-block", "blockdev", "mdraid", "pmem")  # what `throttled` can wrap
 XFS_MIN_BYTES = 300 * 2**20  # mkfs.xfs (xfsprogs 6) refuses smaller file systems
+DEFAULT_CONNECT_TIMEOUT_S = 15.0
 
 _COMMON_KEYS = ("kind", "path", "emulates", "description")
 _FS_KEYS = ("fstype", "block_size", "sunit", "swidth", "mkfs_options", "mount_options")
@@ -131,16 +132,30 @@ class HostSpec:
     known_hosts: str | None = None
     workdir: str = field(default_factory=default_workdir)
     media: dict[str, Medium] = field(default_factory=dict)
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
+    source: str | None = field(default=None, compare=False)  # the inventory file, for messages
 
     @property
     def is_local(self) -> bool:
         return self.address == "local"
 
+    def ssh_target(self) -> SSHTarget:
+        return SSHTarget(self.name, self.address, self.port, self.user, self.key_file, self.known_hosts,
+                         self.connect_timeout, f"inventory.hosts[{self.name}]", self.source)
+
+    def check_access(self) -> None:
+        """Before connecting: key file readable, host key in known_hosts (nothing to check for local).
+        Raises :class:`~dbmatrix.hosts.remote.HostConfigError` naming the host, field and fix."""
+        if not self.is_local:
+            check_ssh_access(self.ssh_target())
+
     def connect(self) -> Host:
         if self.is_local:
             return LocalHost(self.name)
-        return SSHHost(self.name, self.address, user=self.user, port=self.port,
-                       key_file=self.key_file, known_hosts=self.known_hosts)
+        t = self.ssh_target()
+        return SSHHost(self.name, self.address, user=self.user, port=self.port, key_file=self.key_file,
+                       known_hosts=self.known_hosts, connect_timeout=self.connect_timeout, field=t.field,
+                       inventory=self.source)
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,11 @@ class Inventory:
             if h.name == name:
                 return h
         raise SpecError(f"inventory: no host {name!r}; hosts: {', '.join(h.name for h in self.hosts)}")
+
+    def check_access(self) -> None:
+        """:meth:`HostSpec.check_access` of every host, in inventory order (the first problem raises)."""
+        for h in self.hosts:
+            h.check_access()
 
 
 def localhost_inventory(workdir: str | None = None) -> Inventory:
@@ -507,12 +527,14 @@ def _medium(host: str, name: str, raw: Any, workdir: str) -> Medium:
     return parse_medium(raw, host=host, name=name, workdir=workdir)
 
 
-def parse_inventory(raw: Mapping[str, Any]) -> Inventory:
+def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Inventory:
+    """Hosts from an inventory mapping; `source` (the file) is named in connection errors."""
     hosts_raw = raw.get("hosts") if isinstance(raw, Mapping) else None
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise SpecError("inventory.hosts: must be a non-empty list of hosts")
     hosts: list[HostSpec] = []
-    allowed = {"name", "address", "user", "port", "key_file", "known_hosts", "workdir", "media"}
+    allowed = {"name", "address", "user", "port", "key_file", "known_hosts", "workdir", "media",
+               "connect_timeout"}
     for i, h in enumerate(hosts_raw):
         if not isinstance(h, Mapping) or not h.get("name"):
             raise SpecError(f"inventory.hosts[{i}]: each host needs a name")
@@ -532,9 +554,28 @@ def parse_inventory(raw: Mapping[str, Any]) -> Inventory:
         port = h.get("port", 22)
         if not isinstance(port, int) or not 0 < port < 65536:
             raise SpecError(f"inventory.hosts[{name}].port: {port!r} must be a TCP port number")
+        timeout = h.get("connect_timeout", DEFAULT_CONNECT_TIMEOUT_S)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
+            raise SpecError(f"inventory.hosts[{name}].connect_timeout: {timeout!r} must be a number of seconds "
+                            "in (0, 600]")
+        for key in ("user", "key_file", "known_hosts"):
+            if h.get(key) is not None and not isinstance(h[key], str):
+                raise SpecError(f"inventory.hosts[{name}].{key}: {h[key]!r} must be a string")
         hosts.append(HostSpec(name, str(h.get("address", "local")), h.get("user"), port,
-                              h.get("key_file"), h.get("known_hosts"), workdir, media))
+                              _local_path(h.get("key_file"), source), _local_path(h.get("known_hosts"), source),
+                              workdir, media, float(timeout), source))
     return Inventory(tuple(hosts))
+
+
+def _local_path(value: str | None, source: str | None) -> str | None:
+    """A controller-side file of the inventory (key_file, known_hosts): ``~`` expanded; a relative path is
+    relative to the inventory file's directory (like an ssh_config's), else to the current directory."""
+    if not value:
+        return None
+    p = Path(value).expanduser()
+    if not p.is_absolute():
+        p = (Path(source).parent if source else Path.cwd()) / p
+    return str(p.resolve())
 
 
 def _check_distinct_paths(host: str, media: Mapping[str, Medium]) -> None:
@@ -558,4 +599,4 @@ def load_inventory(path: str | Path | None) -> Inventory:
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"inventory: file {str(p)!r} does not exist")
-    return parse_inventory(yaml.safe_load(p.read_text()) or {})
+    return parse_inventory(yaml.safe_load(p.read_text()) or {}, source=str(p.resolve()))

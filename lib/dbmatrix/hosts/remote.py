@@ -58,8 +58,37 @@ class RunInterrupted(BaseException):
     """
 
 
-class HostKeyError(RuntimeError):
-    """The SSH host key is unknown or does not match the known_hosts file."""
+class HostError(RuntimeError):
+    """A host that cannot be used as the inventory describes it: `host` names it, `message` says what is
+    wrong and `hint` what to do about it (the command line prints ``dbmatrix: <host>: <message>`` and the
+    hint, without a traceback)."""
+
+    def __init__(self, host: str, message: str, hint: str = ""):
+        self.host = host
+        self.message = message
+        self.hint = hint
+        super().__init__(f"host {host!r}: {message}" + (f"\n  hint: {hint}" if hint else ""))
+
+
+class HostConfigError(HostError):
+    """Something on the controller is wrong (a key file, a known_hosts file or its entry): found before
+    connecting (:func:`check_ssh_access`) and fixed without touching the host."""
+
+
+class HostKeyError(HostConfigError):
+    """The SSH host key is unknown or does not match the known_hosts file (or that file is missing)."""
+
+
+class HostConnectError(HostError):
+    """Connecting failed although the files were in order: the host is unreachable or refused us."""
+
+
+class HostUnreachableError(HostConnectError):
+    """No SSH server answered at the address and port within the connect timeout."""
+
+
+class HostAuthError(HostConnectError):
+    """The SSH server refused the key (or the user)."""
 
 
 def as_root(command: str, root: bool) -> str:
@@ -351,6 +380,20 @@ class LocalHost(Host):
         shutil.copyfile(remote, local)
 
 
+def _socket_reason(exc: BaseException) -> str:
+    """Why a TCP connect failed, in words (paramiko wraps refused/unreachable per address)."""
+    errors = getattr(exc, "errors", None)  # paramiko's NoValidConnectionsError
+    if isinstance(errors, dict) and errors:
+        exc = next(iter(errors.values()))
+    if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == 111:
+        return "connection refused (nothing listens on that port)"
+    if isinstance(exc, TimeoutError):
+        return "no answer (timed out)"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return str(exc) or type(exc).__name__
+
+
 def _fingerprint(key: object) -> str:
     """`ssh-keygen -l` style "TYPE SHA256:…" (a base64 prefix is the same for every key of a type)."""
     fp = getattr(key, "fingerprint", None)  # paramiko >= 3.2
@@ -363,10 +406,123 @@ def _fingerprint(key: object) -> str:
     return f"{key.get_name()} {fp}"  # type: ignore[attr-defined]
 
 
+def known_hosts_name(address: str, port: int) -> str:
+    """How known_hosts (and ssh-keygen -F/-R) name a host: ``addr``, or ``[addr]:port`` off port 22."""
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+def default_known_hosts() -> Path:
+    return Path.home() / ".ssh" / "known_hosts"
+
+
+@dataclass(frozen=True)
+class SSHTarget:
+    """What connecting to one inventory host takes, and where the inventory says it (for messages)."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None
+    key_file: str | None = None
+    known_hosts: str | None = None
+    connect_timeout: float = 15.0
+    field: str = ""  # e.g. "inventory.hosts[db1]": the inventory entry, for "fix <field>.key_file"
+    inventory: str | None = None  # the inventory file, when there is one
+
+    @property
+    def known_hosts_path(self) -> Path:
+        return Path(self.known_hosts).expanduser() if self.known_hosts else default_known_hosts()
+
+    @property
+    def key_path(self) -> Path | None:
+        return Path(self.key_file).expanduser() if self.key_file else None
+
+    @property
+    def login(self) -> str:
+        import getpass
+
+        return self.user or getpass.getuser()
+
+    def where(self, key: str, *more: str) -> str:
+        """``inventory.hosts[db1].key_file in /path/hosts.yaml`` (or just the key without a field);
+        with `more`: ``inventory.hosts[db1].user or .key_file in …``."""
+        at = f"{self.field}.{key}" if self.field else key
+        at += "".join(f" or .{k}" if self.field else f" or {k}" for k in more)
+        return at + (f" in {self.inventory}" if self.inventory else "")
+
+    def keyscan_hint(self) -> str:
+        known, scan = self.known_hosts_path, f"ssh-keyscan -p {self.port} {self.address}"
+        return (f"inspect the host's key with `{scan}` (fingerprints: `{scan} | ssh-keygen -lf -`), compare "
+                "them with the host's own (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host), "
+                f"then add its line to {known}: `{scan} >> {known}` (the file is {self.where('known_hosts')}; "
+                "default ~/.ssh/known_hosts)")
+
+    def changed_key_hint(self) -> str:
+        known, scan = self.known_hosts_path, f"ssh-keyscan -p {self.port} {self.address}"
+        name = known_hosts_name(self.address, self.port)
+        return (f"if the host was reinstalled or got new keys, check the new key (`{scan} | ssh-keygen -lf -` "
+                "against `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host), remove the old line "
+                f"(`ssh-keygen -R '{name}' -f {known}`) and add the new one (`{scan} >> {known}`); if it was not, "
+                "something else answers at that address: do not connect")
+
+    def unknown_key_error(self) -> HostKeyError:
+        return HostKeyError(self.name, f"the host key of {self.address} port {self.port} is not in "
+                                       f"{self.known_hosts_path}: refusing an unknown host key",
+                            self.keyscan_hint())
+
+    def auth_hint(self) -> str:
+        if self.key_path is None:
+            return f"set {self.where('key_file')} to the private key the host accepts, or fix the user there"
+        return (f"authorise the key on the host (`ssh-copy-id -i {self.key_path}.pub -p {self.port} "
+                f"{self.login}@{self.address}`, or append {self.key_path}.pub to ~{self.login}/.ssh/authorized_keys "
+                f"there), or fix {self.where('user', 'key_file')}")
+
+
+def check_ssh_access(target: SSHTarget) -> None:
+    """What can be checked before connecting: the key file exists and is readable, the known_hosts file
+    exists and holds a key for the host (as ``ssh-keygen -F`` finds it). Raises :class:`HostConfigError`
+    (:class:`HostKeyError` for known_hosts) with the fix."""
+    import paramiko
+
+    key = target.key_path
+    if key is not None:
+        make = (f"fix {target.where('key_file')}: name the private key this host accepts, or make that key "
+                f"(`ssh-keygen -t ed25519 -f {key}`) and authorise it on the host (`ssh-copy-id -i {key}.pub "
+                f"-p {target.port} {target.login}@{target.address}`)")
+        if not key.exists():
+            raise HostConfigError(target.name, f"key file {key} does not exist ({target.where('key_file')})", make)
+        if not key.is_file():
+            raise HostConfigError(target.name, f"key file {key} is not a file ({target.where('key_file')})", make)
+        if not os.access(key, os.R_OK):
+            raise HostConfigError(target.name, f"key file {key} is not readable by {_local_user()} "
+                                               f"({target.where('key_file')})",
+                                  f"make it readable by the user running dbmatrix (`chmod 600 {key}` as its owner)")
+    known = target.known_hosts_path
+    if not known.is_file():
+        raise HostKeyError(target.name, f"known_hosts file {known} does not exist ({target.where('known_hosts')})",
+                           target.keyscan_hint())
+    try:
+        keys = paramiko.HostKeys(str(known))
+    except (OSError, paramiko.SSHException, ValueError) as exc:
+        raise HostKeyError(target.name, f"known_hosts file {known} cannot be read: {exc}",
+                           target.keyscan_hint()) from None
+    if not keys.lookup(known_hosts_name(target.address, target.port)):
+        raise target.unknown_key_error()
+
+
+def _local_user() -> str:
+    import getpass
+
+    return getpass.getuser()
+
+
 class SSHHost(Host):
     """A remote machine over SSH with fabric; host keys are verified against `known_hosts`.
 
-    Unlike fabric's default (accept any key), an unknown or changed key is refused.
+    Unlike fabric's default (accept any key), an unknown or changed key is refused. What can be checked
+    before connecting (:func:`check_ssh_access`) is checked when the host is made; what goes wrong on
+    connecting is raised as :class:`HostKeyError`, :class:`HostAuthError`, :class:`HostUnreachableError`
+    or :class:`HostConfigError` (an unusable key), each with the host, the fix and no paramiko traceback.
     """
 
     is_local = False
@@ -381,6 +537,8 @@ class SSHHost(Host):
         key_file: str | None = None,
         known_hosts: str | None = None,
         connect_timeout: float = 15.0,
+        field: str = "",
+        inventory: str | None = None,
     ):
         import paramiko
         from fabric import Config, Connection
@@ -388,15 +546,12 @@ class SSHHost(Host):
         self.name = name
         self.address = address
         self.port = port
-        known = Path(known_hosts or Path.home() / ".ssh" / "known_hosts").expanduser()
-        if not known.is_file():
-            raise HostKeyError(
-                f"host {name!r}: known_hosts file {str(known)!r} does not exist; add the host's key "
-                f"first (e.g. ssh-keyscan -p {port} {address} >> {known}) after checking its fingerprint"
-            )
+        self.target = SSHTarget(name, address, port, user, key_file, known_hosts, connect_timeout, field, inventory)
+        check_ssh_access(self.target)
+        known = self.target.known_hosts_path
         connect_kwargs: dict[str, object] = {"look_for_keys": key_file is None, "allow_agent": key_file is None}
         if key_file:
-            connect_kwargs["key_filename"] = str(Path(key_file).expanduser())
+            connect_kwargs["key_filename"] = str(self.target.key_path)
         self._conn = Connection(
             host=address,
             user=user,
@@ -421,6 +576,7 @@ class SSHHost(Host):
 
         if self._conn.is_connected:
             return
+        t = self.target
         try:
             try:
                 self._conn.open()
@@ -433,17 +589,39 @@ class SSHHost(Host):
                 raise
         except paramiko.BadHostKeyException as exc:
             raise HostKeyError(
-                f"host {self.name!r} ({self.address}:{self.port}) presented a key that does not match "
-                f"{self._known}: refusing to connect (expected {_fingerprint(exc.expected_key)}, "
-                f"got {_fingerprint(exc.key)})"
-            ) from None
+                self.name, f"the host key of {self.address} port {self.port} does not match {self._known}: "
+                           f"refusing to connect (expected {_fingerprint(exc.expected_key)}, "
+                           f"got {_fingerprint(exc.key)})", t.changed_key_hint()) from None
+        except paramiko.PasswordRequiredException:
+            raise HostConfigError(
+                self.name, f"key file {t.key_path} is protected by a passphrase ({t.where('key_file')}); "
+                           "dbmatrix does not prompt", "use a key without a passphrase for the study "
+                           "(`ssh-keygen -t ed25519 -N '' -f FILE`) and authorise it on the host") from None
+        except paramiko.AuthenticationException as exc:
+            raise HostAuthError(
+                self.name, f"authentication as {t.login} with "
+                           + (f"key {t.key_path}" if t.key_path else "the agent's and ~/.ssh's default keys")
+                           + f" failed at {self.address} port {self.port} ({exc})", t.auth_hint()) from None
         except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise HostKeyError(
-                    f"host {self.name!r} ({self.address}:{self.port}) is not in {self._known}: refusing "
-                    f"an unknown host key ({exc})"
-                ) from None
-            raise
+            text = str(exc)
+            if "not found in known_hosts" in text:
+                raise t.unknown_key_error() from None
+            if "private key" in text or "key file" in text or "not a valid" in text:
+                raise HostConfigError(self.name, f"key file {t.key_path} cannot be used: {text} "
+                                                 f"({t.where('key_file')})",
+                                      "give an OpenSSH private key without a passphrase") from None
+            raise HostUnreachableError(
+                self.name, f"no SSH session with {self.address} port {self.port} within the "
+                           f"{t.connect_timeout:g} s connect timeout: {text}", self._reach_hint()) from None
+        except (TimeoutError, OSError) as exc:  # refused, no route, timed out, name not resolved
+            raise HostUnreachableError(
+                self.name, f"cannot reach {self.address} port {self.port} within the {t.connect_timeout:g} s "
+                           f"connect timeout: {_socket_reason(exc)}", self._reach_hint()) from None
+
+    def _reach_hint(self) -> str:
+        t = self.target
+        return (f"check that the host is up and its sshd listens there (`ssh -p {self.port} "
+                f"{t.login}@{self.address} true`), or fix {t.where('address', 'port', 'connect_timeout')}")
 
     def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         _check_env(env)
