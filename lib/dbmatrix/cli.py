@@ -76,15 +76,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dbmatrix.run.matrix import run_study
+    from dbmatrix.run.matrix import lost_hosts_message, run_study
 
-    failed = 0
+    failed, lost = 0, False
     for study in _studies(args):
         kwargs = {"host_name": args.host} if args.host else {}
-        counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs, **kwargs)
+        counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs,
+                           allow_lost_hosts=args.allow_lost_hosts, **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts}))
         failed += counts.get("failed", 0)
-    return 0 if failed == 0 else 3
+        if (msg := lost_hosts_message(counts)) is not None:
+            print(f"{study.experiment.name}: {msg}", file=sys.stderr)
+            lost = lost or not args.allow_lost_hosts
+    return 4 if lost else 0 if failed == 0 else 3
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -97,6 +101,13 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"({st['results_dir']})")
         for run_id in st["failed"]:
             print(f"  failed: {run_id}")
+        if len(st["per_host"]) > 1 or st["lost_hosts"]:
+            for h, v in st["per_host"].items():
+                print(f"  host {h}: {v['ok']}/{v['planned']} done, {v['failed']} failed, {v['pending']} not "
+                      f"started, busy {format_duration(v['busy_s'])}, ~{format_duration(v['estimated_remaining_s'])}"
+                      " left" + (f"; LOST: {st['lost_hosts'][h]}" if h in st["lost_hosts"] else ""))
+            print(f"  busy time summed over hosts {format_duration(st['busy_s_total'])} (machine time; the "
+                  "time left above is wall-clock, hosts in parallel)")
         t = time_accounting(study.store)
         if t["total_s"]:
             steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
@@ -275,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-runs", type=int, help="stop after this many runs per study (resume later)")
     sp.add_argument("--host", help="run on this inventory host only (default: all hosts of the inventory)")
     sp.add_argument("--no-progress", action="store_true")
+    sp.add_argument("--allow-lost-hosts", action="store_true",
+                    help="go on when a host is lost: the others take its whole blocks not yet started "
+                         "(default: the line stops and the command fails)")
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("status", help="done, failed and pending runs")
     study_args(sp)

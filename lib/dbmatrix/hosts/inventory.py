@@ -131,6 +131,7 @@ class HostSpec:
     known_hosts: str | None = None
     workdir: str = field(default_factory=default_workdir)
     media: dict[str, Medium] = field(default_factory=dict)
+    host_class: str | None = None  # the inventory's ``class``: hosts of one class are alike (claims per class)
 
     @property
     def is_local(self) -> bool:
@@ -512,7 +513,7 @@ def parse_inventory(raw: Mapping[str, Any]) -> Inventory:
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise SpecError("inventory.hosts: must be a non-empty list of hosts")
     hosts: list[HostSpec] = []
-    allowed = {"name", "address", "user", "port", "key_file", "known_hosts", "workdir", "media"}
+    allowed = {"name", "address", "user", "port", "key_file", "known_hosts", "workdir", "media", "class"}
     for i, h in enumerate(hosts_raw):
         if not isinstance(h, Mapping) or not h.get("name"):
             raise SpecError(f"inventory.hosts[{i}]: each host needs a name")
@@ -532,8 +533,13 @@ def parse_inventory(raw: Mapping[str, Any]) -> Inventory:
         port = h.get("port", 22)
         if not isinstance(port, int) or not 0 < port < 65536:
             raise SpecError(f"inventory.hosts[{name}].port: {port!r} must be a TCP port number")
+        host_class = h.get("class")
+        if host_class is not None and (not isinstance(host_class, str)
+                                       or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", host_class)):
+            raise SpecError(f"inventory.hosts[{name}].class: {host_class!r} must be a name (letters, digits, "
+                            "'_', '.', '-'), e.g. big")
         hosts.append(HostSpec(name, str(h.get("address", "local")), h.get("user"), port,
-                              h.get("key_file"), h.get("known_hosts"), workdir, media))
+                              h.get("key_file"), h.get("known_hosts"), workdir, media, host_class))
     return Inventory(tuple(hosts))
 
 
