@@ -108,6 +108,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                       " left" + (f"; LOST: {st['lost_hosts'][h]}" if h in st["lost_hosts"] else ""))
             print(f"  busy time summed over hosts {format_duration(st['busy_s_total'])} (machine time; the "
                   "time left above is wall-clock, hosts in parallel)")
+        if st.get("host_check"):
+            print(f"  {st['host_check']}")
         t = time_accounting(study.store)
         if t["total_s"]:
             steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
@@ -135,6 +137,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Notebook 20 without the notebook: processed tables of every study that has data."""
     from dbmatrix import steps
+    from dbmatrix.analyse.hosts import host_check_line
 
     for study in _studies(args, for_run=False):
         if not study.has_data():
@@ -143,6 +146,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
         a = steps.analyse_study(study)
         n = len(a.runs) if a is not None else 0
         print(f"{study.experiment.name}: {n} runs analysed -> {study.store.processed}")
+        if a is not None and (line := host_check_line(a.hosts)):
+            print(f"  {line}")
     return 0
 
 

@@ -451,4 +451,17 @@ def study_status(study: Study) -> dict[str, Any]:
         "estimated_remaining_machine_s": summary.estimated_s if summary else 0.0,
         "hosts": hosts, "per_host": per_host,
         "busy_s_total": round(sum(busy.values()), 1), "lost_hosts": lost,
+        "host_check": _host_check_line(store),
     }
+
+
+def _host_check_line(store: ResultStore) -> str | None:
+    """The host check of the last analysis (processed/hosts.csv), as one line; None without one."""
+    path = store.processed / "hosts.csv"
+    if not path.is_file() or path.stat().st_size <= 1:
+        return None
+    import pandas as pd
+
+    from dbmatrix.analyse.hosts import host_check_line
+
+    return host_check_line(pd.read_csv(path))
