@@ -80,3 +80,23 @@ def test_plan_estimate_divides_the_work_over_the_hosts() -> None:
           f"{format_duration(four.estimated_wall_s)}, per host "
           + ", ".join(f"{h} {format_duration(v)}" for h, v in four.estimated_s_per_host.items()))
     assert [r["host"] for r in four.table()][:1] and "host" not in one.table()[0]
+
+
+def test_lost_hosts_are_read_back_from_the_fleet_events_and_said(tmp_path: Path) -> None:
+    import json
+
+    from dbmatrix.run.matrix import lost_hosts, lost_hosts_message
+    from dbmatrix.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    events = [{"host": "h1", "event": "host_ready"}, {"host": "h2", "event": "host_lost", "reason": "setup failed"},
+              {"host": None, "event": "line_stopped"}]
+    (tmp_path / "fleet-events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert lost_hosts(store) == {"h2": "setup failed"}
+    msg = lost_hosts_message({"lost_hosts": {"h2": "setup failed"}, "not_attempted": 7})
+    assert msg is not None and "h2 (setup failed)" in msg and "--allow-lost-hosts" in msg and "7 run(s)" in msg
+    assert lost_hosts_message({"ok": 3}) is None
+    # back in the next run command: no longer lost
+    with open(tmp_path / "fleet-events.jsonl", "a") as f:
+        f.write(json.dumps({"host": "h2", "event": "host_ready"}) + "\n")
+    assert lost_hosts(store) == {}
