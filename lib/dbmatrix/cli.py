@@ -99,10 +99,10 @@ def _study(args: argparse.Namespace):
 
 def _plan_one(study) -> None:
     from dbmatrix.run.context import media_used
-    from dbmatrix.run.matrix import format_duration, summarize_plan
+    from dbmatrix.run.matrix import format_duration, summarize_study
 
     exp = study.experiment
-    s = summarize_plan(exp)
+    s = summarize_study(study)
     print(f"experiment {exp.name} (spec {study.spec_path}, digest {exp.digest()}), seed {exp.seed}")
     print(f"workload {exp.workload.name}: {exp.workload.tables} tables x {exp.workload.table_size} rows, "
           f"rand-type {exp.workload.rand_type}; warm-up {exp.warmup_s}s, measure {exp.measure_s}s")
@@ -127,14 +127,23 @@ def _plan_one(study) -> None:
         print(f"adaptive: up to {exp.noise.max_repetitions} repetitions until the 95 % CI half-width is "
               f"under {exp.noise.target_halfwidth_pct:g} % of the mean")
     print("datasets to prepare: " + ", ".join(s.datasets))
-    print(f"{'order':>5} {'block':>5}  run_id")
+    multi = len(s.hosts) > 1
+    print(f"{'order':>5} {'block':>5}  " + ("host  " if multi else "") + "run_id")
     for row in s.table():
-        print(f"{row['order']:>5} {row['block']:>5}  {row['run_id']}")
-    print(f"estimated duration: {format_duration(s.estimated_s)} (results in {study.store.root})")
+        print(f"{row['order']:>5} {row['block']:>5}  " + (f"{row['host']}  " if multi else "") + row["run_id"])
+    if multi:
+        for h in s.hosts:
+            print(f"host {h}: {s.runs_per_host.get(h, 0)} runs, ~{format_duration(s.estimated_s_per_host.get(h, 0))}")
+        for note in s.notes:
+            print(f"note: {note}")
+        print(f"estimated duration: {format_duration(s.estimated_wall_s)} wall clock on {len(s.hosts)} hosts "
+              f"({format_duration(s.estimated_s)} of machine time in all; results in {study.store.root})")
+    else:
+        print(f"estimated duration: {format_duration(s.estimated_s)} (results in {study.store.root})")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from dbmatrix.run.matrix import format_duration, summarize_plan
+    from dbmatrix.run.matrix import format_duration, summarize_study
 
     studies = _studies(args, access=True)
     for i, study in enumerate(studies):
@@ -142,21 +151,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print()
         _plan_one(study)
     if len(studies) > 1:
-        total = sum(summarize_plan(s.experiment).estimated_s for s in studies)
+        total = sum(summarize_study(s).estimated_wall_s or summarize_study(s).estimated_s for s in studies)
         print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dbmatrix.run.matrix import run_study
+    from dbmatrix.run.matrix import lost_hosts_message, run_study
 
-    failed = 0
+    failed, lost = 0, False
     for study in _studies(args, access=True):
         kwargs = {"host_name": args.host} if args.host else {}
-        counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs, **kwargs)
+        counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs,
+                           allow_lost_hosts=args.allow_lost_hosts, **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts}))
         failed += counts.get("failed", 0)
-    return 0 if failed == 0 else 3
+        if (msg := lost_hosts_message(counts)) is not None:
+            print(f"{study.experiment.name}: {msg}", file=sys.stderr)
+            lost = lost or not args.allow_lost_hosts
+    return 4 if lost else 0 if failed == 0 else 3
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -169,6 +182,15 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"({st['results_dir']})")
         for run_id in st["failed"]:
             print(f"  failed: {run_id}")
+        if len(st["per_host"]) > 1 or st["lost_hosts"]:
+            for h, v in st["per_host"].items():
+                print(f"  host {h}: {v['ok']}/{v['planned']} done, {v['failed']} failed, {v['pending']} not "
+                      f"started, busy {format_duration(v['busy_s'])}, ~{format_duration(v['estimated_remaining_s'])}"
+                      " left" + (f"; LOST: {st['lost_hosts'][h]}" if h in st["lost_hosts"] else ""))
+            print(f"  busy time summed over hosts {format_duration(st['busy_s_total'])} (machine time; the "
+                  "time left above is wall-clock, hosts in parallel)")
+        if st.get("host_check"):
+            print(f"  {st['host_check']}")
         t = time_accounting(study.store)
         if t["total_s"]:
             steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
@@ -196,6 +218,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
 def cmd_analyse(args: argparse.Namespace) -> int:
     """Notebook 20 without the notebook: processed tables of every study that has data."""
     from dbmatrix import steps
+    from dbmatrix.analyse.hosts import host_check_line
 
     for study in _studies(args, for_run=False):
         if not study.has_data():
@@ -204,6 +227,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
         a = steps.analyse_study(study)
         n = len(a.runs) if a is not None else 0
         print(f"{study.experiment.name}: {n} runs analysed -> {study.store.processed}")
+        if a is not None and (line := host_check_line(a.hosts)):
+            print(f"  {line}")
     return 0
 
 
@@ -367,6 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-runs", type=int, help="stop after this many runs per study (resume later)")
     sp.add_argument("--host", help="run on this inventory host only (default: all hosts of the inventory)")
     sp.add_argument("--no-progress", action="store_true")
+    sp.add_argument("--allow-lost-hosts", action="store_true",
+                    help="go on when a host is lost: the others take its whole blocks not yet started "
+                         "(default: the line stops and the command fails)")
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("status", help="done, failed and pending runs")
     study_args(sp)

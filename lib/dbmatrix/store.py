@@ -162,6 +162,7 @@ class ResultStore:
     def load_runs(self, include_failed: bool = False) -> pd.DataFrame:
         """One row per run: identity, factor levels, sizes, and the sysbench summary."""
         rows = []
+        classes = False
         for m in self.iter_manifests():
             if m.get("status") != "ok" and not include_failed:
                 continue
@@ -181,6 +182,9 @@ class ResultStore:
                 # Exact counter deltas over the measured window (None where not measurable).
                 **{k: (m.get("system") or {}).get(k) for k in SYSTEM_COUNTERS},
             }
+            if m.get("host_class") is not None:  # the inventory's host class (a column only if declared)
+                row["host_class"] = m["host_class"]
+                classes = True
             if m.get("status") == "ok":
                 s = self.parsed(m["run_id"]).summary
                 for k in ("tps", "qps", "transactions", "ignored_errors", "reconnects", "total_time_s",
@@ -188,6 +192,8 @@ class ResultStore:
                     row[k] = s.get(k)
             rows.append(row)
         df = pd.DataFrame(rows)
+        if classes:
+            df["host_class"] = df["host_class"].where(df["host_class"].notna(), df["host"])
         if not df.empty:
             df = df.sort_values("run_id", kind="stable").reset_index(drop=True)
         return df

@@ -19,6 +19,7 @@ from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.session import record_early_failure
+from dbmatrix.spec.assignment import assign_blocks, assign_runs
 from dbmatrix.spec.experiment import PlannedRun, parse_experiment
 from dbmatrix.store import ResultStore
 
@@ -70,9 +71,9 @@ class Recorder:
         return m
 
 
-def _fleet(tmp_path: Path, names: list[str], rec: Recorder) -> Fleet:
+def _fleet(tmp_path: Path, names: list[str], rec: Recorder, allow_lost: bool = True) -> Fleet:
     specs = [HostSpec(n, workdir=str(tmp_path / n)) for n in names]
-    return Fleet(specs, EXP, rec.store, rec.connect, rec.execute)
+    return Fleet(specs, EXP, rec.store, rec.connect, rec.execute, allow_lost=allow_lost)
 
 
 def test_runs_spread_over_hosts_each_once_and_in_parallel(tmp_path: Path) -> None:
@@ -140,6 +141,86 @@ def test_one_host_runs_in_the_calling_thread(tmp_path: Path) -> None:
     fleet = Fleet([HostSpec("solo", workdir=str(tmp_path))], EXP, store, rec.connect, execute)
     fleet.run(EXP.plan()[:3])
     assert seen == [True, True, True]
+
+
+EXP4 = parse_experiment({"experiment": "fleet-unit4", "factors": {"cache_pct": [25, 100], "threads": [1, 2]},
+                         "repetitions": 4, "warmup_s": 0, "measure_s": 1})
+
+
+def _assignment(hosts: list[str], exp=EXP4) -> tuple[dict[int, str], dict[str, str]]:
+    blocks = assign_blocks(range(1, exp.repetitions + 1), hosts, exp.seed)
+    return blocks, assign_runs(exp.plan(), blocks, hosts)
+
+
+def test_each_host_measures_only_its_own_blocks_in_plan_order(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "res")
+    rec = Recorder(store, slow_s=0.01)
+    fleet = _fleet(tmp_path, ["h1", "h2"], rec, allow_lost=False)
+    blocks, assignment = _assignment(["h1", "h2"])
+    runs = EXP4.plan()
+    assert fleet.run(runs, assignment) == []
+    by_id = {r.run_id: r for r in runs}
+    for h in ("h1", "h2"):
+        mine = [by_id[r] for x, r in rec.calls if x == h]
+        assert {r.block for r in mine} == {b for b, x in blocks.items() if x == h}
+        assert [r.order for r in mine] == sorted(r.order for r in mine)  # the seeded order, block after block
+        assert len(mine) == 8  # two whole blocks of four cells each
+    assert rec.max_parallel == 2
+
+
+def test_a_host_lost_at_setup_stops_the_line_before_any_run(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "res")
+    rec = Recorder(store)
+    fleet = _fleet(tmp_path, ["refuses", "h2"], rec, allow_lost=False)
+    _, assignment = _assignment(["refuses", "h2"])
+    runs = EXP4.plan()
+    left = fleet.run(runs, assignment)
+    assert rec.calls == [] and len(left) == len(runs) and fleet.halted
+    assert set(fleet.not_run) == {r.run_id for r in runs}
+    events = [e["event"] for e in _events(store)]
+    assert "host_lost" in events and "line_stopped" in events
+    assert fleet.summary()["refuses"]["lost"].startswith("setup failed: ConnectionRefusedError")
+
+
+def test_allowed_lost_host_at_setup_hands_its_whole_blocks_to_the_others(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "res")
+    rec = Recorder(store, slow_s=0.01)
+    fleet = _fleet(tmp_path, ["refuses", "h2"], rec, allow_lost=True)
+    blocks, assignment = _assignment(["refuses", "h2"])
+    assert fleet.run(EXP4.plan(), assignment) == []
+    assert {h for h, _ in rec.calls} == {"h2"} and len(rec.calls) == 16
+    assert sorted(m["block"] for m in fleet.moves) == sorted(b for b, h in blocks.items() if h == "refuses")
+    assert all(m["from"] == "refuses" and m["to"] == "h2" for m in fleet.moves)
+    assert [e["block"] for e in _events(store) if e["event"] == "block_moved"] == [m["block"] for m in fleet.moves]
+
+
+def test_allowed_host_lost_mid_block_keeps_the_started_block_and_moves_the_unstarted(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "res")
+    rec = Recorder(store, dead={"h1"}, slow_s=0.01)
+    fleet = _fleet(tmp_path, ["h1", "h2"], rec, allow_lost=True)
+    blocks, assignment = _assignment(["h1", "h2"])
+    runs = EXP4.plan()
+    left = fleet.run(runs, assignment)
+    h1_blocks = sorted(b for b, h in blocks.items() if h == "h1")
+    first = next(r for r in runs if r.block in h1_blocks)  # the block h1 started and lost
+    assert [r for h, r in rec.calls if h == "h1"] == [first.run_id]
+    assert {r.block for r in left} == {first.block} and len(left) == 3  # the rest of the half-done block
+    assert all("started on lost host h1" in fleet.not_run[r.run_id] for r in left)
+    assert [m["block"] for m in fleet.moves] == [b for b in h1_blocks if b != first.block]
+    assert len([r for h, r in rec.calls if h == "h2"]) == 12  # its own two blocks and the moved one
+
+
+def test_a_host_lost_mid_matrix_stops_the_line_unless_allowed(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "res")
+    rec = Recorder(store, dead={"h1"}, slow_s=0.05)
+    fleet = _fleet(tmp_path, ["h1", "h2"], rec, allow_lost=False)
+    _, assignment = _assignment(["h1", "h2"])
+    runs = EXP4.plan()
+    left = fleet.run(runs, assignment)
+    assert fleet.halted and fleet.summary()["h1"]["lost"]
+    assert len([1 for h, _ in rec.calls if h == "h2"]) <= 2  # h2 finished what it was measuring, then stopped
+    assert len(left) == len(runs) - len(rec.calls)
+    assert all(store.status(r.run_id) is None for r in left)
 
 
 def _events(store: ResultStore) -> list[dict[str, Any]]:

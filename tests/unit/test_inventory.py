@@ -265,3 +265,12 @@ def test_inventory_level_errors() -> None:
         inv({}).host("x")
     with pytest.raises(SpecError, match="does not exist"):
         load_inventory("/nonexistent/inventory.yaml")
+
+
+def test_host_class_is_parsed_and_validated() -> None:
+    inv = parse_inventory({"hosts": [{"name": "a", "class": "big"}, {"name": "b"}]})
+    assert [h.host_class for h in inv.hosts] == ["big", None]
+    with pytest.raises(SpecError, match=r"inventory.hosts\[a\].class"):
+        parse_inventory({"hosts": [{"name": "a", "class": "big machine"}]})
+    with pytest.raises(SpecError, match=r"inventory.hosts\[a\].class"):
+        parse_inventory({"hosts": [{"name": "a", "class": 3}]})

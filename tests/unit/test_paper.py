@@ -183,3 +183,27 @@ def test_macros_used_and_defined() -> None:
     tex = "% \\ignored\nText \\nRuns{} and 5\\,\\% \\cacheRatio.\n\\newcommand{\\nRuns}{4}"
     assert macros_used(tex) >= {"nRuns", "cacheRatio", "newcommand"} and "ignored" not in macros_used(tex)
     assert macros_defined(render_macros({"a": "1", "bB": "2"})) == {"a", "bB"}
+
+
+def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) -> None:
+    import json
+    from types import SimpleNamespace
+
+    from dbmatrix.publish.build import host_facts_of
+    from dbmatrix.store import ResultStore
+
+    store = ResultStore(tmp_path / "res")
+    for i, (host, cls) in enumerate([("db2", "small"), ("db1", "big")]):
+        d = store.raw / f"run{i}"
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps({
+            "run_id": f"run{i}", "status": "ok", "host": host, "host_class": cls,
+            "host_facts": {**FACTS, "host": host, "hostname": "vm"},
+            "media_state": {"disk": MEDIA["disk"]}}))
+    hosts = host_facts_of([SimpleNamespace(store=store)])  # type: ignore[list-item]
+    assert [f["host"] for f, _ in hosts] == ["db1", "db2"]
+    tex = render_setup_table(hosts)
+    assert "Host & db1 & db2 \\\\" in tex and "System hostname & vm & vm \\\\" in tex
+    assert "Host class & big & small \\\\" in tex
+    assert "Media & disk: dir (ext4 on vda) & disk: dir (ext4 on vda) \\\\" in tex  # from the manifests
+    assert tex.count("p{2.30cm}") == 2

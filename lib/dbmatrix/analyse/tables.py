@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
+from dbmatrix.analyse.hosts import host_check, multi_host
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
@@ -66,6 +67,12 @@ class Analysis:
     noise: pd.DataFrame = field(default_factory=pd.DataFrame)
     headline: pd.DataFrame = field(default_factory=pd.DataFrame)
     model: dict[str, Any] = field(default_factory=dict)
+    hosts: pd.DataFrame = field(default_factory=pd.DataFrame)  # the host check (several hosts only)
+    cells_by_host: pd.DataFrame = field(default_factory=pd.DataFrame)  # per cell and host (several hosts only)
+
+
+# Written only when the runs come from two or more hosts (a one-host study's outputs stay as they were).
+HOST_TABLES = {"hosts": "hosts.csv", "cells_by_host": "cells-by-host.csv"}
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -321,7 +328,8 @@ def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.D
     cells = cell_table(used, histograms, factors)
     ratios = ratios_to_baseline_cells(used, base, factors)
     pairwise = pairwise_comparisons(used, getattr(exp, "comparisons", ()) or (), factors)
-    fit: FactorialFit = factorial_model(closed_loop(used), factors, level_order=exp.factors)
+    blocks = ("host",) if multi_host(used) else ()
+    fit: FactorialFit = factorial_model(closed_loop(used), factors, level_order=exp.factors, blocks=blocks)
     noise_policy = getattr(exp, "noise", None)
     noise = noise_report(cells, ratios, used,
                          max_cv_pct=getattr(noise_policy, "max_cv_pct", 10.0),
@@ -330,6 +338,9 @@ def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.D
              "r2": None if math.isnan(fit.r2) else round(fit.r2, 6), "factors": fit.factors,
              "response": "log(tps)", "coding": "sum-to-zero", "design": getattr(exp, "design", "full"),
              "runs_used": "closed-loop" + (", never-settled excluded" if exclude_not_steady else "")}
+    if blocks:
+        model["blocks"] = fit.blocks
+    hosts = host_check(closed_loop(used), factors, level_order=exp.factors) if blocks else pd.DataFrame()
     cells, ratios = prefer_t_intervals(cells), prefer_t_intervals(ratios)
     latency = cells
     return Analysis(
@@ -338,7 +349,20 @@ def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.D
         steady=steady, efficiency=efficiency_table(used, factors, base), pairwise=pairwise,
         effects=fit.effects, anova=fit.anova, noise=noise,
         headline=model_headline(prefer_t_intervals(headline_cache_ratio(closed_loop(used), exp, factors)),
-                                fit.effects), model=model)
+                                fit.effects), model=model,
+        hosts=hosts, cells_by_host=cells_by_host(used) if blocks else pd.DataFrame())
+
+
+def cells_by_host(runs: pd.DataFrame, metric: str = "tps") -> pd.DataFrame:
+    """The cells split by host: per cell and host, n, the mean with its 95 % Student-t CI."""
+    rows = []
+    for (cell_id, host), g in runs.groupby(["cell_id", "host"], sort=True):
+        v = pd.to_numeric(g[metric], errors="coerce").dropna()
+        lo, hi = t_mean_ci(v)
+        rows.append({"cell_id": cell_id, "host": host, **({"host_class": g["host_class"].iloc[0]}
+                                                          if "host_class" in g.columns else {}),
+                     "n": int(v.size), "mean": float(v.mean()) if v.size else np.nan, "ci_lo": lo, "ci_hi": hi})
+    return pd.DataFrame(rows)
 
 
 def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = False) -> Analysis:
@@ -357,6 +381,11 @@ def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = F
     out = store.processed
     for name in CSV_TABLES:
         write_csv(getattr(a, name), out / f"{name}.csv")
+    for name, file in HOST_TABLES.items():
+        if not getattr(a, name).empty:
+            write_csv(getattr(a, name), out / file)
+        elif (out / file).is_file():
+            (out / file).unlink()  # left by an earlier analysis with several hosts
     write_parquet(intervals, out / "intervals.parquet")
     write_parquet(histograms, out / "histograms.parquet")
     write_parquet(a.steady, out / "steady.parquet")
@@ -380,6 +409,7 @@ def load_processed(store: ResultStore) -> Analysis:
     steady = pd.read_parquet(p / "steady.parquet") if (p / "steady.parquet").is_file() else pd.DataFrame()
     return Analysis(csv("runs"), cells, cells, csv("ratios"), csv("failed"), steady=steady,
                     efficiency=csv("efficiency"), pairwise=csv("pairwise"), effects=csv("effects"),
-                    anova=csv("anova"), noise=csv("noise"), headline=csv("headline"), model=model)
+                    anova=csv("anova"), noise=csv("noise"), headline=csv("headline"), model=model,
+                    hosts=csv("hosts"), cells_by_host=csv("cells-by-host"))
 
 

@@ -134,6 +134,7 @@ class HostSpec:
     media: dict[str, Medium] = field(default_factory=dict)
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     source: str | None = field(default=None, compare=False)  # the inventory file, for messages
+    host_class: str | None = None  # the inventory's ``class``: hosts of one class are alike (claims per class)
 
     @property
     def is_local(self) -> bool:
@@ -534,7 +535,7 @@ def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Invent
         raise SpecError("inventory.hosts: must be a non-empty list of hosts")
     hosts: list[HostSpec] = []
     allowed = {"name", "address", "user", "port", "key_file", "known_hosts", "workdir", "media",
-               "connect_timeout"}
+               "connect_timeout", "class"}
     for i, h in enumerate(hosts_raw):
         if not isinstance(h, Mapping) or not h.get("name"):
             raise SpecError(f"inventory.hosts[{i}]: each host needs a name")
@@ -561,9 +562,14 @@ def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Invent
         for key in ("user", "key_file", "known_hosts"):
             if h.get(key) is not None and not isinstance(h[key], str):
                 raise SpecError(f"inventory.hosts[{name}].{key}: {h[key]!r} must be a string")
+        host_class = h.get("class")
+        if host_class is not None and (not isinstance(host_class, str)
+                                       or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", host_class)):
+            raise SpecError(f"inventory.hosts[{name}].class: {host_class!r} must be a name (letters, digits, "
+                            "'_', '.', '-'), e.g. big")
         hosts.append(HostSpec(name, str(h.get("address", "local")), h.get("user"), port,
                               _local_path(h.get("key_file"), source), _local_path(h.get("known_hosts"), source),
-                              workdir, media, float(timeout), source))
+                              workdir, media, float(timeout), source, host_class))
     return Inventory(tuple(hosts))
 
 

@@ -48,7 +48,7 @@ def claims_evidence(studies: Sequence[StudyTables]) -> list[Any]:
     for st in studies:
         runs = st.runs if st.a is not None else pd.DataFrame()
         out.append(Evidence(st.name, st.kind, runs, dict(st.experiment.factors),
-                            st.extra.get("replication-effects")))
+                            st.extra.get("replication-effects"), st.a.hosts if st.a is not None else None))
     return out
 
 
@@ -124,20 +124,39 @@ def replication_section(paper_src: Path, published: bool) -> str | None:
 
 
 def host_facts_of(studies: Sequence[StudyTables]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Each host's facts and media states, once per host name (the first study that recorded it)."""
-    seen: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    """Each host's facts and media states, one entry per inventory host name, in name order.
+
+    Facts: ``hosts/<host>.json`` of the first study that recorded it, else the facts in its runs'
+    manifests. Media: the verified states recorded in the manifests of the runs that host measured
+    (every study, every medium it used), else ``hosts/<host>.media.json``. The inventory class, where
+    declared, from the manifests."""
+    facts: dict[str, dict[str, Any]] = {}
+    media: dict[str, dict[str, Any]] = {}
     for st in studies:
         for f in sorted(st.store.hosts.glob("*.json")):
             if f.name.endswith(".media.json"):
                 continue
-            facts = json.loads(f.read_text())
-            name = str(facts.get("host") or f.stem)
-            if name in seen:
-                continue
+            data = json.loads(f.read_text())
+            name = str(data.get("host") or f.stem)
+            facts.setdefault(name, data)
             media_file = f.with_name(f"{f.stem}.media.json")
-            media = json.loads(media_file.read_text()) if media_file.is_file() else {}
-            seen[name] = (facts, media)
-    return list(seen.values())
+            if media_file.is_file():
+                media.setdefault(name, {}).setdefault("_file", json.loads(media_file.read_text()))
+        for m in st.store.iter_manifests():
+            name = str(m.get("host") or "")
+            if not name:
+                continue
+            if isinstance(m.get("host_facts"), dict):
+                facts.setdefault(name, {"host": name, **m["host_facts"]})
+            if m.get("host_class") and name in facts:
+                facts[name].setdefault("host_class", m["host_class"])
+            for medium, state in sorted((m.get("media_state") or {}).items()):
+                media.setdefault(name, {}).setdefault("_runs", {}).setdefault(medium, state)
+    out = []
+    for name in sorted(facts):
+        recorded = media.get(name, {})
+        out.append(({**facts[name], "host": name}, recorded.get("_runs") or recorded.get("_file") or {}))
+    return out
 
 
 def _study_sha(st: StudyTables) -> str:

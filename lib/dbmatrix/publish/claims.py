@@ -49,6 +49,7 @@ from dbmatrix.analyse.contrasts import (
     replication_estimate,
     steady_share,
 )
+from dbmatrix.analyse.hosts import hosts_of, pooling_allowed
 
 VERDICTS = ("agree", "disagree", "inconclusive", "not tested")
 # The dataset of a run is fixed by these factors (sizes are measured once per dataset).
@@ -84,6 +85,29 @@ class Evidence:
     runs: pd.DataFrame
     level_order: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     replication: pd.DataFrame | None = None
+    host_check: pd.DataFrame | None = None  # processed/hosts.csv (several hosts only)
+
+    def hosts(self) -> list[str]:
+        return hosts_of(self.runs)
+
+    def for_claims(self) -> tuple[Evidence, str]:
+        """The runs claims are judged on, and what the claims table says about the hosts: all runs
+        ("pooled: h1, h2") when the host check allows pooling (:mod:`dbmatrix.analyse.hosts`), else the
+        runs of one host class ("class big: h1"; the class with the most runs, ties by name; a host
+        without a declared class is its own class). One host: all runs, ""."""
+        hosts = self.hosts()
+        if len(hosts) < 2:
+            return self, ""
+        if pooling_allowed(self.host_check if self.host_check is not None else pd.DataFrame()):
+            return self, "pooled: " + ", ".join(hosts)
+        cls = (self.runs["host_class"].where(self.runs["host_class"].notna(), self.runs["host"]).astype(str)
+               if "host_class" in self.runs.columns else self.runs["host"].astype(str))
+        sizes = cls.value_counts()
+        best = sorted(sizes.index, key=lambda c: (-int(sizes[c]), c))[0]
+        runs = self.runs[cls == best]
+        members = ", ".join(sorted(str(h) for h in runs["host"].unique()))
+        return (Evidence(self.experiment, self.kind, runs, self.level_order, self.replication, None),
+                f"class {best}: {members}")
 
 
 # ============================================================================ the claims
@@ -207,12 +231,13 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
     """One row per claim: the first study (in the claim's preferred order of study kinds, then the order
     given) that can test it, its estimate with the 95 % CI, and the verdict; else "not tested" and why."""
     rows = []
+    several = any(len(e.hosts()) > 1 for e in evidence)
     for c in claims:
         row: dict[str, Any] = {"id": c.id, "seed": c.seed, "where": c.where, "claim": c.text, "metric": c.metric,
                                "kind": c.kind, "test": c.test, "band_lo": c.band[0], "band_hi": c.band[1],
                                "study": "", "compared": "", "basis": "", "n": 0, "estimate": math.nan,
                                "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
-                               "stand_in": c.stand_in}
+                               "stand_in": c.stand_in, **({"hosts": ""} if several else {})}
         if c.not_tested:
             row["reason"] = c.not_tested
             rows.append(row)
@@ -223,6 +248,7 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                              pd.concat([e.runs for e in pool], ignore_index=True))] if pool else []
         reasons = []
         for ev in pool:
+            ev, hosts = ev.for_claims()
             try:
                 est = estimate(c, ev)
             except NotTestable as exc:
@@ -232,12 +258,15 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                        estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi,
                        verdict=verdict(est.ci_lo, est.ci_hi, c.band, c.test, c.null),
                        reason="" if np.isfinite(est.ci_lo) else "no interval (too few repetitions)")
+            if several:
+                row["hosts"] = hosts
             break
         else:
             row["reason"] = "; ".join(reasons) if reasons else (
                 "needs a " + " or ".join(c.sources) + " study; none in this build")
         rows.append(row)
-    return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
+    columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]  # "hosts": how hosts entered (several only)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:

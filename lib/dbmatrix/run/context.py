@@ -92,4 +92,5 @@ def run_manifest(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: Da
         "server_constants": constants_for(cell, exp.server_options),
         "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
         "sysbench_seed": sysbench_seed(exp.seed, run.run_id), "steps": {}, "adaptive": run.adaptive,
+        **({"host_class": ctx.spec.host_class} if ctx.spec.host_class else {}),
     }

@@ -1,11 +1,15 @@
 """Run a study's pending runs on every host of the inventory at once.
 
-One worker thread per host takes the next run from a shared queue in plan order, so a host is
-exclusive while it measures (one run at a time) and prepares its own datasets and media. Results land
-in the one result store on the controller. A host that drops out (its connection or shell stops
-answering) is retired: the run it was measuring is recorded as failed with step "host", the event is
-logged in ``fleet-events.jsonl``, and the other hosts take the rest of the queue. Runs nobody could
-take stay pending, so a rerun resumes them.
+One worker thread per host takes its own runs (the host's replicate blocks,
+:mod:`dbmatrix.spec.assignment`) in plan order, so a host is exclusive while it measures (one run at a
+time) and prepares its own datasets and media. Results land in the one result store on the controller.
+
+A host that cannot be set up, or drops out (its connection or shell stops answering), is lost: the run
+it was measuring is recorded as failed with step "host", the event is logged in ``fleet-events.jsonl``,
+and, unless lost hosts are allowed, the line stops (no host starts another run; the command fails and
+names the host). With lost hosts allowed, the lost host's whole blocks not yet started move to the live
+hosts; the rest of a half-done block is reported as not run. Runs not measured stay pending, so a rerun
+resumes them.
 
 Closed-loop runs all finish before open-loop runs start (the open-loop --rate comes from the closed-loop
 twin, which another host may still be measuring). Ctrl-C stops every host's in-flight command; the
@@ -19,7 +23,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +47,8 @@ class Worker:
     peers: dict[str, Any] = field(default_factory=dict)  # other nodes' hosts of a spread Galera cluster
     lost: str | None = None  # why the host was retired
     done: int = 0
+    ok: int = 0
+    failed: int = 0
     busy_s: float = 0.0
 
 
@@ -55,22 +61,36 @@ def host_alive(host: Host) -> bool:
 
 
 class Fleet:
-    """The hosts of one study; `run(runs)` spreads runs over them and returns when all are done."""
+    """The hosts of one study; `run(runs, assignment)` measures runs on their assigned hosts (or, without
+    an assignment, on whichever host is free) and returns when all are done or the line stopped.
+
+    Every host is connected and set up first (in parallel). A host that cannot be set up or stops
+    answering is *lost*: with ``allow_lost=False`` (the default) the line stops: no host starts another
+    run, the lost host is named in ``fleet-events.jsonl`` and in :meth:`summary`, and what is left is
+    returned (and listed in ``not_run`` with the reason). With ``allow_lost=True`` the lost host's whole
+    blocks that no run of has started move to the live hosts (:func:`dbmatrix.spec.assignment.reassign_blocks`),
+    and the rest of a half-done block is reported as not run, so every host still measures whole blocks."""
 
     def __init__(self, specs: list[HostSpec], exp: Experiment, store: ResultStore,
                  connect: Callable[[Worker], Any], execute: Callable[[Worker, PlannedRun], dict[str, Any]],
-                 on_result: Callable[[Worker, dict[str, Any]], None] | None = None):
+                 on_result: Callable[[Worker, dict[str, Any]], None] | None = None, *,
+                 allow_lost: bool = False):
         self.workers = [Worker(s) for s in specs]
         self.exp, self.store = exp, store
         self._connect, self._execute = connect, execute
         self._on_result = on_result or (lambda w, m: None)
+        self.allow_lost = allow_lost
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # Ctrl-C: discard unfinished runs
+        self._halt = threading.Event()  # a host was lost and that is not allowed: start no further run
+        self._taken_blocks: set[int] = set()
+        self.not_run: dict[str, str] = {}  # run_id -> why it was not run
+        self.moves: list[dict[str, Any]] = []  # whole blocks moved off lost hosts
 
     # -- events -----------------------------------------------------------------------------------
-    def log_event(self, worker: Worker, event: str, **details: Any) -> None:
-        line = json.dumps({"utc": utc_now(), "host": worker.spec.name, "event": event, **details},
-                          sort_keys=True)
+    def log_event(self, worker: Worker | None, event: str, **details: Any) -> None:
+        line = json.dumps({"utc": utc_now(), "host": worker.spec.name if worker else None, "event": event,
+                           **details}, sort_keys=True)
         with self._lock:
             self.store.root.mkdir(parents=True, exist_ok=True)
             with open(self.store.root / "fleet-events.jsonl", "a") as f:
@@ -79,19 +99,44 @@ class Fleet:
     def _retire(self, worker: Worker, why: str, run_id: str | None = None) -> None:
         worker.lost = why
         self.log_event(worker, "host_lost", reason=why, run_id=run_id)
+        if not self.allow_lost and not self._halt.is_set():
+            self._halt.set()
+            self.log_event(worker, "line_stopped", reason=f"host {worker.spec.name} lost and lost hosts are "
+                                                          "not allowed (--allow-lost-hosts)")
 
     # -- scheduling -------------------------------------------------------------------------------
     def alive(self) -> list[Worker]:
         return [w for w in self.workers if w.lost is None]
 
-    def run(self, runs: list[PlannedRun]) -> list[PlannedRun]:
-        """Measure `runs` across the live hosts; returns the runs no host could take (all lost)."""
-        queue = deque(runs)
-        if len(self.alive()) == 1:  # one host: run in this thread (Ctrl-C works as in a plain run)
-            self._work(self.alive()[0], queue)
-            return list(queue)
-        threads = [threading.Thread(target=self._work, args=(w, queue), name=f"fleet-{w.spec.name}",
-                                    daemon=True) for w in self.alive()]
+    def lost(self) -> list[Worker]:
+        return [w for w in self.workers if w.lost is not None]
+
+    @property
+    def halted(self) -> bool:
+        """The line stopped: a host was lost and lost hosts are not allowed."""
+        return self._halt.is_set()
+
+    def connect_all(self) -> None:
+        """Connect and set up every host not yet connected (in parallel); a host that fails is lost."""
+        todo = [w for w in self.workers if w.ctx is None and w.lost is None]
+        if len(todo) <= 1:
+            for w in todo:
+                self._setup(w)
+            return
+        self._threads(todo, self._setup)
+
+    def _setup(self, worker: Worker) -> None:
+        try:
+            self._connect(worker)
+            self.log_event(worker, "host_ready", port=getattr(worker.ctx, "port", None))
+        except (KeyboardInterrupt, RunInterrupted):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a host that cannot be prepared drops out
+            self._retire(worker, f"setup failed: {type(exc).__name__}: {exc}")
+
+    def _threads(self, workers: list[Worker], target: Callable[..., None], *args: Any) -> None:
+        threads = [threading.Thread(target=target, args=(w, *args), name=f"fleet-{w.spec.name}", daemon=True)
+                   for w in workers]
         for t in threads:
             t.start()
         try:
@@ -106,11 +151,98 @@ class Fleet:
             for t in threads:
                 t.join(timeout=60)
             raise
-        return list(queue)
+
+    def run(self, runs: list[PlannedRun], assignment: Mapping[str, str] | None = None) -> list[PlannedRun]:
+        """Measure `runs` (each on its host of `assignment`, run_id -> host name; without one, on any
+        host); returns the runs not measured (their reasons in ``not_run``)."""
+        self.connect_all()
+        if self._halt.is_set():
+            self._not_run(runs, "not started: the line stopped (a host was lost)")
+            return list(runs)
+        if assignment is None:
+            queue = deque(runs)
+            self._round({w.spec.name: queue for w in self.alive()})
+            left = list(queue)
+            self._not_run(left, "no live host left" if not self.alive() else "the line stopped")
+            return left
+        names = {w.spec.name for w in self.workers}
+        queues = {n: deque(r for r in runs if assignment.get(r.run_id) == n) for n in names}
+        orphans = [r for r in runs if assignment.get(r.run_id) not in names]
+        self._not_run(orphans, "assigned to a host that is not in the fleet")
+        while True:
+            self._round({w.spec.name: queues[w.spec.name] for w in self.alive() if queues[w.spec.name]})
+            stranded = {w.spec.name: queues[w.spec.name] for w in self.lost() if queues[w.spec.name]}
+            if not stranded or self._halt.is_set() or self._stop.is_set() or not self.alive():
+                break
+            if not self._move_blocks(stranded, queues):
+                break
+        left = [r for r in runs if any(r in q for q in queues.values())] + orphans
+        lost = {w.spec.name: w.lost for w in self.lost()}
+        for r in left:
+            host = assignment.get(r.run_id)
+            if r.run_id in self.not_run:
+                continue
+            if host in lost:
+                self.not_run[r.run_id] = f"host {host} lost ({lost[host]})"
+            else:
+                self.not_run[r.run_id] = "not started: the line stopped (a host was lost)"
+        return left
+
+    def _not_run(self, runs: list[PlannedRun], why: str) -> None:
+        for r in runs:
+            self.not_run.setdefault(r.run_id, why)
+
+    def _move_blocks(self, stranded: dict[str, deque[PlannedRun]], queues: dict[str, deque[PlannedRun]]) -> bool:
+        """Move the lost hosts' whole unstarted blocks to live hosts; report the rest of a started block
+        as not run. True if some block moved (another round is due)."""
+        from dbmatrix.spec.assignment import reassign_blocks
+
+        started = {int(m["block"]) for m in self.store.iter_manifests() if m.get("block") is not None}
+        started |= self._taken_blocks
+        block_hosts: dict[int, str] = {}
+        for name, q in queues.items():
+            for r in q:
+                block_hosts.setdefault(r.block, name)
+        live = [w.spec.name for w in self.alive()]
+        _, moves, stuck = reassign_blocks(block_hosts, set(stranded), started, live)
+        for name, q in stranded.items():
+            keep: deque[PlannedRun] = deque()
+            for r in q:
+                if r.block in moves:
+                    queues[moves[r.block]].append(r)
+                else:
+                    keep.append(r)
+                    if r.block in stuck:
+                        self.not_run[r.run_id] = (f"block {r.block} was started on lost host {name}: its other "
+                                                  "runs stay there so the block is not split over hosts")
+            queues[name] = keep
+            for b, to in sorted(moves.items()):
+                if block_hosts.get(b) == name:
+                    self.moves.append({"block": b, "from": name, "to": to})
+                    self.log_event(None, "block_moved", block=b, to=to, **{"from": name})
+        for q in queues.values():  # keep each host's runs in plan order
+            ordered = sorted(q, key=lambda r: r.order)
+            q.clear()
+            q.extend(ordered)
+        return bool(moves)
+
+    def _round(self, queues: dict[str, deque[PlannedRun]]) -> None:
+        """One pass: each live worker takes runs from its queue until it is empty or the line stops."""
+        workers = [w for w in self.alive() if w.spec.name in queues]
+        if not workers:
+            return
+        if len(workers) == 1:  # one host: run in this thread (Ctrl-C works as in a plain run)
+            self._work(workers[0], queues[workers[0].spec.name])
+            return
+        self._threads(workers, lambda w: self._work(w, queues[w.spec.name]))
 
     def _next(self, queue: deque[PlannedRun]) -> PlannedRun | None:
         with self._lock:
-            return queue.popleft() if queue and not self._stop.is_set() else None
+            if not queue or self._stop.is_set() or self._halt.is_set():
+                return None
+            run = queue.popleft()
+            self._taken_blocks.add(run.block)
+            return run
 
     def _work(self, worker: Worker, queue: deque[PlannedRun]) -> None:
         try:
@@ -124,14 +256,7 @@ class Fleet:
 
     def _work_on(self, worker: Worker, queue: deque[PlannedRun]) -> None:
         if worker.ctx is None and worker.lost is None:
-            try:
-                self._connect(worker)
-                self.log_event(worker, "host_ready", port=getattr(worker.ctx, "port", None))
-            except (KeyboardInterrupt, RunInterrupted):
-                raise
-            except Exception as exc:  # noqa: BLE001 - a host that cannot be prepared drops out
-                self._retire(worker, f"setup failed: {type(exc).__name__}: {exc}")
-                return
+            self._setup(worker)
         while worker.lost is None and (run := self._next(queue)) is not None:
             t0 = time.monotonic()
             try:
@@ -146,6 +271,10 @@ class Fleet:
                 self.store.forget(run.run_id)
                 return
             worker.done += 1
+            if manifest.get("status") == "ok":
+                worker.ok += 1
+            else:
+                worker.failed += 1
             self._on_result(worker, manifest)
             if manifest.get("status") != "ok" and worker.host is not None and not host_alive(worker.host):
                 self._retire(worker, "stopped answering after a failed run", run.run_id)
@@ -163,8 +292,10 @@ class Fleet:
             self.store.rewrite_manifest(run_id, m)
 
     def summary(self) -> dict[str, Any]:
-        return {w.spec.name: {"runs": w.done, "busy_s": round(w.busy_s, 1), "lost": w.lost}
-                for w in self.workers}
+        """Per host: runs measured (ok, failed), busy seconds (this host's own clock, not summed over
+        hosts), and why it was lost (None: it was not)."""
+        return {w.spec.name: {"runs": w.done, "ok": w.ok, "failed": w.failed, "busy_s": round(w.busy_s, 1),
+                              "lost": w.lost} for w in self.workers}
 
     def close(self) -> None:
         for w in self.workers:

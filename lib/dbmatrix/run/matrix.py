@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dbmatrix.hosts.inventory import HostSpec
@@ -25,6 +26,7 @@ from dbmatrix.run.ports import PORTS_PER_HOST, release_port
 from dbmatrix.run.session import IntervalCallback, RunSession, execute, interrupts_stop_cleanly, record_early_failure
 from dbmatrix.run.standalone import Standalone
 from dbmatrix.run.topology import Topology
+from dbmatrix.spec.assignment import assign_blocks, assign_runs, assignment_notes, host_of
 from dbmatrix.spec.experiment import DatasetKey, Experiment, PlannedRun, SpecError
 from dbmatrix.store import ResultStore, utc_now, write_json_atomic
 from dbmatrix.study import Study
@@ -35,19 +37,42 @@ LOAD_ROWS_PER_S = 150_000.0
 TPCC_LOAD_S_PER_WAREHOUSE = 10.0  # one warehouse (~140-240 MiB) with parallel loaders, 2 vCPUs, loaded
 @dataclass(frozen=True)
 class PlanSummary:
+    """A plan's runs, datasets and time estimates. With several hosts each host measures its own
+    replicate blocks and prepares its own datasets: ``estimated_s`` is the machine time summed over the
+    hosts, ``estimated_wall_s`` the wall-clock time (the busiest host's), ``estimated_s_per_host`` and
+    ``runs_per_host`` each host's share. With one host all three times are the same number."""
+
     runs: list[PlannedRun]
     datasets: list[str]
     estimated_s: float
+    hosts: tuple[str, ...] = ()
+    run_hosts: dict[str, str] = field(default_factory=dict)  # run_id -> host (several hosts only)
+    estimated_s_per_host: dict[str, float] = field(default_factory=dict)
+    runs_per_host: dict[str, int] = field(default_factory=dict)
+    estimated_wall_s: float = 0.0
+    notes: tuple[str, ...] = ()
 
     def table(self) -> list[dict[str, Any]]:
-        return [{"order": r.order, "block": r.block, "run_id": r.run_id, **r.cell.levels()} for r in self.runs]
+        multi = len(self.hosts) > 1
+        return [{"order": r.order, "block": r.block, **({"host": self.run_hosts.get(r.run_id)} if multi else {}),
+                 "run_id": r.run_id, **r.cell.levels()} for r in self.runs]
+
+    def as_dict(self) -> dict[str, Any]:
+        """What a command line prints: counts and estimates (seconds), per host and in all."""
+        return {"runs": len(self.runs), "datasets": list(self.datasets), "hosts": list(self.hosts),
+                "runs_per_host": dict(self.runs_per_host),
+                "estimated_s_per_host": dict(self.estimated_s_per_host),
+                "estimated_wall_s": self.estimated_wall_s, "estimated_machine_s": self.estimated_s,
+                "notes": list(self.notes)}
 
 
 def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
-                   prepared: set[str] | None = None) -> PlanSummary:
+                   prepared: set[str] | None = None, hosts: Sequence[str] | None = None,
+                   block_hosts: Mapping[int, str] | None = None) -> PlanSummary:
+    """The runs (all, or `pending`), the datasets to prepare and the estimated time; over `hosts` (each
+    measuring its replicate blocks, :mod:`dbmatrix.spec.assignment`; `block_hosts` overrides the seeded
+    assignment, e.g. the one recorded in plan.json), per host and as wall-clock time."""
     runs = exp.plan() if pending is None else pending
-    keys = {exp.dataset_key(r.cell) for r in runs}
-    keys = {k for k in keys if k.name not in (prepared or set())}
     w = exp.workload
 
     def load_s(key: DatasetKey) -> float:
@@ -56,9 +81,59 @@ def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
         return w.tables * w.table_size / LOAD_ROWS_PER_S
 
     overhead = topology_class(exp).overhead_s
-    est = (len(runs) * (exp.warmup_s + exp.measure_s + overhead)
-           + sum(DATASET_OVERHEAD_S + load_s(k) for k in keys))
-    return PlanSummary(runs, sorted(k.name for k in keys), est)
+
+    def estimate(rs: list[PlannedRun]) -> tuple[float, set[DatasetKey]]:
+        keys = {exp.dataset_key(r.cell) for r in rs}
+        keys = {k for k in keys if k.name not in (prepared or set())}
+        return (len(rs) * (exp.warmup_s + exp.measure_s + overhead)
+                + sum(DATASET_OVERHEAD_S + load_s(k) for k in keys)), keys
+
+    names = tuple(hosts or ())
+    if len(names) <= 1:
+        est, keys = estimate(runs)
+        per = {names[0]: est} if names else {}
+        return PlanSummary(runs, sorted(k.name for k in keys), est, names, {}, per,
+                           {names[0]: len(runs)} if names else {}, est)
+    bh = dict(block_hosts) if block_hosts else assign_blocks(range(1, exp.repetitions + 1), names, exp.seed)
+    run_hosts = assign_runs(runs, bh, names)
+    per_host: dict[str, float] = {}
+    all_keys: set[DatasetKey] = set()
+    for h in names:
+        est, keys = estimate([r for r in runs if run_hosts[r.run_id] == h])
+        per_host[h] = est if any(run_hosts[r.run_id] == h for r in runs) else 0.0
+        all_keys |= keys
+    counts = {h: sum(1 for v in run_hosts.values() if v == h) for h in names}
+    notes = tuple(assignment_notes({b: h for b, h in bh.items() if b <= exp.repetitions}, names))
+    return PlanSummary(runs, sorted(k.name for k in all_keys), sum(per_host.values()), names, run_hosts,
+                       per_host, counts, max(per_host.values()), notes)
+
+
+def plan_hosts(study: Study, host_name: str | None = None) -> list[str]:
+    """The hosts the plan's blocks are dealt to: the inventory's (the first node's host of a Galera
+    cluster spread over hosts, which then needs all of them for every run). `--host` runs one host's
+    share, it does not change the assignment."""
+    if study.experiment.topology.hosts:
+        return [study.experiment.topology.hosts[0]]
+    return [h.name for h in study.inventory.hosts]
+
+
+def study_assignment(study: Study, hosts: Sequence[str] | None = None) -> dict[int, str]:
+    """Block -> host: the one recorded in the study's plan.json for these hosts (with any blocks moved off
+    lost hosts), else the seeded assignment."""
+    exp = study.experiment
+    hosts = list(hosts or plan_hosts(study))
+    path = study.store.root / "plan.json"
+    if path.is_file() and len(hosts) > 1:
+        rec = json.loads(path.read_text())
+        if rec.get("hosts") == hosts and rec.get("block_hosts"):
+            return {int(b): str(h) for b, h in rec["block_hosts"].items()}
+    return assign_blocks(range(1, exp.repetitions + 1), hosts, exp.seed)
+
+
+def summarize_study(study: Study, pending: list[PlannedRun] | None = None) -> PlanSummary:
+    """:func:`summarize_plan` over the study's hosts and their recorded assignment."""
+    hosts = plan_hosts(study)
+    return summarize_plan(study.experiment, pending, hosts=hosts, block_hosts=study_assignment(study, hosts))
 
 
 def format_duration(seconds: float) -> str:
@@ -85,6 +160,28 @@ def record_plan(store: ResultStore, exp: Experiment) -> None:
         "order": [{"order": r.order, "block": r.block, "run_id": r.run_id} for r in exp.plan()],
         "created_utc": utc_now(),
     })
+
+
+def record_assignment(store: ResultStore, exp: Experiment, hosts: Sequence[str], block_hosts: Mapping[int, str],
+                      moves: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Write the host of every block (and of every run in ``order``) into plan.json, with the blocks moved
+    off lost hosts. Only with several hosts: a one-host plan.json stays as it always was."""
+    if len(hosts) <= 1:
+        return
+    path = store.root / "plan.json"
+    plan = json.loads(path.read_text())
+    new = {"hosts": list(hosts), "block_hosts": {str(b): h for b, h in sorted(block_hosts.items())},
+           "assignment": "whole replicate blocks per host (dbmatrix.spec.assignment)"}
+    if all(plan.get(k) == v for k, v in new.items()) and not moves:
+        return
+    plan.update(new)
+    plan["blocks_moved"] = [*plan.get("blocks_moved", []), *({**m, "utc": utc_now()} for m in moves)]
+    runs = {r.run_id: r for r in exp.plan()}
+    for o in plan.get("order", []):
+        r = runs.get(o["run_id"])
+        if r is not None:
+            o["host"] = host_of(r, block_hosts, hosts)
+    write_json_atomic(path, plan)
 
 
 def topology_class(exp: Experiment) -> type[Topology]:
@@ -131,29 +228,42 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
 
 
 def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
-    """The hosts that take runs: one named host, the first node's host of a Galera cluster spread over
-    hosts (the cluster then needs all of them for every run), or every host of the inventory."""
+    """The hosts that take runs: one named host (its share of the blocks), the first node's host of a
+    Galera cluster spread over hosts (the cluster then needs all of them for every run), or every host of
+    the inventory."""
     inv = study.inventory
     if host_name:
         return [inv.host(host_name)]
-    if study.experiment.topology.hosts:
-        return [inv.host(study.experiment.topology.hosts[0])]
-    return list(inv.hosts)
+    return [inv.host(n) for n in plan_hosts(study)]
 
 
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
-              host_name: str | None = None, on_interval: IntervalCallback | None = None) -> dict[str, Any]:
+              host_name: str | None = None, on_interval: IntervalCallback | None = None,
+              allow_lost_hosts: bool = False) -> dict[str, Any]:
     """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
-    several; see :mod:`dbmatrix.run.fleet`); returns counts. Safe to call again to resume.
-    `on_interval(run_id, row)` receives each per-second sysbench row of a measured window as it comes."""
+    several, each host its own replicate blocks; see :mod:`dbmatrix.run.fleet` and
+    :mod:`dbmatrix.spec.assignment`); returns counts. Safe to call again to resume.
+
+    A host that cannot be set up or stops answering stops the line (no further run starts) and is named
+    in ``lost_hosts``; the caller fails (``dbmatrix run`` exits 4). With `allow_lost_hosts` the other
+    hosts go on, taking the lost host's whole blocks not yet started; ``not_run`` lists what was not
+    measured and why. `on_interval(run_id, row)` receives each per-second sysbench row of a measured
+    window as it comes."""
     exp, store = study.experiment, study.store
     specs = fleet_hosts(study, host_name)
+    hosts = plan_hosts(study)
     record_plan(store, exp)
     store.clean_staging()
     plan = exp.plan()
+    block_hosts = study_assignment(study, hosts)
+    record_assignment(store, exp, hosts, block_hosts)
+    assignment = assign_runs(plan, block_hosts, hosts)
     pending = [r for r in plan if store.status(r.run_id) != "ok"]
     counts: dict[str, Any] = {"planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0,
                               "failed": 0, "adaptive": 0, "not_attempted": 0}
+    if host_name and len(hosts) > 1:  # one host's share of the blocks
+        counts["other_hosts_runs"] = sum(assignment[r.run_id] != host_name for r in pending)
+        pending = [r for r in pending if assignment[r.run_id] == host_name]
     if max_runs is not None:
         pending = pending[:max_runs]
     if not pending and not exp.noise.adaptive:
@@ -162,7 +272,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
 
     bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
-    est = summarize_plan(exp, pending).estimated_s / max(1, len(specs))
+    est = summarize_plan(exp, pending, hosts=[s.name for s in specs], block_hosts=block_hosts).estimated_wall_s
     bar.set_postfix_str(f"plan ~{format_duration(est)} on {len(specs)} host(s)")
     lock = threading.Lock()
 
@@ -183,16 +293,17 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             counts["adaptive"] += bool(m.get("adaptive"))
             bar.update(1)
 
-    fleet = Fleet(specs, exp, store, connect, execute, on_result)
+    fleet = Fleet(specs, exp, store, connect, execute, on_result, allow_lost=allow_lost_hosts)
     with interrupts_stop_cleanly():
         try:
-            left = fleet.run([r for r in pending if not r.cell.open_loop])
-            left += fleet.run([r for r in pending if r.cell.open_loop])
-            if exp.noise.adaptive and max_runs is None and not left:
-                while fleet.alive() and (extra := adaptive_runs(store, exp)):
+            left = fleet.run([r for r in pending if not r.cell.open_loop], assignment)
+            if not fleet.halted:
+                left += fleet.run([r for r in pending if r.cell.open_loop], assignment)
+            if exp.noise.adaptive and max_runs is None and not left and not fleet.halted:
+                while (live := [w.spec.name for w in fleet.alive()]) and (extra := adaptive_runs(store, exp)):
                     bar.total += len(extra)
                     bar.refresh()
-                    left += fleet.run(extra)
+                    left += fleet.run(extra, assign_runs(extra, {}, live))
                     if left:
                         break
         finally:
@@ -204,10 +315,36 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
                 for peer in w.peers.values():
                     peer.host.close()
             fleet.close()
+            if fleet.moves:
+                moved = {int(m["block"]): str(m["to"]) for m in fleet.moves}
+                record_assignment(store, exp, hosts, {**block_hosts, **moved}, fleet.moves)
     counts["not_attempted"] = len(left)
-    if len(specs) > 1 or any(w.lost for w in fleet.workers):
+    if left:
+        counts["not_run"] = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
+    lost = {w.spec.name: w.lost for w in fleet.workers if w.lost}
+    if lost:
+        counts["lost_hosts"] = lost
+        counts["lost_hosts_allowed"] = allow_lost_hosts
+    if fleet.moves:
+        counts["blocks_moved"] = list(fleet.moves)
+    if len(specs) > 1 or lost:
         counts["hosts"] = fleet.summary()
     return counts
+
+
+def lost_hosts_message(counts: Mapping[str, Any]) -> str | None:
+    """The line a command prints when hosts were lost (None: none was), naming them and what to do."""
+    lost = counts.get("lost_hosts") or {}
+    if not lost:
+        return None
+    names = ", ".join(f"{h} ({why})" for h, why in sorted(lost.items()))
+    left = counts.get("not_attempted", 0)
+    if counts.get("lost_hosts_allowed"):
+        return (f"lost host(s): {names}; allowed (--allow-lost-hosts): {len(counts.get('blocks_moved', []))} "
+                f"whole block(s) moved to other hosts, {left} run(s) not run")
+    return (f"lost host(s): {names}; the line stopped with {left} run(s) not run. Fix the host and run again "
+            "(completed runs are kept), or pass --allow-lost-hosts to let the other hosts take its whole "
+            "blocks")
 
 
 def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
@@ -256,16 +393,75 @@ def time_accounting(store: ResultStore) -> dict[str, float]:
     return out
 
 
+def lost_hosts(store: ResultStore) -> dict[str, str]:
+    """Hosts whose last fleet event is ``host_lost`` (host -> reason): lost in the last run command and
+    not seen ready since."""
+    path = store.root / "fleet-events.jsonl"
+    state: dict[str, str | None] = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("event") == "host_ready":
+                state[e.get("host")] = None
+            elif e.get("event") == "host_lost":
+                state[e.get("host")] = str(e.get("reason"))
+    return {h: why for h, why in sorted(state.items()) if why is not None and h}
+
+
 def study_status(study: Study) -> dict[str, Any]:
-    """Counts of done/failed/pending runs and the estimated time left."""
+    """Counts of done/failed/pending runs and the estimated time left, in total and per host.
+
+    ``estimated_remaining_s`` is the wall-clock time left (the hosts measure in parallel; the busiest
+    host's share), ``estimated_remaining_machine_s`` the time summed over hosts. ``per_host`` gives each
+    host's runs (planned, ok, failed, pending), its busy time (``busy_s``: the seconds its runs took,
+    its own clock) and its remaining estimate; ``busy_s_total`` adds them over hosts (machine time, not
+    wall time). ``lost_hosts`` names hosts the last run command lost."""
     exp, store = study.experiment, study.store
     plan = exp.plan()
     statuses = {r.run_id: store.status(r.run_id) for r in plan}
     pending = [r for r in plan if statuses[r.run_id] != "ok"]
     failed = sorted(k for k, v in statuses.items() if v == "failed")
+    summary = summarize_study(study, pending) if pending else None
+    hosts = plan_hosts(study)
+    assignment = assign_runs(plan, study_assignment(study, hosts), hosts)
+    ran_on: dict[str, str] = {}
+    busy: dict[str, float] = {}
+    for m in store.iter_manifests():
+        h = str(m.get("host"))
+        ran_on[m["run_id"]] = h
+        busy[h] = busy.get(h, 0.0) + float(m.get("duration_s") or sum((m.get("steps") or {}).values()))
+    per_host: dict[str, dict[str, Any]] = {}
+    for h in dict.fromkeys([*hosts, *sorted(busy)]):
+        mine = [r.run_id for r in plan if ran_on.get(r.run_id, assignment.get(r.run_id)) == h]
+        per_host[h] = {
+            "planned": sum(assignment.get(r) == h for r in statuses),
+            "ok": sum(statuses[r] == "ok" for r in mine), "failed": sum(statuses[r] == "failed" for r in mine),
+            "pending": sum(statuses[r] is None for r in mine), "busy_s": round(busy.get(h, 0.0), 1),
+            "estimated_remaining_s": (summary.estimated_s_per_host.get(h, 0.0) if summary else 0.0),
+        }
+    lost = lost_hosts(store)
     return {
         "results_dir": str(store.root), "experiment": exp.name, "planned": len(plan),
         "ok": sum(v == "ok" for v in statuses.values()), "failed": failed,
         "pending": sum(v is None for v in statuses.values()),
-        "estimated_remaining_s": summarize_plan(exp, pending).estimated_s if pending else 0.0,
+        "estimated_remaining_s": summary.estimated_wall_s if summary else 0.0,
+        "estimated_remaining_machine_s": summary.estimated_s if summary else 0.0,
+        "hosts": hosts, "per_host": per_host,
+        "busy_s_total": round(sum(busy.values()), 1), "lost_hosts": lost,
+        "host_check": _host_check_line(store),
     }
+
+
+def _host_check_line(store: ResultStore) -> str | None:
+    """The host check of the last analysis (processed/hosts.csv), as one line; None without one."""
+    path = store.processed / "hosts.csv"
+    if not path.is_file() or path.stat().st_size <= 1:
+        return None
+    import pandas as pd
+
+    from dbmatrix.analyse.hosts import host_check_line
+
+    return host_check_line(pd.read_csv(path))
