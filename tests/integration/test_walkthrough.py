@@ -127,7 +127,7 @@ def test_readme_walkthrough_on_two_hosts(tmp_path: Path, netns_hosts) -> None:
     for name, nh in (("db1", h1), ("db2", h2)):
         assert (f"host {name}: root@{nh.address} port 22, key {lab / 'keys' / 'id_ed25519'}, host key in "
                 f"{lab / 'known_hosts'} (workdir {nh.workdir}; media disk)") in outputs["plan"]
-    assert "= 2 runs on db1, db2" in outputs["plan"] and f"(results in {results})" in outputs["plan"]
+    assert "= 2 runs on db1, db2" in outputs["plan"] and f"results in {results})" in outputs["plan"]
     # 6. run: both runs ok
     counts = json.loads(outputs["run"].strip().splitlines()[-1])
     assert counts["ok"] == 2 and counts["failed"] == 0, counts
