@@ -26,6 +26,7 @@ import pandas as pd
 
 from dbmatrix.analyse.tables import factor_columns
 from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS
+from dbmatrix.spec.factors import factor_title
 
 __all__ = ["Explorer", "LiveThroughput", "available_results", "factor_columns", "filter_runs",
            "format_estimate", "format_number", "live_throughput", "load_runs_table", "metric_label",
@@ -113,10 +114,8 @@ METRICS: dict[str, tuple[str, str]] = {
 _SUFFIX_UNITS = (("_us_per_txn", "µs/txn"), ("_kb_per_txn", "KiB/txn"), ("_ios_per_txn", "I/Os/txn"),
                  ("_mb_s", "MB/s"), ("_ms", "ms"), ("_pct", "%"), ("_bytes", "bytes"), ("_ps", "/s"),
                  ("_s", "s"), ("_amp", "×"))
-FACTOR_LABELS = {"engine": "Engine", "cache_pct": "Cache (% of data)", "block_size": "Block size",
-                 "compression": "Compression", "medium": "Medium", "threads": "Client threads",
-                 "workload": "Workload", "rate_fraction": "Rate (fraction of peak)",
-                 "slave_threads": "Applier threads", "write_to": "Writes to", "campaign": "Campaign"}
+# Columns of the runs table that are not factors but can split the runs like one.
+COLUMN_TITLES = {"campaign": "Campaign", "host": "Host", "host_class": "Host class"}
 # Factors named as "same in every run" even at their default; the others (open loop, log medium, Galera)
 # only when a study sets them.
 ALWAYS_SHOWN = ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload")
@@ -140,7 +139,15 @@ def metric_label(metric: str, *, unit: bool = True) -> str:
 
 
 def factor_label(factor: str) -> str:
-    return FACTOR_LABELS.get(factor, factor)
+    """A factor's long name from the factor registry (or a splitting column's, e.g. the host)."""
+    return COLUMN_TITLES.get(factor) or factor_title(factor)
+
+
+def split_columns(runs: pd.DataFrame) -> list[str]:
+    """The factors of the runs table, and the host (and its class) when the runs come from several hosts:
+    what the explorer filters and plots by."""
+    extra = [c for c in ("host", "host_class") if c in runs.columns and runs[c].nunique(dropna=True) > 1]
+    return [*factor_columns(runs), *extra]
 
 
 def metric_options(runs: pd.DataFrame) -> list[tuple[str, str]]:
@@ -345,7 +352,7 @@ class Explorer:
         if filters:
             filter_runs(runs, filters)  # unknown factors or levels: an error that names the allowed ones
         self.runs = runs
-        factors = factor_columns(runs)
+        factors = split_columns(runs)
         varied = [f for f in factors if runs[f].nunique(dropna=True) > 1]
         self.varied = varied
         self._hold = True

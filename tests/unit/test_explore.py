@@ -176,3 +176,14 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
     steps.run_all([S()])
     assert calls[-1]["on_interval"] is None
 
+
+
+def test_titles_come_from_the_factor_registry_and_hosts_split_only_when_several() -> None:
+    from dbmatrix.spec.factors import REGISTRY
+
+    assert all(explore.factor_label(f.name) == f.title for f in REGISTRY)
+    assert explore.factor_label("host") == "Host"
+    one = pd.DataFrame({"engine": ["innodb", "myrocks"], "cache_pct": [25, 100], "host": ["h1", "h1"]})
+    assert explore.split_columns(one) == ["engine", "cache_pct"]
+    two = one.assign(host=["h1", "h2"])
+    assert explore.split_columns(two) == ["engine", "cache_pct", "host"]

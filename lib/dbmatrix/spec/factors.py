@@ -77,6 +77,7 @@ class Factor:
     label: str  # short column/row label in the paper's tables ("Cache %")
     word: str  # the factor in claim comparisons and estimate bases ("cache 25 % / 100 %")
     unit: str = ""  # written after a level in claim comparisons
+    title: str = ""  # the long name on an axis or a control ("Cache (% of data)"); default: the label
     doc: str = ""  # what the factor is
     galera_only: bool = False  # only a galera topology may vary it; a standalone spec keeps the default
     dataset: bool = False  # prepared datasets differ by it (cells differing only in other factors share one)
@@ -181,39 +182,50 @@ def _write_to(lv: Any) -> Any:
 
 REGISTRY: tuple[Factor, ...] = (
     Factor("engine", "innodb", _engine, lambda v: f"{v}",
+           title="Engine",
            label="Engine", word="engine", dataset=True,
            doc="storage engine: InnoDB or MyRocks"),
     Factor("cache_pct", 100, _cache_pct, lambda v: f"c{v:g}".replace(".", "p"),
+           title="Cache (% of data)",
            label="Cache %", word="cache", unit=" %",
            doc="buffer pool / block cache as a share of the dataset (0: the engine's minimum)"),
     Factor("block_size", "16k", _block_size, lambda v: f"b{v}",
+           title="Block size",
            label="Page", word="block", dataset=True,
            doc="InnoDB page size / RocksDB block size"),
     Factor("compression", "none", _compression, lambda v: f"{v}",
+           title="Compression",
            label="Compr.", word="compression", dataset=True,
            doc="page or block compression (row_compressed: InnoDB ROW_FORMAT=COMPRESSED)"),
     Factor("medium", "disk", _medium, lambda v: f"{v}",
+           title="Medium",
            label="Medium", word="medium",
            doc="the inventory medium holding the datadir"),
     Factor("threads", 4, _threads, lambda v: f"t{v}",
+           title="Client threads",
            label="Thr.", word="threads",
            doc="sysbench client threads"),
     Factor("workload", "oltp_read_write", _workload, lambda v: WORKLOAD_TAGS.get(v, v) or None,
+           title="Workload",
            label="Workload", word="workload", dataset=True,  # word: the name itself (no shorter word yet)
            doc="sysbench workload; the default is the spec's workload.name"),
     Factor("log_medium", "same", _log_medium, lambda v: None if v == "same" else f"log{v}",
+           title="Log medium",
            label="Log medium", word="log_medium",  # word: the name itself (no shorter word yet)
            doc="redo log / RocksDB WAL: 'same' as the data, or another medium's name"),
     Factor("rate_fraction", 0, _rate_fraction, lambda v: f"o{v * 100:g}".replace(".", "p") if v else None,
+           title="Rate (fraction of peak)",
            label="Rate", word="rate_fraction", modelled=False,  # word: the name itself (no shorter word yet)
            doc="0: closed loop; f > 0: open loop at f x the cell's measured closed-loop peak"),
     # The two Galera factors keep their names as table labels (as before the registry), so the generated
     # tables stay byte-identical; a nicer label is a separate, visible change.
     Factor("slave_threads", 1, _slave_threads, lambda v: None if v == 1 else f"st{v}",
+           title="Applier threads",
            label="slave_threads", word="appliers", galera_only=True, digest_omits_default=True,
            doc="galera topology: wsrep_slave_threads on every node"),
     Factor("write_to", "node1", _write_to,
            lambda v: None if v == "node1" else f"w{v.removeprefix('node')}",
+           title="Writes to",
            label="write_to", word="write_to", galera_only=True, digest_omits_default=True,
            doc="galera topology: the node the client writes to ('nodeN'), or 'all' (round robin)"),
 )
@@ -243,6 +255,12 @@ def factor_label(name: str) -> str:
     """The factor's table label; any other name (a model term, a column) as it is."""
     f = BY_NAME.get(name)
     return f.label if f else name
+
+
+def factor_title(name: str) -> str:
+    """The factor's long name for axes and controls; any other name as it is."""
+    f = BY_NAME.get(name)
+    return (f.title or f.label) if f else name
 
 
 def factor_word(name: str) -> str:
