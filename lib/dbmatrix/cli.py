@@ -206,7 +206,12 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
     studies = _studies(args, for_run=False)
     if args.make:
-        sys.stdout.write(make_rules(studies, args.profile, args.data))
+        # The fragment names a data root inside the repository relative to it (as `make DATA=…` gives it),
+        # so it reads the same from any checkout and make's rules compare equal.
+        data = args.data
+        if data and Path(data).is_relative_to(paths.repo_root().resolve()):
+            data = str(Path(data).relative_to(paths.repo_root().resolve()))
+        sys.stdout.write(make_rules(studies, args.profile, data))
         return 0
     for _, r in sources(studies).iterrows():
         origin = "reference" if r["reference"] else "runs"
