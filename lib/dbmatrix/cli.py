@@ -151,7 +151,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print()
         _plan_one(study)
     if len(studies) > 1:
-        total = sum(summarize_study(s).estimated_wall_s or summarize_study(s).estimated_s for s in studies)
+        total = sum(summarize_study(s).estimated_wall_s for s in studies)
         print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all")
     return 0
 

@@ -25,15 +25,14 @@ from dbmatrix.run.galera_cluster import GALERA_PROVIDER
 from dbmatrix.run.matrix import record_plan
 from dbmatrix.run.mysqld import server_user
 from dbmatrix.run.ports import free_port
-from dbmatrix.run.session import RunSession, execute
+from dbmatrix.run.session import measure
 from dbmatrix.spec.experiment import parse_experiment
 from dbmatrix.store import ResultStore
 
 
 def execute_galera_run(ctxs, exp, run, dataset, store):  # type: ignore[no-untyped-def]
     """One Galera run through the run session, as the matrix runs it."""
-    topo = Galera(ctxs, exp, run, dataset)
-    return execute(RunSession(store, exp, run, Galera.manifest(ctxs, exp, run, dataset), topo.first_step), topo)
+    return measure(store, exp, run, Galera(ctxs, exp, run, dataset))
 
 
 pytestmark = [

@@ -61,6 +61,9 @@ class RecordingTopology(Topology):
         if name == self.fail_at:
             raise RunFailed(f"{name} broke")
 
+    def start_manifest(self) -> dict[str, Any]:
+        return {}
+
     def prepare(self, s: RunSession) -> None:
         self._hook("prepare")
 

@@ -88,13 +88,12 @@ class Galera(Topology):
         self.before: dict[str, dict[str, str]] = {}
         self.after: dict[str, dict[str, str]] = {}
 
-    @staticmethod
-    def manifest(ctxs: list[HostContext], exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> dict:
-        state1 = ctxs[0].media.get(run.cell.medium)
-        to_dict = getattr(state1, "to_dict", None)
-        m = run_manifest(exp, run, ctxs[0], dataset, {run.cell.medium: to_dict()} if to_dict else {})
-        m.update(log_dir=None, topology={**asdict(exp.topology), "hosts": [c.spec.name for c in ctxs]},
-                 cluster={"sync_timeout_s": sync_timeout_s(dataset)}, nodes={}, wsrep={})
+    def start_manifest(self) -> dict[str, Any]:
+        to_dict = getattr(self.state1, "to_dict", None)
+        m = run_manifest(self.exp, self.run, self.ctxs[0], self.dataset,
+                         {self.run.cell.medium: to_dict()} if to_dict else {})
+        m.update(log_dir=None, topology={**asdict(self.exp.topology), "hosts": [c.spec.name for c in self.ctxs]},
+                 cluster={"sync_timeout_s": self.timeout}, nodes={}, wsrep={})
         return m
 
     # -------------------------------------------------------------------------------- before the window

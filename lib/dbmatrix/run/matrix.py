@@ -23,7 +23,7 @@ from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.ports import PORTS_PER_HOST, release_port
-from dbmatrix.run.session import IntervalCallback, RunSession, execute, interrupts_stop_cleanly, record_early_failure
+from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.standalone import Standalone
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.assignment import assign_blocks, assign_runs, assignment_notes, host_of
@@ -99,8 +99,7 @@ def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
     per_host: dict[str, float] = {}
     all_keys: set[DatasetKey] = set()
     for h in names:
-        est, keys = estimate([r for r in runs if run_hosts[r.run_id] == h])
-        per_host[h] = est if any(run_hosts[r.run_id] == h for r in runs) else 0.0
+        per_host[h], keys = estimate([r for r in runs if run_hosts[r.run_id] == h])  # 0 s for an idle host
         all_keys |= keys
     counts = {h: sum(1 for v in run_hosts.values() if v == h) for h in names}
     notes = tuple(assignment_notes({b: h for b, h in bh.items() if b <= exp.repetitions}, names))
@@ -190,14 +189,14 @@ def topology_class(exp: Experiment) -> type[Topology]:
 
 
 def topology_for(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: DatasetInfo,
-                 peers: dict[str, HostContext]) -> tuple[Topology, dict[str, Any]]:
-    """The run's topology and its manifest's start; `ctx` is the worker's host (node 1's for a cluster),
-    `peers` the other hosts of a cluster spread over the inventory."""
+                 peers: dict[str, HostContext]) -> Topology:
+    """The run's topology; `ctx` is the worker's host (node 1's for a cluster), `peers` the other hosts of
+    a cluster spread over the inventory."""
     if exp.topology.galera:
         nodes = [ctx if not exp.topology.hosts or h == ctx.spec.name else peers[h]
                  for h in (exp.topology.hosts or (ctx.spec.name,) * exp.topology.nodes)]
-        return Galera(nodes, exp, run, dataset), Galera.manifest(nodes, exp, run, dataset)
-    return Standalone(ctx, exp, run, dataset), Standalone.manifest(ctx, exp, run, dataset)
+        return Galera(nodes, exp, run, dataset)
+    return Standalone(ctx, exp, run, dataset)
 
 
 def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: ResultStore,
@@ -223,8 +222,7 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
     ds = datasets[key]
     if isinstance(ds, Exception):
         return record_early_failure(store, exp, run, ctx.host.name, "prepare_dataset", ds)
-    topo, manifest = topology_for(ctx, exp, run, ds, peers or {})
-    return execute(RunSession(store, exp, run, manifest, topo.first_step, on_interval), topo)
+    return measure(store, exp, run, topology_for(ctx, exp, run, ds, peers or {}), on_interval)
 
 
 def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:

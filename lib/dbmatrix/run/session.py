@@ -261,6 +261,12 @@ def _tpcc_consistency(s: RunSession, topo: Topology) -> None:
         raise RunFailed(f"TPC-C consistency conditions {check.failed} failed after the run")
 
 
+def measure(store: ResultStore, exp: Experiment, run: PlannedRun, topo: Topology,
+            on_interval: IntervalCallback | None = None) -> dict[str, Any]:
+    """A new session for `run` through `topo`, executed: the committed manifest."""
+    return execute(RunSession(store, exp, run, topo.start_manifest(), topo.first_step, on_interval), topo)
+
+
 def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
     """Measure one run through its topology; always returns a committed manifest (ok or failed) unless
     interrupted, in which case every server is stopped and the unfinished run discarded."""
@@ -309,5 +315,5 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
     return s.commit(t0)
 
 
-__all__ = ["RunFailed", "RunSession", "StepClock", "base_manifest", "execute", "interrupts_stop_cleanly",
+__all__ = ["RunFailed", "RunSession", "StepClock", "base_manifest", "execute", "interrupts_stop_cleanly", "measure",
            "open_loop_rate", "record_early_failure", "shielded", "sysbench_seed", "tsv"]

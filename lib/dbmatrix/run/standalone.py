@@ -3,6 +3,8 @@ options, measure, stop (the standalone topology of the run session)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from dbmatrix.hosts import media
 from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, restore
@@ -21,7 +23,7 @@ class Standalone(Topology):
 
     def __init__(self, ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> None:
         cell, hostspec = run.cell, ctx.spec
-        self.ctx, self.dataset = ctx, dataset
+        self.ctx, self.exp, self.run, self.dataset = ctx, exp, run, dataset
         self.client_host = self.measured_host = ctx.host
         self.tpcc_script = ctx.tpcc_script
         self.medium = hostspec.media[cell.medium]
@@ -38,11 +40,9 @@ class Standalone(Topology):
         self.collect_dir = f"{hostspec.workdir}/run/collect"
         self.states = {n: ctx.media[n] for n in {cell.medium, cell.log_medium} - {"same"}}
 
-    @staticmethod
-    def manifest(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> dict:
-        cell = run.cell
-        states = {n: ctx.media[n] for n in {cell.medium, cell.log_medium} - {"same"}}
-        return run_manifest(exp, run, ctx, dataset, {n: st.to_dict() for n, st in sorted(states.items())})
+    def start_manifest(self) -> dict[str, Any]:
+        states = {n: st.to_dict() for n, st in sorted(self.states.items())}
+        return run_manifest(self.exp, self.run, self.ctx, self.dataset, states)
 
     def prepare(self, s: RunSession) -> None:
         s.manifest.update(log_dir=self.log_dir, server={"command": self.server.command, "options": self.options})

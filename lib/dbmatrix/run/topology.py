@@ -36,6 +36,10 @@ class Topology(ABC):
     client_prefix: list[str]
 
     @abstractmethod
+    def start_manifest(self) -> dict[str, Any]:
+        """What the run's manifest says before anything runs (identity, host facts, media, dataset, sizing)."""
+
+    @abstractmethod
     def prepare(self, s: RunSession) -> None:
         """Plan the servers (paths, ports, options) and describe them in the manifest."""
 
