@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -474,7 +476,8 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         v = baseline[k]
         if v not in factors[k]:
             raise SpecError(f"baseline.{k}: {v!r} is not one of the spec's levels {list(factors[k])}")
-    for k in options:
+    for k, v in options.items():
+        check_option_text(k, v)
         if str(k).replace("-", "_") in HARNESS_OPTIONS:
             raise SpecError(f"server_options.{k}: set by a factor or by the harness, so it cannot be held "
                             "constant; remove it from server_options")
@@ -664,6 +667,34 @@ def _parse_placement(raw: Any) -> CpuPlacement:
         raise SpecError(f"cpu_placement.tool: unknown {tool!r}; allowed: {', '.join(PLACEMENT_TOOLS)}")
     return CpuPlacement(_cpu_list("cpu_placement.server", raw.get("server")),
                         _cpu_list("cpu_placement.client", raw.get("client")), tool)
+
+
+_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+
+
+def _control_char(text: str) -> str | None:
+    """The first control character of `text` as words (``newline (U+000A)``), or None."""
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            name = {"\n": "newline", "\r": "carriage return", "\t": "tab"}.get(ch) or unicodedata.name(ch, "control")
+            return f"{name.lower()} (U+{ord(ch):04X})"
+    return None
+
+
+def check_option_text(name: Any, value: Any) -> None:
+    """A server option's name and value as text mariadbd can take on one command line: a name of letters,
+    digits, '_' and '-'; a value without control characters (a newline would end the option, or the
+    command). Pure: what the host's mariadbd says of them is checked at plan time (run/preflight)."""
+    if not isinstance(name, str) or not _OPTION_NAME.match(name):
+        raise SpecError(f"server_options.{name}: {name!r} is not an option name; allowed: letters, digits, "
+                        "'_' and '-', starting with a letter (e.g. innodb_flush_method)")
+    if isinstance(value, (dict, list)) or value is None:
+        raise SpecError(f"server_options.{name}: {value!r} must be one value (a number, a word, ON/OFF or a "
+                        "string)")
+    bad = _control_char(str(value))
+    if bad:
+        raise SpecError(f"server_options.{name}: {str(value)!r} contains a control character, {bad}; allowed: "
+                        "one line of printable text")
 
 
 def _option_value(v: Any) -> str:
