@@ -91,10 +91,9 @@ class ServerOptions:
                 return rest
         return None
 
-    def suggest(self, name: str) -> str | None:
-        """The closest known option name (difflib), or None if none is close."""
-        close = difflib.get_close_matches(norm(name), list(self.options), n=1, cutoff=0.75)
-        return close[0] if close else None
+    def suggest(self, name: str, n: int = 3) -> list[str]:
+        """Up to `n` known option names close to `name` (difflib), closest first."""
+        return difflib.get_close_matches(norm(name), list(self.options), n=n, cutoff=0.75)
 
     def to_dict(self) -> dict[str, object]:
         return {"version": self.version, "plugins": list(self.plugins),
@@ -172,16 +171,16 @@ ENVIRONMENT_MESSAGES = ("Could not increase number of max_open_files", "Changed 
 
 
 def option_messages(stderr: str) -> list[str]:
-    """mariadbd's ``[ERROR]``/``[Warning]`` lines without the timestamp and "Buffered error: " noise
-    (and without :data:`ENVIRONMENT_MESSAGES`)."""
+    """mariadbd's ``[ERROR]``/``[Warning]`` lines (and untagged ``mariadbd: …`` ones) without the timestamp
+    and "Buffered error: " noise, each once, without :data:`ENVIRONMENT_MESSAGES`."""
     out = []
     for line in stderr.splitlines():
-        line = _TIMESTAMP.sub("", line.strip())
+        line = _TIMESTAMP.sub("", re.sub(r"[\x00-\x1f]", "", line).strip())  # mariadbd rings a bell (\a) at times
         if any(e in line for e in ENVIRONMENT_MESSAGES):
             continue
-        if "[ERROR]" in line or "[Warning]" in line:
+        if "[ERROR]" in line or "[Warning]" in line or line.startswith("mariadbd: "):
             out.append(_BUFFERED.sub("", line).strip())
-    return out
+    return list(dict.fromkeys(out))  # some messages come twice (an unknown character set)
 
 
 def new_messages(stderr: str, baseline: Iterable[str]) -> list[str]:

@@ -115,8 +115,9 @@ def option_error(name: str, value: str, messages: Sequence[str], opts: so.Server
     plugin = " (with the MyRocks plugin)" if engine == "myrocks" else ""
     resolved = opts.resolve(name) if opts is not None else None
     if opts is not None and resolved is None:
-        close = [c for c in (opts.suggest(name),) if c]
-        hint = f"; did you mean {close[0]}?" if close else "; see `mariadbd --verbose --help` for the options"
+        close = opts.suggest(name)
+        words = " or ".join(filter(None, [", ".join(close[:-1]), close[-1]])) if close else ""
+        hint = f"; did you mean {words}?" if close else "; see `mariadbd --verbose --help` for the options"
         return f"server_options.{name}: not an option of {who}{plugin}: {said}{hint}"
     info = opts.options[resolved] if opts is not None and resolved is not None else None
     allowed = f"; allowed: {info.allowed()}" + (f" (default {info.default})" if info.default else "") \
@@ -204,12 +205,14 @@ def _attribute(host: Host, hs: HostSpec, version: str | None, plugins: Mapping[s
             keys[sec] = (engine, k)
     res = host.run_sections(sections, prelude=so.PRELUDE, timeout=120)
     problems = []
+    reported: set[str] = set()
     lists: dict[str, so.ServerOptions] = {}
     for sec, (engine, k) in keys.items():
         out = res[sec]
         msgs = so.new_messages(out.text, suspects[engine])
-        if out.rc == 0 and not msgs:
+        if (out.rc == 0 and not msgs) or k in reported:  # an option of every engine: named once
             continue
+        reported.add(k)
         if engine not in lists:
             lists[engine] = so.option_list(host, f"{hs.name}@{hs.address}:{hs.port}", version or "?",
                                            plugins[engine])

@@ -676,7 +676,7 @@ def _control_char(text: str) -> str | None:
     """The first control character of `text` as words (``newline (U+000A)``), or None."""
     for ch in text:
         if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
-            name = {"\n": "newline", "\r": "carriage return", "\t": "tab"}.get(ch) or unicodedata.name(ch, "control")
+            name = {"\n": "newline", "\r": "carriage return", "\t": "tab"}.get(ch, unicodedata.name(ch, "control"))
             return f"{name.lower()} (U+{ord(ch):04X})"
     return None
 
