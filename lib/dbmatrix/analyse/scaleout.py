@@ -236,8 +236,9 @@ def scaleout_tables(runs: pd.DataFrame, histograms: pd.DataFrame, intervals: pd.
 # ------------------------------------------------------------------------------------ claims
 
 def saturation_estimate(tables: Mapping[str, pd.DataFrame], instances: int = 1) -> Estimate:
-    """QPS at the largest thread count over the peak's, at `instances` (1 when past saturation and
-    flat, < 1 when it declines); CI by Welch-free propagation of the two t intervals (ratio of bounds)."""
+    """QPS at the largest thread count over QPS at the saturation point, at `instances` (about 1 when
+    throughput stays flat past saturation, < 1 when it declines); the interval from the two cells' t
+    intervals (ratio of the bounds). Premise: the saturation point lies below the largest thread count."""
     cells = tables.get("scaleout-cells", pd.DataFrame())
     g = cells[cells["instances"] == instances] if not cells.empty else cells
     if g.empty or g["threads"].nunique() < 3:
@@ -245,13 +246,14 @@ def saturation_estimate(tables: Mapping[str, pd.DataFrame], instances: int = 1) 
     sat = saturation(g).iloc[0]
     if not sat["reached"]:
         raise NotTestable(f"throughput still rises at the largest thread count ({sat['largest_threads']})")
-    last = g.sort_values("threads").iloc[-1]
-    peak = g.loc[g["qps"].idxmax()]
-    return Estimate(float(last["qps"] / peak["qps"]), float(last["ci_lo"] / peak["ci_hi"]),
-                    float(last["ci_hi"] / peak["ci_lo"]),
-                    f"QPS at {int(last['threads'])} threads / peak at {int(peak['threads'])}; saturation point "
-                    f"{sat['saturation_threads']} threads (interval {sat['saturation_lo']}-{sat['saturation_hi']})",
-                    int(last["n"] + peak["n"]), f"{int(last['threads'])} vs {int(peak['threads'])} threads, "
+    g = g.sort_values("threads")
+    last = g.iloc[-1]
+    knee = g[g["threads"] == sat["saturation_threads"]].iloc[0]
+    return Estimate(float(last["qps"] / knee["qps"]), float(last["ci_lo"] / knee["ci_hi"]),
+                    float(last["ci_hi"] / knee["ci_lo"]) if knee["ci_lo"] > 0 else math.inf,
+                    f"QPS at {int(last['threads'])} threads / at the saturation point {sat['saturation_threads']} "
+                    f"(interval {sat['saturation_lo']}-{sat['saturation_hi']}; peak at {sat['peak_threads']})",
+                    int(last["n"] + knee["n"]), f"{int(last['threads'])} vs {int(knee['threads'])} threads, "
                     f"{instances} instance(s)")
 
 
@@ -265,8 +267,13 @@ def doubling_estimate(tables: Mapping[str, pd.DataFrame]) -> Estimate:
     if d.empty:
         thr = cap["threshold_ms"].iloc[0] if not cap.empty else P95_THRESHOLD_MS
         raise NotTestable(f"no thread count kept p95 under {thr:g} ms at one of the instance counts")
-    r = d.sort_values("instances_b").iloc[-1]
     thr = float(cap["threshold_ms"].iloc[0])
+    open_ended = cap[np.isinf(cap["next_threads"].astype(float))]["instances"].tolist()
+    d = d[~d["censored"].astype(bool)]  # a side where every level passed has no crossing to compare
+    if d.empty:
+        raise NotTestable(f"every tested thread count kept p95 under {thr:g} ms at "
+                          f"{', '.join(map(str, open_ended))} instance(s): the sweep does not reach the threshold")
+    r = d.sort_values("instances_b").iloc[-1]
     return Estimate(float(r["ratio"]), float(r["ratio_lo"]), float(r["ratio_hi"]),
                     f"largest thread count with merged p95 <= {thr:g} ms: {r['threads_a']:g} at "
                     f"{int(r['instances_a'])} vs {r['threads_b']:g} at {int(r['instances_b'])} instance(s); the "

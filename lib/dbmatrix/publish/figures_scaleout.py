@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, FigureDataError, apply_style, subplots
 
@@ -66,10 +67,12 @@ def p95_vs_threads(cells: pd.DataFrame, threshold_ms: float) -> tuple[Figure, di
     ax.axhline(threshold_ms, color="0.3", linestyle="--", linewidth=0.8, label=f"{threshold_ms:g} ms")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ticks = sorted(cells["threads"].unique())
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlabel("Client threads (sysbench)")
-    ax.set_ylabel("p95 latency (ms, merged histograms)")
+    ax.set_ylabel("p95 latency (ms)")
     ax.grid(linewidth=0.4, alpha=0.5, which="both")
     ax.legend(frameon=False, fontsize=6)
     return fig, {"ax": ax}
@@ -80,7 +83,7 @@ def over_time(timeline: pd.DataFrame, label: str) -> tuple[Figure, dict[str, Any
     setting; repetitions share a colour per metric and differ by line style."""
     tl = _need(timeline, "QPS over time")
     apply_style()
-    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, 2.3))
+    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, 2.6))
     ax2 = ax.twinx()
     palette = sns.color_palette("colorblind")
     styles = ("-", "--", ":", "-.")
@@ -99,5 +102,5 @@ def over_time(timeline: pd.DataFrame, label: str) -> tuple[Figure, dict[str, Any
     ax.grid(linewidth=0.4, alpha=0.5)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, frameon=False, fontsize=5, ncol=2, loc="lower center")
+    fig.legend(h1 + h2, l1 + l2, frameon=False, fontsize=5, ncol=3, loc="outside upper center")
     return fig, {"ax": ax, "ax2": ax2}

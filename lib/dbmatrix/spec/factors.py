@@ -255,7 +255,7 @@ REGISTRY: tuple[Factor, ...] = (
                "spread over their sockets"),
     Factor("pinning", "none", _pinning, lambda v: None if v == "none" else f"pin{v}",
            title="CPU pinning",
-           label="Pinning", word="pinning", instances_only=True, digest_omits_default=True, modelled=False,
+           label="Pinning", word="pinning", instances_only=True, digest_omits_default=True,
            doc="instances topology: none, one CPU set per instance, or instances grouped per NUMA node"),
 )
 
