@@ -43,7 +43,8 @@ class Study:
         machine's hosts for CPU sets per instance: remote hosts are checked when their run starts)."""
         for h in self.inventory.hosts:
             check_media(self.experiment, h.media, h.name)
-            if h.is_local:
+            placed = self.experiment.topology.hosts
+            if h.is_local and (not placed or h.name in placed):
                 check_host_cpus(self.experiment, h.name, len(os.sched_getaffinity(0)))
 
     @property
