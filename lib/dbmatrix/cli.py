@@ -114,6 +114,11 @@ def _plan_one(study) -> None:
         print(f"design: {info['fraction']} fraction of resolution {info['resolution']} "
               f"(generators {', '.join(info['generators'])}; "
               + ", ".join(f"{k}={v}" for k, v in info["letters"].items()) + ")")
+    if exp.topology.instances:
+        t = exp.topology
+        print(f"topology: instances {', '.join(map(str, exp.factors['instances']))} per run on "
+              f"{', '.join(t.hosts) or 'the run host'} (client on {t.client or 'the run host'}); pinning "
+              f"{', '.join(exp.factors['pinning'])} with {exp.cpu_placement.tool}")
     for h in study.inventory.hosts:
         print(_host_line(h))
     media = study.inventory.hosts[0].media  # every host defines the spec's media (checked at load)
