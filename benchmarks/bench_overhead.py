@@ -8,9 +8,11 @@
         PYTHONPATH=lib .venv/bin/python benchmarks/bench_overhead.py fraction \
             --results data/reference/storage-matrix-quick
 
-    or run the quick storage matrix first (about 14 minutes on 2 vCPUs, under the machine lock):
+    or run the quick storage matrix first (about 14 minutes on 2 vCPUs, under the machine lock;
+    ``--max-runs 16``, one replicate block, about 5 minutes):
 
-        PYTHONPATH=lib .venv/bin/python benchmarks/bench_overhead.py fraction --run /tmp/me/quick-results
+        DBMATRIX_WORKDIR=/tmp/me/work PYTHONPATH=lib .venv/bin/python benchmarks/bench_overhead.py \
+            fraction --run /tmp/me/quick-results
 
 (b) Harness throughput over hand-run throughput: one cell of the quick storage matrix, alternating a run
     through the harness (``run_study``, one run at a time) and a run by hand with the same server command
@@ -90,9 +92,9 @@ def print_fraction(f: dict[str, Any]) -> None:
         print(f"      {k:<22} {v:8.3f}")
 
 
-def run_quick(results: Path) -> None:
+def run_quick(results: Path, max_runs: int | None) -> None:
     study = load_study("quick", spec=QUICK_SPEC, results_dir=results)
-    counts = run_study(study, progress=False)
+    counts = run_study(study, progress=False, max_runs=max_runs)
     print(f"    ran {QUICK_SPEC.name}: {counts}")
 
 
@@ -189,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     g = a.add_mutually_exclusive_group(required=True)
     g.add_argument("--results", type=Path, action="append", help="an existing results directory (repeatable)")
     g.add_argument("--run", type=Path, help="run the quick storage matrix into this results directory first")
+    a.add_argument("--max-runs", type=int, help="with --run: only the first N runs of the plan (16 = one block)")
     b = sub.add_parser("ratio", help="(b) harness / hand-run throughput")
     b.add_argument("--workdir", type=Path, required=True, help="servers' and results' directory (under /tmp)")
     b.add_argument("--pairs", type=int, default=3)
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "fraction":
         dirs = args.results or [args.run]
         if args.run:
-            run_quick(args.run)
+            run_quick(args.run, args.max_runs)
         out["fraction"] = [measured_fraction(d) for d in dirs]
         for f in out["fraction"]:
             print_fraction(f)
