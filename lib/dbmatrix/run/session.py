@@ -49,6 +49,7 @@ IntervalCallback = Callable[[str, dict[str, Any]], None]
 
 WINDOW_MODES = ("one_process", "two_process")
 WINDOW_MODE_ENV = "DBMATRIX_WINDOW_MODE"  # forces a mode (benchmarks compare them); the manifest records it
+WINDOW_HOOKS_TIMEOUT_S = 300.0  # after sysbench ended, how long the checkpoint's hooks may still take
 
 
 def window_mode(sysbench_version: str | None, warmup_s: int) -> str:
@@ -294,7 +295,9 @@ class _WindowOpener:
         """The counters at the window's start, once the hooks are done; their error, raised here."""
         if self.thread is None:
             raise RunFailed(f"sysbench printed no checkpoint report at {self.checkpoint_s} s")
-        self.thread.join()
+        self.thread.join(WINDOW_HOOKS_TIMEOUT_S)
+        if self.thread.is_alive():
+            raise RunFailed(f"the window's hooks did not finish within {WINDOW_HOOKS_TIMEOUT_S:g} s of the checkpoint")
         if self.error is not None:
             raise self.error
         assert self.before is not None
