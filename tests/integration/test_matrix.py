@@ -33,9 +33,9 @@ SPEC = {
 
 
 class Killer(threading.Thread):
-    """Kills the benchmark's mariadbd (SIGKILL, by the PID in its pid file) once the first measured
-    sysbench of this session's workdir (the one with --histogram=on) is running: a server crash in the
-    middle of a run."""
+    """Kills the benchmark's mariadbd (SIGKILL, by the PID in its pid file) one second into the first
+    measured window of this session's workdir (the sysbench with --histogram=on, which warms up first
+    in a one-process run): a server crash in the middle of a run."""
 
     def __init__(self, workdir: str):
         super().__init__(daemon=True)
@@ -50,7 +50,8 @@ class Killer(threading.Thread):
                                 text=True).stdout
             ours = [line for line in ps.splitlines() if f"{self.workdir}/run/bench.sock" in line]
             if any("--histogram=on" in line for line in ours) and os.path.isfile(pid_file):
-                time.sleep(1.0)
+                one_process = any("--report-checkpoints=" in line for line in ours)
+                time.sleep(1.0 + (SPEC["warmup_s"] if one_process else 0))
                 pid = int(open(pid_file).read().strip())
                 os.kill(pid, 9)
                 self.killed = pid

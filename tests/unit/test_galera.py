@@ -22,6 +22,7 @@ from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.publish import figures_replication as plots_replication
 from dbmatrix.publish import replication as publish_replication
 from dbmatrix.run import galera_cluster as galera
+from dbmatrix.run.galera import split_samples
 from dbmatrix.spec.experiment import Cell, SpecError, Topology, parse_experiment
 from dbmatrix.store import ResultStore
 
@@ -499,3 +500,12 @@ def test_the_galera_specs() -> None:
     full = load_spec(root / "full-galera.yaml")
     assert full.topology.hosts == ("galera1", "galera2", "galera3")
     assert full.factors["slave_threads"] == (1, 2, 4, 8, 16, 32) and full.workload.table_size == 10_000_000
+
+
+def test_split_samples_keeps_the_warm_up_apart() -> None:
+    text = ("1000.50 node1 wsrep_local_recv_queue 0\n1001.50 node1 wsrep_local_recv_queue 2\n"
+            "1002.50 node1 wsrep_local_recv_queue 1\n")
+    warm, window = split_samples(text, 1001.0)
+    assert warm == "1000.50 node1 wsrep_local_recv_queue 0\n"
+    assert window.splitlines() == ["1001.50 node1 wsrep_local_recv_queue 2", "1002.50 node1 wsrep_local_recv_queue 1"]
+    assert split_samples("", 1.0) == ("", "")

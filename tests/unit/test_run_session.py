@@ -11,7 +11,7 @@ import pytest
 
 from dbmatrix.hosts.remote import CommandResult, RunInterrupted
 from dbmatrix.hosts.scripted import ScriptedHost
-from dbmatrix.run.session import RunFailed, RunSession, execute
+from dbmatrix.run.session import WINDOW_MODE_ENV, RunFailed, RunSession, execute, window_mode
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun, parse_experiment
 from dbmatrix.store import ResultStore
@@ -233,3 +233,79 @@ def test_the_live_callback_gets_each_per_second_row_of_the_measured_window(tmp_p
     execute(s, RecordingTopology(bench_host()))
     expected = sysbench.parse_intervals(RUN_OUT)
     assert [r for _, r in rows] == expected and {rid for rid, _ in rows} == {s.run.run_id}
+
+
+# ------------------------------------------------------------------ one process: warm-up and window in one sysbench
+
+CKPT_OUT = (FIXTURES / "run_oltp_read_write_checkpoint2_5s.stdout").read_text()  # --report-checkpoints=2
+
+
+def one_process_session(tmp_path: Path, on_interval: Any = None) -> RunSession:
+    s = session(tmp_path, on_interval=on_interval)
+    s.manifest["versions"] = {"sysbench": "1.0.20"}
+    return s
+
+
+def one_process_host(run_out: str = CKPT_OUT, exit_code: int = 0) -> ScriptedHost:
+    host = ScriptedHost()
+    host.on(r"^sysbench .* --time=7 ", stdout=run_out, exit_code=exit_code)  # 2 s warm-up + 5 s window
+    return host
+
+
+def test_window_mode_follows_the_sysbench_version_unless_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WINDOW_MODE_ENV, raising=False)
+    assert window_mode("1.0.20", 5) == "one_process" and window_mode("1.1.0-df89d34", 5) == "one_process"
+    assert window_mode("0.5", 5) == "two_process" and window_mode(None, 5) == "two_process"
+    assert window_mode("1.0.20", 0) == "measure_only"
+    monkeypatch.setenv(WINDOW_MODE_ENV, "two_process")
+    assert window_mode("1.0.20", 5) == "two_process"
+    monkeypatch.setenv(WINDOW_MODE_ENV, "both")
+    with pytest.raises(ValueError, match="DBMATRIX_WINDOW_MODE='both' is not one of: one_process, two_process"):
+        window_mode("1.0.20", 5)
+
+
+def test_one_process_run_opens_the_window_at_the_checkpoint(tmp_path: Path) -> None:
+    host = one_process_host()
+    topo = RecordingTopology(host)
+    rows: list[dict[str, Any]] = []
+    s = one_process_session(tmp_path, on_interval=lambda run_id, row: rows.append(row))
+    m = execute(s, topo)
+    assert m["status"] == "ok" and m["window_mode"] == "one_process"
+    (cmd,) = host.matching(r"^sysbench ")
+    assert "--report-checkpoints=2" in cmd and "--histogram=on" in cmd
+    # Monitors (and collectors) start before the one sysbench; the window's hooks fire at its checkpoint.
+    calls = [c for c in topo.calls if c != "monitor.stop"]
+    assert calls[:5] == ["prepare", "start", "monitors", "monitor.start", "before_window"]
+    assert calls[5:7] == ["open_window", "after_warmup"]
+    assert list(m["steps"]) == ["restore", "warmup", "open_window", "measure", "stop"]
+    assert set(m["window"]) == {"checkpoint_s", "start_epoch", "line_late_s", "counters_late_s", "hooks_late_s"}
+    assert 0 <= m["window"]["counters_late_s"] <= m["window"]["hooks_late_s"]
+    parsed = sysbench.parse_output(CKPT_OUT)
+    assert m["summary"]["tps"] == 750.24 and m["warmup_summary"]["transactions"] == 1482
+    assert "sysbench_warmup" not in m and not (s.store.raw / s.run.run_id / "warmup.out").exists()
+    # The live view gets the window's seconds only, re-based to 1.
+    assert rows == parsed.intervals and [r["t_s"] for r in rows] == [1, 2, 3]
+
+
+def test_one_process_run_dying_in_the_warm_up_fails_at_warmup(tmp_path: Path) -> None:
+    out = CKPT_OUT.split("[ 2s ] Checkpoint report:")[0] + "FATAL: mysql_drv_query() returned error 2013\n"
+    topo = RecordingTopology(one_process_host(out, exit_code=1))
+    m = execute(one_process_session(tmp_path), topo)
+    assert m["status"] == "failed" and m["failed_step"] == "warmup"
+    assert "sysbench (warm-up) exited 1: FATAL: mysql_drv_query()" in m["error"]
+    assert "open_window" not in topo.calls and "monitor.stop" in topo.calls
+
+
+@pytest.mark.parametrize("hook,step", [("before_window", "open_window"), ("open_window", "open_window"),
+                                       ("after_warmup", "open_window"), ("close_window", "measure")])
+def test_one_process_hook_failing_at_the_checkpoint_fails_the_run(tmp_path: Path, hook: str, step: str) -> None:
+    topo = RecordingTopology(one_process_host(), fail_at=hook)
+    m = execute(one_process_session(tmp_path), topo)
+    assert m["status"] == "failed" and m["failed_step"] == step and m["error"] == f"RunFailed: {hook} broke"
+    assert topo.calls[-2:] == ["stop_after_failure", "save_outputs"]
+
+
+def test_one_process_run_without_a_checkpoint_report_fails(tmp_path: Path) -> None:
+    topo = RecordingTopology(one_process_host(RUN_OUT))  # a sysbench that ignored --report-checkpoints
+    m = execute(one_process_session(tmp_path), topo)
+    assert m["status"] == "failed" and "no checkpoint report at 2 s" in m["error"]

@@ -23,6 +23,7 @@ from dbmatrix.workload.sysbench import (
     parse_intervals,
     parse_output,
     parse_summary,
+    split_checkpoint,
 )
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
@@ -405,3 +406,66 @@ def test_invalid_values(over, field):
 def test_percentile_zero_without_histogram_is_valid():
     argv = build_command("oltp_read_only", "run", **kw(percentile=0, histogram=False, time_s=2, threads=1))
     assert "--percentile=0" in argv and "--histogram=off" in argv
+
+
+# ----------------------------------------------------------------------------- one process: warm-up + window
+# sysbench ... --time=5 --report-checkpoints=2 (see tests/fixtures/sysbench/README.md): a full report at 2 s,
+# then counters and histogram reset; the final report covers the last 3 s only, but says "total time: 5 s".
+
+CKPT = "run_oltp_read_write_checkpoint2_5s.stdout"
+CKPT_RATE = "run_oltp_point_select_rate200_checkpoint2_4s.stdout"
+
+
+def test_checkpoint_command():
+    argv = build_command("oltp_read_write", "run", **kw(time_s=5, seed=7, checkpoint_s=2))
+    assert argv[-2:] == ["--report-checkpoints=2", "run"]
+    assert "--report-checkpoints=2" not in build_command("oltp_read_write", "prepare", **kw(checkpoint_s=2))
+    for bad in (0, 5, 6):
+        with pytest.raises(ValueError, match="checkpoint_s"):
+            build_command("oltp_read_write", "run", **kw(time_s=5, checkpoint_s=bad))
+
+
+def test_outputs_without_checkpoint_parse_as_before():
+    for name in (RW, P99, STALL, P0):
+        o = out(name)
+        assert split_checkpoint(text(name)) is None
+        assert o.checkpoint_s is None and o.warmup_intervals == [] and o.warmup_summary == {}
+        assert o.intervals == parse_intervals(text(name))
+
+
+def test_checkpoint_splits_warm_up_from_the_window():
+    o = out(CKPT)
+    assert o.checkpoint_s == 2 and o.complete
+    # The [ 2s ] line was printed inside the checkpoint report; it is the warm-up's second 2.
+    assert [r["t_s"] for r in o.warmup_intervals] == [1, 2]
+    assert [r["t_s"] for r in o.intervals] == [1, 2, 3]  # the window's first second is t=1
+    assert [r["tps"] for r in o.intervals] == [634.88, 790.12, 825.73]
+    assert o.warmup_summary["transactions"] == 1482 and o.warmup_summary["total_time_s"] == 2.0001
+    s = o.summary
+    assert s["transactions"] == 2253 == sum(n for _, n in o.histogram)  # histogram: the window only
+    assert s["total_time_s"] == pytest.approx(5.0035 - 2.0001)  # the window, not the whole run
+    # sysbench's own per-second rate divides by the time since the checkpoint, not the total time.
+    assert s["tps"] == 750.24 == pytest.approx(s["transactions"] / s["total_time_s"], rel=1e-3)
+    assert s["lat_pct_ms"] == 3.75 and s["threads"] == 2 and s["seed"] == 7
+    assert histogram_percentile(o.histogram, 95) == pytest.approx(s["lat_pct_ms"], abs=0.006)
+    # Every transaction is in exactly one of the two reports.
+    per_second = sum(r["tps"] for r in o.warmup_intervals + o.intervals)
+    assert per_second == pytest.approx(o.warmup_summary["transactions"] + s["transactions"], rel=0.01)
+
+
+def test_checkpoint_open_loop_keeps_queue_lines_with_their_second():
+    o = out(CKPT_RATE)
+    assert [r["t_s"] for r in o.warmup_intervals] == [1, 2] and [r["t_s"] for r in o.intervals] == [1, 2]
+    assert all("queue_length" in r for r in o.warmup_intervals + o.intervals)
+    assert o.summary["transactions"] == 435 == sum(n for _, n in o.histogram)
+
+
+def test_checkpoint_report_line_alone_and_truncated_outputs():
+    assert split_checkpoint("[ 5s ] Checkpoint report:\n") is not None
+    assert split_checkpoint("[ 5s ] thds: 2 tps: 1.00 qps: 1.00 (r/w/o: 1.00/0.00/0.00) lat (ms,95%): 1.00 "
+                            "err/s: 0.00 reconn/s: 0.00\n") is None
+    cut = text(CKPT).split("[ 4s ]")[0]  # died in the window
+    o = parse_output(cut)
+    assert o.checkpoint_s == 2 and not o.complete and [r["t_s"] for r in o.intervals] == [1]
+    cut = text(CKPT).split("SQL statistics:")[0]  # died at the checkpoint
+    assert not parse_output(cut).complete

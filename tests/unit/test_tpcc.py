@@ -19,7 +19,9 @@ from dbmatrix.workload.sysbench import build_command, command_string, parse_outp
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"
 INNODB_RUN = "run_innodb_w1_t2_5s.stdout"
 MYROCKS_RUN = "run_myrocks_rr_w1_t16_5s.stdout"
-RUNS = [INNODB_RUN, MYROCKS_RUN]
+# One process, --report-checkpoints=2 of 5 s: the report covers the 3 s window only, like sysbench's counters.
+CHECKPOINT_RUN = "run_innodb_w1_t2_checkpoint2_5s.stdout"
+RUNS = [INNODB_RUN, MYROCKS_RUN, CHECKPOINT_RUN]
 SOCK = "/tmp/tp/s.sock"
 SCRIPT = "/w/lua/tpcc.lua"
 
@@ -51,6 +53,15 @@ def test_tpmc_is_new_order_commits_per_minute_of_measured_time(name):
     # measured time is printed to 0.1 ms: equal within that rounding
     assert rep["tpmC"] == pytest.approx(rep["new_order_committed"] / rep["measured_time_s"] * 60, rel=2e-5)
     assert rep["measured_time_s"] == pytest.approx(out.summary["total_time_s"], abs=0.1)
+
+
+def test_one_process_report_covers_the_window_only():
+    out = parse_output(text(CHECKPOINT_RUN))
+    rep = out.summary["tpcc"]
+    assert out.checkpoint_s == 2 and out.warmup_summary["transactions"] == 521
+    assert rep["measured_time_s"] == pytest.approx(3.0, abs=0.05)  # not the whole 5 s run
+    completed = sum(v["committed"] + v["rolled_back"] for v in rep["transactions"].values())
+    assert completed == out.summary["transactions"] == 863
 
 
 @pytest.mark.parametrize("name", RUNS)
@@ -97,7 +108,8 @@ def test_run_constants_follow_the_c_last_delta_rule(name):
 def test_sysbench_parts_still_parse(name):
     out = parse_output(text(name))
     assert out.complete and out.fatal == []
-    assert [iv["t_s"] for iv in out.intervals] == [1, 2, 3, 4, 5]
+    seconds = [1, 2, 3] if name == CHECKPOINT_RUN else [1, 2, 3, 4, 5]  # the window, re-based
+    assert [iv["t_s"] for iv in out.intervals] == seconds
     assert sum(n for _, n in out.histogram) == out.summary["transactions"]
 
 

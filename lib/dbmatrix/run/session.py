@@ -5,9 +5,15 @@ the manifest, the step clock, failure recording, interrupt shielding and the fin
 result store. :func:`execute` is the one run loop; a :class:`~dbmatrix.run.topology.Topology` (one
 server, a Galera cluster, several instances) supplies the hooks that differ::
 
-    prepare -> start (restore, caches, servers, variables) -> warm-up -> before_window -> [measure:
-    monitors, collectors, open_window, sysbench, close_window] -> after_window -> check_results ->
-    TPC-C consistency -> stop
+    prepare -> start (restore, caches, servers, variables) -> [monitors, collectors, one sysbench that
+    warms up then measures; at its checkpoint report: counters, before_window, open_window, after_warmup]
+    -> close_window -> after_window -> check_results -> TPC-C consistency -> stop
+
+That is the ``one_process`` window mode (sysbench ``--report-checkpoints``: the measured histogram,
+counters and tps cover only the window). Where the client's sysbench lacks it, ``two_process`` runs a
+separate warm-up sysbench, then before_window, then the window (monitors, collectors, open_window,
+counters, sysbench). The manifest's ``window_mode`` says which ran, ``window`` how late after the
+checkpoint the window's snapshots were taken.
 
 Whatever happens, the run ends committed (status ``ok`` or ``failed`` with its step, error, traceback
 and every log the topology can fetch), or, on Ctrl-C/SIGTERM, discarded with every server stopped.
@@ -15,7 +21,10 @@ and every log the topology can fetch), or, on Ctrl-C/SIGTERM, discarded with eve
 
 from __future__ import annotations
 
+import os
+import re
 import signal
+import threading
 import time
 import traceback
 import zlib
@@ -37,6 +46,25 @@ from dbmatrix.workload.commands import check_consistency
 TPCC_FULL_CHECK_MAX_WAREHOUSES = 50
 
 IntervalCallback = Callable[[str, dict[str, Any]], None]
+
+WINDOW_MODES = ("one_process", "two_process")
+WINDOW_MODE_ENV = "DBMATRIX_WINDOW_MODE"  # forces a mode (benchmarks compare them); the manifest records it
+WINDOW_HOOKS_TIMEOUT_S = 300.0  # after sysbench ended, how long the checkpoint's hooks may still take
+
+
+def window_mode(sysbench_version: str | None, warmup_s: int) -> str:
+    """How the warm-up and the window run: ``one_process`` where sysbench has ``--report-checkpoints``
+    with counters reset at the checkpoint (1.0 and later; checked on 1.0.20), else ``two_process``;
+    ``measure_only`` without a warm-up. $DBMATRIX_WINDOW_MODE forces one of :data:`WINDOW_MODES`."""
+    if warmup_s <= 0:
+        return "measure_only"
+    forced = os.environ.get(WINDOW_MODE_ENV)
+    if forced:
+        if forced not in WINDOW_MODES:
+            raise ValueError(f"${WINDOW_MODE_ENV}={forced!r} is not one of: {', '.join(WINDOW_MODES)}")
+        return forced
+    m = re.match(r"(\d+)\.(\d+)", sysbench_version or "")
+    return "one_process" if m and (int(m[1]), int(m[2])) >= (1, 0) else "two_process"
 
 
 class RunFailed(RuntimeError):
@@ -164,15 +192,17 @@ class RunSession:
         if self.staging.is_dir() and host.exists(remote):
             host.get(remote, str(self.staging / name))
 
-    def live(self) -> Callable[[str], None] | None:
-        """A line callback that hands each per-second sysbench line to `on_interval` as it arrives."""
+    def live(self, checkpoint_s: int | None = None) -> Callable[[str], None] | None:
+        """A line callback that hands each per-second sysbench line to `on_interval` as it arrives; with a
+        checkpoint (one-process run) the warm-up's lines are skipped and the window's re-based to 1 s."""
         if self.on_interval is None:
             return None
-        callback, run_id = self.on_interval, self.run.run_id
+        callback, run_id, c = self.on_interval, self.run.run_id, checkpoint_s or 0
 
         def on_line(line: str) -> None:
             for row in sysbench.parse_intervals(line):
-                callback(run_id, row)
+                if row["t_s"] > c:
+                    callback(run_id, {**row, "t_s": row["t_s"] - c})
         return on_line
 
     def fail(self, exc: BaseException) -> None:
@@ -197,6 +227,7 @@ def _sysbench_failure(r: CommandResult, parsed: sysbench.SysbenchOutput | None, 
 
 
 def _warm_up(s: RunSession, topo: Topology) -> None:
+    """Two-process mode: a separate warm-up sysbench."""
     s.mark("warmup")
     exp = s.exp
     cmd = topo.bench_command(s, exp.warmup_s, histogram=False)
@@ -209,32 +240,126 @@ def _warm_up(s: RunSession, topo: Topology) -> None:
     topo.after_warmup(s)
 
 
-def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.SysbenchOutput:
-    """The measured window: monitors and collectors around one sysbench; counters bracket it exactly."""
-    exp, host = s.exp, topo.measured_host
-    s.mark("measure")
+def _start_monitors(s: RunSession, topo: Topology, monitors: list[Any]) -> collect.CollectorSet:
     monitors.extend(topo.monitors(s))
     for m in monitors:
         m.start()
-    pid, devices = topo.measured_pid, topo.devices()
-    collectors = collect.CollectorSet(host, topo.collect_dir, interval_s=1, devices=devices, pid=pid)
+    collectors = collect.CollectorSet(topo.measured_host, topo.collect_dir, interval_s=1, devices=topo.devices(),
+                                      pid=topo.measured_pid)
     monitors.append(collectors)
     collectors.start()
-    topo.open_window(s)
-    # Counters bracket the measured sysbench only (not the collectors' start and stop).
-    before = collect.snapshot_counters(host, pid=pid, devices=devices)
-    cmd = topo.bench_command(s, exp.measure_s, histogram=True)
-    r = topo.client_host.run(cmd, check=False, timeout=exp.run_timeout_s or exp.measure_s + 600,
-                             on_output=s.live())
-    after = collect.snapshot_counters(host, pid=pid, devices=devices)
+    return collectors
+
+
+class _WindowOpener:
+    """Opens the measured window of a one-process run when sysbench prints its checkpoint report: the
+    line callback only notes the time and starts a thread (sysbench's output keeps being read), the
+    thread snapshots the counters and runs the topology's window hooks."""
+
+    def __init__(self, s: RunSession, topo: Topology, checkpoint_s: int) -> None:
+        self.s, self.topo, self.checkpoint_s = s, topo, checkpoint_s
+        self.spawned = time.monotonic()
+        self.seen: float | None = None
+        self.thread: threading.Thread | None = None
+        self.before: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+        self.timing: dict[str, Any] = {"checkpoint_s": checkpoint_s}
+
+    def on_line(self, line: str) -> None:
+        if self.thread is None and sysbench.split_checkpoint(line) is not None:
+            self.seen = time.monotonic()
+            self.timing["start_epoch"] = round(time.time(), 3)  # the controller's clock
+            self.thread = threading.Thread(target=self._open, name="window-opener", daemon=True)
+            self.thread.start()
+
+    def _since_line(self) -> float:
+        return round(time.monotonic() - (self.seen or 0), 3)
+
+    def _open(self) -> None:
+        s, topo, t = self.s, self.topo, self.timing
+        # Process start to checkpoint line, less the warm-up: sysbench's start-up plus the line's delay.
+        t["line_late_s"] = round((self.seen or 0) - self.spawned - self.checkpoint_s, 3)
+        try:
+            s.mark("open_window")
+            self.before = collect.snapshot_counters(topo.measured_host, pid=topo.measured_pid, devices=topo.devices())
+            t["counters_late_s"] = self._since_line()
+            topo.before_window(s)
+            topo.open_window(s)
+            t["hooks_late_s"] = self._since_line()
+            topo.after_warmup(s)
+            s.mark("measure")
+        except BaseException as exc:  # noqa: BLE001 - raised again by the session's thread
+            self.error = exc
+
+    def wait(self) -> dict[str, Any]:
+        """The counters at the window's start, once the hooks are done; their error, raised here."""
+        if self.thread is None:
+            raise RunFailed(f"sysbench printed no checkpoint report at {self.checkpoint_s} s")
+        self.thread.join(WINDOW_HOOKS_TIMEOUT_S)
+        if self.thread.is_alive():
+            raise RunFailed(f"the window's hooks did not finish within {WINDOW_HOOKS_TIMEOUT_S:g} s of the checkpoint")
+        if self.error is not None:
+            raise self.error
+        assert self.before is not None
+        return self.before
+
+
+def _run_window(s: RunSession, topo: Topology) -> tuple[CommandResult, str, dict[str, Any], dict[str, Any]]:
+    """One sysbench that warms up and measures (monitors and collectors already run): its result,
+    command and the counters at the window's start and end."""
+    exp, host = s.exp, topo.measured_host
+    cmd = topo.bench_command(s, exp.warmup_s + exp.measure_s, histogram=True, checkpoint_s=exp.warmup_s)
+    opener = _WindowOpener(s, topo, exp.warmup_s)
+    live = s.live(exp.warmup_s)
+
+    def on_line(line: str) -> None:
+        opener.on_line(line)
+        if live is not None:
+            live(line)
+    timeout = exp.run_timeout_s or exp.measure_s + 600
+    r = topo.client_host.run(cmd, check=False, timeout=exp.warmup_s + timeout, on_output=on_line)
+    after = collect.snapshot_counters(host, pid=topo.measured_pid, devices=topo.devices())
     s.save("sysbench.out", r.stdout)
     s.save("sysbench.err", r.stderr)
+    s.manifest["window"] = opener.timing
+    s.manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}
+    if opener.thread is None and not r.ok:
+        raise _sysbench_failure(r, sysbench.parse_output(r.stdout, r.stderr), "sysbench (warm-up)")
+    before = opener.wait()
+    return r, cmd, before, after
+
+
+def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.SysbenchOutput:
+    """The measured window: monitors and collectors around sysbench; counters bracket the window exactly.
+
+    Two-process mode: the collectors start, then open_window, then the window's own sysbench. One-process
+    mode: monitors and collectors start before the one sysbench (so nothing is spawned inside the window;
+    their samples before ``window.start_epoch`` are the warm-up's), the hooks run at its checkpoint."""
+    exp, host = s.exp, topo.measured_host
+    mode = s.manifest["window_mode"]
+    if mode == "one_process":
+        s.mark("warmup")
+        collectors = _start_monitors(s, topo, monitors)
+        s.manifest["collectors_started_epoch"] = collectors.started_at
+        r, cmd, before, after = _run_window(s, topo)
+    else:
+        s.mark("measure")
+        collectors = _start_monitors(s, topo, monitors)
+        topo.open_window(s)
+        # Counters bracket the measured sysbench only (not the collectors' start and stop).
+        before = collect.snapshot_counters(host, pid=topo.measured_pid, devices=topo.devices())
+        cmd = topo.bench_command(s, exp.measure_s, histogram=True)
+        r = topo.client_host.run(cmd, check=False, timeout=exp.run_timeout_s or exp.measure_s + 600,
+                                 on_output=s.live())
+        after = collect.snapshot_counters(host, pid=topo.measured_pid, devices=topo.devices())
+        s.save("sysbench.out", r.stdout)
+        s.save("sysbench.err", r.stderr)
     s.manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}
     topo.close_window(s, r)
     for m in monitors:
         m.stop()
     s.manifest["system"] = collect.counter_deltas(before, after)
-    s.manifest["collectors"] = {"devices": devices, "errors": collectors.errors}
+    s.manifest["collectors"] = {"devices": topo.devices(), "errors": collectors.errors}
     topo.after_window(s)
     parsed = sysbench.parse_output(r.stdout, r.stderr)
     if not r.ok or not parsed.complete:
@@ -244,6 +369,9 @@ def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.Sys
         summary["tpmC"] = parsed.summary.get("tpmC")
         s.manifest["tpcc"] = parsed.summary.get("tpcc")
     s.manifest["summary"] = summary
+    if parsed.checkpoint_s is not None:
+        s.manifest["warmup_summary"] = {k: parsed.warmup_summary.get(k)
+                                        for k in ("tps", "transactions", "ignored_errors", "total_time_s")}
     return parsed
 
 
@@ -281,11 +409,13 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
         if s.cell.open_loop:
             s.rate, peak = open_loop_rate(s.store, s.cell)
             s.manifest.update(rate_tps=s.rate, closed_loop_peak_tps=round(peak, 3))
+        s.manifest["window_mode"] = window_mode((s.manifest.get("versions") or {}).get("sysbench"), s.exp.warmup_s)
         topo.prepare(s)
         topo.start(s)
-        if s.exp.warmup_s > 0:
-            _warm_up(s, topo)
-        topo.before_window(s)
+        if s.manifest["window_mode"] != "one_process":
+            if s.exp.warmup_s > 0:
+                _warm_up(s, topo)
+            topo.before_window(s)
         parsed = _measure(s, topo, monitors)
         topo.check_results(s, parsed)
         if s.cell.workload == "tpcc":
@@ -315,5 +445,6 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
     return s.commit(t0)
 
 
-__all__ = ["RunFailed", "RunSession", "StepClock", "base_manifest", "execute", "interrupts_stop_cleanly", "measure",
-           "open_loop_rate", "record_early_failure", "shielded", "sysbench_seed", "tsv"]
+__all__ = ["WINDOW_MODES", "WINDOW_MODE_ENV", "RunFailed", "RunSession", "StepClock", "base_manifest", "execute",
+           "interrupts_stop_cleanly", "measure", "open_loop_rate", "record_early_failure", "shielded",
+           "sysbench_seed", "tsv", "window_mode"]

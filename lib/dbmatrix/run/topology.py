@@ -55,24 +55,27 @@ class Topology(ABC):
         """Block devices the collectors watch (none when the medium is not a block device)."""
         return []
 
-    def bench_command(self, s: RunSession, time_s: int, histogram: bool) -> str:
+    def bench_command(self, s: RunSession, time_s: int, histogram: bool, checkpoint_s: int | None = None) -> str:
         argv = workloads.command(s.exp, s.cell, "run", socket=",".join(self.sockets()), threads=s.cell.threads,
                                  script=self.tpcc_script, time_s=time_s, seed=s.seed, histogram=histogram,
-                                 rate=s.rate)
+                                 rate=s.rate, checkpoint_s=checkpoint_s)
         return sysbench.command_string([*self.client_prefix, *argv])
 
+    # In a one-process run (sysbench --report-checkpoints) after_warmup, before_window and open_window
+    # run on a helper thread at the checkpoint, while sysbench goes on measuring: keep them short, and
+    # let them only read the servers and write the session's manifest and files.
     def after_warmup(self, s: RunSession) -> None:
         """Check the servers survived the warm-up."""
 
     def before_window(self, s: RunSession) -> None:
-        """Just before the measured window (e.g. the status snapshot of a single server)."""
+        """At the start of the measured window (e.g. the status snapshot of a single server)."""
 
     def monitors(self, s: RunSession) -> list[Any]:
         """Samplers (objects with start/stop) running during the window besides the system collectors."""
         return []
 
     def open_window(self, s: RunSession) -> None:
-        """After the collectors started, right before sysbench (e.g. FLUSH STATUS and snapshots)."""
+        """After the collectors started, as the window opens (e.g. FLUSH STATUS and snapshots)."""
 
     def close_window(self, s: RunSession, result: CommandResult) -> None:
         """Right after sysbench, before the monitors stop (e.g. check nodes, snapshot status)."""

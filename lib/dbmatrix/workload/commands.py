@@ -34,13 +34,16 @@ def prepare_threads(exp: Experiment, cell: Cell) -> int:
 
 def command(exp: Experiment, cell: Cell, phase: str, *, socket: str, threads: int,
             script: str | None = None, time_s: int | None = None, seed: int | None = None,
-            histogram: bool = False, rate: int | None = None, storage_engine: str | None = None) -> list[str]:
-    """sysbench argv for `phase` (prepare, run, cleanup, or check for TPC-C) of the cell's workload."""
+            histogram: bool = False, rate: int | None = None, storage_engine: str | None = None,
+            checkpoint_s: int | None = None) -> list[str]:
+    """sysbench argv for `phase` (prepare, run, cleanup, or check for TPC-C) of the cell's workload;
+    `checkpoint_s` (run only) ends the warm-up of a one-process run with a checkpoint report."""
     w = exp.workload
     common: dict[str, Any] = dict(socket=socket, tables=w.tables, threads=threads, seed=seed,
                                   storage_engine=storage_engine)
     if phase == "run":
-        common.update(time_s=time_s, rand_type=w.rand_type, histogram=histogram, rate=rate)
+        common.update(time_s=time_s, rand_type=w.rand_type, histogram=histogram, rate=rate,
+                      checkpoint_s=checkpoint_s)
     if cell.workload == "tpcc":
         if not script:
             raise ValueError("the tpcc workload needs the path of its Lua script on the host (install_scripts)")

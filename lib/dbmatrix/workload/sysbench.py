@@ -34,6 +34,7 @@ __all__ = [
     "RUN_ONLY_OPTIONS",
     "TPCC",
     "WORKLOADS",
+    "CheckpointSplit",
     "SysbenchOutput",
     "bucket_index",
     "bucket_value",
@@ -46,6 +47,7 @@ __all__ = [
     "parse_intervals",
     "parse_output",
     "parse_summary",
+    "split_checkpoint",
 ]
 
 TPCC = "tpcc"  # our own TPC-C script (dbmatrix.workload.tpcc); the others ship with sysbench
@@ -71,6 +73,7 @@ RUN_ONLY_OPTIONS: tuple[str, ...] = (
     "--percentile",
     "--rand-type",
     "--rate",
+    "--report-checkpoints",
 )
 
 # sysbench's latency histogram (sb_logger.c: OPER_LOG_GRANULARITY/MIN_VALUE/MAX_VALUE).
@@ -121,6 +124,7 @@ def build_command(
     script: str | None = None,
     scale: int | None = None,
     isolation: str | None = None,
+    checkpoint_s: int | None = None,
 ) -> list[str]:
     """Return the sysbench argv for ``workload`` and ``phase`` against a MariaDB socket.
 
@@ -135,6 +139,8 @@ def build_command(
     warehouses per set, ``isolation`` RC/RR/RU/SER (the script's default is RC); ``table_size`` is
     ignored; the phase ``check`` verifies the consistency conditions. The other workloads need
     ``table_size`` and refuse ``script``/``scale``/``isolation``.
+    ``checkpoint_s`` adds ``--report-checkpoints``: a full report at that second, after which sysbench
+    resets its counters and histogram (one process warms up, then measures; see :func:`parse_output`).
     Raises ``ValueError`` naming the offending field and, for choices, the allowed values.
     """
     _choice("workload", workload, WORKLOADS)
@@ -179,6 +185,10 @@ def build_command(
         raise ValueError("histogram=True requires percentile > 0 (sysbench refuses --percentile=0 with --histogram)")
     if rate is not None:
         _int_at_least("rate", rate, 0)
+    if checkpoint_s is not None:
+        _int_at_least("checkpoint_s", checkpoint_s, 1)
+        if time_s is not None and checkpoint_s >= time_s:
+            raise ValueError(f"checkpoint_s must be below time_s ({time_s}), got {checkpoint_s!r}")
     if storage_engine is not None and not storage_engine.strip():
         raise ValueError("storage_engine must be non-empty when given")
 
@@ -208,6 +218,8 @@ def build_command(
         argv.append(f"--histogram={'on' if histogram else 'off'}")
         if rate is not None:
             argv.append(f"--rate={rate}")
+        if checkpoint_s is not None:
+            argv.append(f"--report-checkpoints={checkpoint_s}")
 
     if extra:
         taken = {_opt_key(a.split("=", 1)[0]) for a in argv[2:]}
@@ -410,12 +422,23 @@ def parse_fatal(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class SysbenchOutput:
-    """Everything parsed from one sysbench ``run``."""
+    """Everything parsed from one sysbench ``run``.
+
+    For a run with ``--report-checkpoints=N`` (warm-up and measurement in one process) ``intervals``,
+    ``histogram`` and ``summary`` cover the measured window only: intervals after second N, re-based so
+    the window's first second is ``t_s`` 1; ``summary["total_time_s"]`` is the window's length (the
+    final report's total time less the checkpoint's). ``warmup_intervals`` and ``warmup_summary`` are
+    the first N seconds (the checkpoint report), ``checkpoint_s`` is N. Without a checkpoint they are
+    empty and None, and the rest is parsed as before.
+    """
 
     intervals: list[dict[str, Any]] = field(default_factory=list)
     histogram: list[tuple[float, int]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     fatal: list[str] = field(default_factory=list)
+    warmup_intervals: list[dict[str, Any]] = field(default_factory=list)
+    warmup_summary: dict[str, Any] = field(default_factory=dict)
+    checkpoint_s: int | float | None = None
 
     @property
     def complete(self) -> bool:
@@ -426,23 +449,81 @@ class SysbenchOutput:
         )
 
 
+_CHECKPOINT_RE = re.compile(r"^\[\s*(?P<t>\d+(?:\.\d+)?)s\s*\]\s+Checkpoint report:\s*$")
+_REPORT_END_RE = re.compile(r"^\s*execution time \(avg/stddev\):")
+
+
+@dataclass(frozen=True)
+class CheckpointSplit:
+    """A ``--report-checkpoints`` output cut in three: what precedes the checkpoint report (header and
+    warm-up seconds), the report itself (per-second lines printed inside it moved out) and the rest
+    (window seconds and the final report)."""
+
+    checkpoint_s: int | float
+    before: str
+    report: str
+    after: str
+
+
+def split_checkpoint(text: str) -> CheckpointSplit | None:
+    """Cut a run's stdout at its first checkpoint report; None when it has none (a two-process run).
+
+    sysbench prints the report from its checkpoint thread while the interval thread keeps printing, so
+    the ``[ Ns ]`` line of the checkpoint second may come before, inside or after the report; interval
+    lines inside it are kept in ``after`` (the caller tells warm-up from window rows by their ``t_s``)."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if _CHECKPOINT_RE.match(line.strip())), None)
+    if start is None:
+        return None
+    m = _CHECKPOINT_RE.match(lines[start].strip())
+    assert m is not None
+    end = next((j + 1 for j in range(start + 1, len(lines)) if _REPORT_END_RE.match(lines[j])), len(lines))
+    inside = lines[start + 1:end]
+    stray = [line for line in inside if _INTERVAL_RE.match(line.strip()) or _QUEUE_RE.match(line.strip())]
+    report = [line for line in inside if line not in stray]
+    return CheckpointSplit(_t(m["t"]), "".join(lines[:start]), "".join(report), "".join(stray + lines[end:]))
+
+
+def _window_intervals(rows: list[dict[str, Any]], checkpoint_s: int | float
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(warm-up rows, window rows re-based to start at 1 s) of one process's per-second rows."""
+    warm = [r for r in rows if r["t_s"] <= checkpoint_s]
+    window = [{**r, "t_s": _t(str(round(r["t_s"] - checkpoint_s, 6)))} for r in rows if r["t_s"] > checkpoint_s]
+    warm.sort(key=lambda r: r["t_s"])  # the checkpoint second's line may come after the report
+    return warm, window
+
+
 def parse_output(stdout: str, stderr: str = "") -> SysbenchOutput:
     """Parse a run's stdout (intervals, histogram, summary) and FATAL lines of stdout+stderr.
 
     A TPC-C run (:mod:`dbmatrix.workload.tpcc`) also gets ``summary["tpcc"]`` (its per-type report) and
-    ``summary["tpmC"]``; other workloads' summaries have neither key.
+    ``summary["tpmC"]``; other workloads' summaries have neither key. A run with a checkpoint report
+    (``--report-checkpoints``) is split into warm-up and window (see :class:`SysbenchOutput`).
     """
-    summary = parse_summary(stdout)
-    report = tpcc.parse_tpcc_report(stdout)
+    fatal = parse_fatal(stdout) + parse_fatal(stderr)
+    split = split_checkpoint(stdout)
+    if split is None:
+        summary = parse_summary(stdout)
+        _add_tpcc(summary, stdout)
+        return SysbenchOutput(intervals=parse_intervals(stdout), histogram=parse_histogram(stdout),
+                              summary=summary, fatal=fatal)
+    c = split.checkpoint_s
+    warm_summary = parse_summary(split.before + split.report)
+    summary = parse_summary(split.before + split.after)
+    total, at_checkpoint = summary["total_time_s"], warm_summary["total_time_s"]
+    if total is not None and at_checkpoint is not None:
+        summary["total_time_s"] = round(total - at_checkpoint, 4)
+    _add_tpcc(summary, split.after)
+    warm, window = _window_intervals(parse_intervals(stdout), c)
+    return SysbenchOutput(intervals=window, histogram=parse_histogram(split.after), summary=summary,
+                          fatal=fatal, warmup_intervals=warm, warmup_summary=warm_summary, checkpoint_s=c)
+
+
+def _add_tpcc(summary: dict[str, Any], text: str) -> None:
+    report = tpcc.parse_tpcc_report(text)
     if report:
         summary["tpcc"] = report
         summary["tpmC"] = report["tpmC"]
-    return SysbenchOutput(
-        intervals=parse_intervals(stdout),
-        histogram=parse_histogram(stdout),
-        summary=summary,
-        fatal=parse_fatal(stdout) + parse_fatal(stderr),
-    )
 
 
 # --------------------------------------------------------------------------- histograms
