@@ -300,9 +300,10 @@ class Instances(Topology):
         device = getattr(self.state, "device", None)
         return [device] if device else []
 
-    def bench_command(self, s: RunSession, time_s: int, histogram: bool) -> str:
+    def bench_command(self, s: RunSession, time_s: int, histogram: bool, checkpoint_s: int | None = None) -> str:
         argv = workloads.command(s.exp, s.cell, "run", socket=",".join(self.sockets()), threads=s.cell.threads,
-                                 time_s=time_s, seed=s.seed, histogram=histogram, rate=s.rate)
+                                 time_s=time_s, seed=s.seed, histogram=histogram, rate=s.rate,
+                                 checkpoint_s=checkpoint_s)
         if self.tcp:
             argv = tcp_argv(argv, self._addresses(), self.ports, BENCH_USER, BENCH_PASSWORD)
         return sysbench.command_string([*self.client_prefix, *argv])
