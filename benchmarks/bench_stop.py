@@ -70,6 +70,7 @@ def main() -> int:
     base = yaml.safe_load(spec_path.read_text())
     subset = not args.all_cells and base["experiment"] == "storage-matrix-quick"
     root = Path(args.out or tempfile.mkdtemp(prefix="bench-stop-"))
+    root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("DBMATRIX_WORKDIR", str(root / "w"))
     studies = {}
     for mode in MODES:
