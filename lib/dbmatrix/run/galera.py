@@ -233,10 +233,11 @@ class Galera(Topology):
     # -------------------------------------------------------------------------------- stopping
     def stop(self, s: RunSession) -> None:
         cluster, m = self._cluster(), s.manifest
-        cluster.stop()
+        cluster.stop(mode=self.exp.stop_mode)  # the datadirs are made afresh by the next run's prepare_dirs
         for n, sv in zip(self.nodes, cluster.servers):
-            m["nodes"][n.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown)
-        m["server"].update(stop_s=m["nodes"]["node1"]["stop_s"],
+            m["nodes"][n.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown,
+                                      stop_mode=sv.stop_mode)
+        m["server"].update(stop_s=m["nodes"]["node1"]["stop_s"], stop_mode=m["nodes"]["node1"]["stop_mode"],
                            clean_shutdown=m["nodes"]["node1"]["clean_shutdown"])
         if cluster.stop_errors:
             m["stop_error"] = cluster.stop_errors
