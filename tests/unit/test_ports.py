@@ -161,10 +161,11 @@ def test_kill_command_waits_for_the_process_to_be_gone() -> None:
 
 def test_stop_mode_in_the_spec() -> None:
     base = {"experiment": "x", "factors": {"engine": "innodb"}}
-    assert parse_experiment(base).stop_mode == "clean"
+    assert parse_experiment(base).stop_mode == "kill"
     assert "stop_mode" not in parse_experiment(base).to_dict()  # the digest of older specs is unchanged
-    kill = parse_experiment({**base, "stop_mode": "kill"})
-    assert kill.stop_mode == "kill" and kill.to_dict()["stop_mode"] == "kill"
+    assert "stop_mode" not in parse_experiment({**base, "stop_mode": "kill"}).to_dict()
+    clean = parse_experiment({**base, "stop_mode": "clean"})
+    assert clean.stop_mode == "clean" and clean.to_dict()["stop_mode"] == "clean"
     with pytest.raises(SpecError, match=r"stop_mode: 'fast' .*allowed: clean, kill"):
         parse_experiment({**base, "stop_mode": "fast"})
 
