@@ -25,6 +25,7 @@ def pytest_configure(config):
         os.environ["DBMATRIX_OUTPUT_ROOT"] = os.path.join(root, "out")
         # Short path: unix socket paths are limited to 107 bytes.
         os.environ.setdefault("DBMATRIX_WORKDIR", os.path.join(root, "w"))
+        os.environ.setdefault("DBMATRIX_CACHE_DIR", os.path.join(root, "cache"))  # hosts' option lists
         for var, sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_DATA_DIR", "jupyter-data"),
                          ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"), ("IPYTHONDIR", "ipython"),
                          ("MPLCONFIGDIR", "mpl")):

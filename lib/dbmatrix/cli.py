@@ -114,6 +114,11 @@ def _plan_one(study) -> None:
         print(f"design: {info['fraction']} fraction of resolution {info['resolution']} "
               f"(generators {', '.join(info['generators'])}; "
               + ", ".join(f"{k}={v}" for k, v in info["letters"].items()) + ")")
+    if exp.topology.instances:
+        t = exp.topology
+        print(f"topology: instances {', '.join(map(str, exp.factors['instances']))} per run on "
+              f"{', '.join(t.hosts) or 'the run host'} (client on {t.client or 'the run host'}); pinning "
+              f"{', '.join(exp.factors['pinning'])} with {exp.cpu_placement.tool}")
     for h in study.inventory.hosts:
         print(_host_line(h))
     media = study.inventory.hosts[0].media  # every host defines the spec's media (checked at load)
@@ -142,14 +147,45 @@ def _plan_one(study) -> None:
         print(f"estimated duration: {format_duration(s.estimated_s)} (results in {study.store.root})")
 
 
+def _preflight(studies: list, *, skip: bool = False) -> dict[str, list]:
+    """Each study's host checks (server options by the hosts' mariadbd, dataset sizes against the media):
+    a SpecError names the field before anything runs. `skip` (--no-host-check): only the checks that need
+    no connection."""
+    from dbmatrix.run.preflight import check_sizes_offline, check_study
+
+    out: dict[str, list] = {}
+    for study in studies:
+        if skip:
+            check_sizes_offline(study)
+            continue
+        try:
+            out[study.experiment.name] = check_study(study)
+        except SpecError as exc:
+            raise SpecError(f"{exc}\n(spec {study.spec_path}; nothing was run)") from None
+    return out
+
+
+def _checked_line(checks: list) -> str:
+    parts = []
+    for c in checks:
+        if c.version:
+            parts.append(f"{c.options_checked} server option setting(s) accepted by mariadbd {c.version} on "
+                         f"{c.host}")
+        parts += c.notes
+    return "checked: " + "; ".join(parts) + "; datasets fit their media"
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import format_duration, summarize_study
 
     studies = _studies(args, access=True)
+    checks = _preflight(studies, skip=args.no_host_check)
     for i, study in enumerate(studies):
         if i:
             print()
         _plan_one(study)
+        if study.experiment.name in checks:
+            print(_checked_line(checks[study.experiment.name]))
     if len(studies) > 1:
         total = sum(summarize_study(s).estimated_wall_s for s in studies)
         print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all")
@@ -160,7 +196,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import lost_hosts_message, run_study
 
     failed, lost = 0, False
-    for study in _studies(args, access=True):
+    studies = _studies(args, access=True)
+    _preflight(studies)
+    for study in studies:
         kwargs = {"host_name": args.host} if args.host else {}
         counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs,
                            allow_lost_hosts=args.allow_lost_hosts, **kwargs)
@@ -391,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("plan", help="show cells, datasets and estimated duration; runs nothing")
     study_args(sp)
+    sp.add_argument("--no-host-check", action="store_true",
+                    help="do not connect: skip the hosts' check of the server options and of free space "
+                         "(media sizes the inventory states are still checked)")
     sp.set_defaults(func=cmd_plan)
     sp = sub.add_parser("run", help="run (or resume) the matrix")
     study_args(sp)

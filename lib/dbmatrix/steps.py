@@ -16,7 +16,8 @@ import pandas as pd
 from dbmatrix import paths
 from dbmatrix.analyse.figure_data import StudyTables, load_study_tables
 from dbmatrix.analyse.replication import analyse_replication
-from dbmatrix.analyse.tables import Analysis, analyse
+from dbmatrix.analyse.scaleout import scaleout_tables
+from dbmatrix.analyse.tables import Analysis, analyse, write_csv
 from dbmatrix.hosts.setup import setup_packages
 from dbmatrix.publish.build import publish_all
 from dbmatrix.publish.paper_inputs import macro_prefixes
@@ -102,6 +103,11 @@ def analyse_study(study: Study) -> Analysis:
     if study.kind == "galera":
         analyse_replication(store, exp)
     a = analyse(store, exp)
+    if study.kind == "scaleout":
+        tables = scaleout_tables(store.load_runs(), store.load_histograms(), store.load_intervals(),
+                                 store.iter_manifests())
+        for name, df in tables.items():
+            write_csv(df, store.processed / f"{name}.csv")
     write_text_atomic(store.processed / STAMP, json.dumps({
         "experiment": exp.name, "spec_digest": exp.digest(), "kind": study.kind,
         "runs": len(a.runs), "notes": notes,

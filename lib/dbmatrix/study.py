@@ -8,6 +8,7 @@ figures and the paper read ``data/runs/<experiment>`` when it has completed runs
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ import yaml
 
 from dbmatrix import paths
 from dbmatrix.hosts.inventory import Inventory, load_inventory
-from dbmatrix.spec.experiment import Experiment, SpecError, check_media, load_spec
+from dbmatrix.spec.experiment import Experiment, SpecError, check_host_cpus, check_media, load_spec
 from dbmatrix.store import ResultStore
 
 ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's target for processed tables
@@ -26,7 +27,7 @@ ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's 
 PROFILES = ("smoke", "quick", "full")
 PARAM_KEYS = ("spec", "specs", "inventory", "results_dir", "data")
 # Macro prefixes and kinds: the storage matrix keeps unprefixed macros; the other studies prefix theirs.
-KIND_PREFIX = {"storage": "", "threads": "thr", "galera": "repl", "tpcc": "tpcc"}
+KIND_PREFIX = {"storage": "", "threads": "thr", "galera": "repl", "tpcc": "tpcc", "scaleout": "scale"}
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,13 @@ class Study:
     store: ResultStore
 
     def check(self) -> None:
-        """Everything that can be checked before the first run (media names per host)."""
+        """Everything that can be checked before the first run (media names per host; the CPUs of this
+        machine's hosts for CPU sets per instance: remote hosts are checked when their run starts)."""
         for h in self.inventory.hosts:
             check_media(self.experiment, h.media, h.name)
+            placed = self.experiment.topology.hosts
+            if h.is_local and (not placed or h.name in placed):
+                check_host_cpus(self.experiment, h.name, len(os.sched_getaffinity(0)))
 
     @property
     def kind(self) -> str:
@@ -51,11 +56,14 @@ class Study:
 
 
 def study_kind(exp: Experiment) -> str:
-    """What a study measures: ``galera`` (a replication topology), ``tpcc`` (the TPC-C workload),
+    """What a study measures: ``galera`` (a replication topology), ``scaleout`` (several server instances
+    per run), ``tpcc`` (the TPC-C workload),
     ``threads`` (a client-thread sweep that varies no storage factor) or ``storage`` (the matrix)."""
     topology = getattr(exp, "topology", None)
     if topology is not None and getattr(topology, "kind", "standalone") == "galera":
         return "galera"
+    if topology is not None and getattr(topology, "kind", "standalone") == "instances":
+        return "scaleout"
     if "tpcc" in exp.factors.get("workload", ()):
         return "tpcc"
     storage = ("engine", "block_size", "compression", "medium", "log_medium")

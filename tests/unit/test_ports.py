@@ -45,7 +45,7 @@ def test_stale_lease_detection(content: str, now: str | None, stale: bool) -> No
 
 
 def test_parse_survey() -> None:
-    text = ("ss LISTEN 0 80 127.0.0.1:13306 0.0.0.0:*\n"
+    text = ("LISTEN 0 80 127.0.0.1:13306 0.0.0.0:*\n"
             f"lease 13310\t4242 987654\t{STAT}\n"
             "lease 13311\t4243 5\t\n"
             "lease 13312.999\tpartial\t\n")

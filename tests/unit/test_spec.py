@@ -86,7 +86,7 @@ def test_parse_valid_mapping() -> None:
         "engine": ("innodb",), "cache_pct": (25, 100), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
-        "slave_threads": (1,), "write_to": ("node1",),
+        "slave_threads": (1,), "write_to": ("node1",), "instances": (1,), "pinning": ("none",),
     }
     assert exp.repetitions == 3 and exp.seed == 20261122
     assert (exp.warmup_s, exp.measure_s) == (10, 30)
@@ -108,7 +108,7 @@ def test_defaults_fill_missing_factors_and_workload() -> None:
         "engine": ("innodb",), "cache_pct": (100,), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
-        "slave_threads": (1,), "write_to": ("node1",),
+        "slave_threads": (1,), "write_to": ("node1",), "instances": (1,), "pinning": ("none",),
     }
     assert exp.repetitions == 3
     assert len(exp.cells()) == 1
@@ -365,7 +365,8 @@ def test_cell_id_and_levels() -> None:
     assert cell.levels() == {"engine": "innodb", "cache_pct": 12.5, "block_size": "16k",
                              "compression": "lz4", "medium": "disk", "threads": 8,
                              "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
-                             "slave_threads": 1, "write_to": "node1"}
+                             "slave_threads": 1, "write_to": "node1", "instances": 1,
+                             "pinning": "none"}
     assert set(cell.levels()) == set(FACTORS)
 
 

@@ -87,10 +87,10 @@ class StudyTables:
 def load_study_tables(store: ResultStore, exp: Experiment, kind: str = "storage", prefix: str = "",
                       spec_path: Path | None = None) -> StudyTables:
     """The processed tables of a study (and, for a Galera study, the replication tables; its standard
-    tables may be absent)."""
+    tables may be absent; a scale-out study's own tables, processed/scaleout-*.csv)."""
     a = load_processed(store) if kind != "galera" or (store.processed / "cells.csv").is_file() else None
     extra: dict[str, pd.DataFrame] = {}
-    for f in sorted(store.processed.glob("replication-*.csv")):
+    for f in sorted([*store.processed.glob("replication-*.csv"), *store.processed.glob("scaleout-*.csv")]):
         extra[f.stem] = pd.read_csv(f) if f.stat().st_size > 1 else pd.DataFrame()
     return StudyTables(exp, store, kind, prefix, a, extra, spec_path)
 

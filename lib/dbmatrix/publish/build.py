@@ -48,7 +48,8 @@ def claims_evidence(studies: Sequence[StudyTables]) -> list[Any]:
     for st in studies:
         runs = st.runs if st.a is not None else pd.DataFrame()
         out.append(Evidence(st.name, st.kind, runs, dict(st.experiment.factors),
-                            st.extra.get("replication-effects"), st.a.hosts if st.a is not None else None))
+                            st.extra.get("replication-effects"), st.a.hosts if st.a is not None else None,
+                            {k: v for k, v in st.extra.items() if k.startswith("scaleout-")}))
     return out
 
 

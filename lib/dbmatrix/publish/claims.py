@@ -50,6 +50,12 @@ from dbmatrix.analyse.contrasts import (
     steady_share,
 )
 from dbmatrix.analyse.hosts import hosts_of, pooling_allowed
+from dbmatrix.analyse.scaleout import (
+    doubling_estimate,
+    peak_ratio_estimate,
+    saturation_estimate,
+    stability_estimate,
+)
 
 VERDICTS = ("agree", "disagree", "inconclusive", "not tested")
 # The dataset of a run is fixed by these factors (sizes are measured once per dataset).
@@ -86,6 +92,7 @@ class Evidence:
     level_order: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     replication: pd.DataFrame | None = None
     host_check: pd.DataFrame | None = None  # processed/hosts.csv (several hosts only)
+    extra: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # a scale-out study's own tables
 
     def hosts(self) -> list[str]:
         return hosts_of(self.runs)
@@ -106,7 +113,7 @@ class Evidence:
         best = sorted(sizes.index, key=lambda c: (-int(sizes[c]), c))[0]
         runs = self.runs[cls == best]
         members = ", ".join(sorted(str(h) for h in runs["host"].unique()))
-        return (Evidence(self.experiment, self.kind, runs, self.level_order, self.replication, None),
+        return (Evidence(self.experiment, self.kind, runs, self.level_order, self.replication, None, self.extra),
                 f"class {best}: {members}")
 
 
@@ -171,6 +178,28 @@ CLAIMS: tuple[Claim, ...] = (
           factor="threads", a="max", b="second-max", sources=("threads",)),
     Claim("saturationLatency", "000", "p95 latency chart", "past saturation, p95 latency grows with clients",
           "p95_ms", (1.0, math.inf), factor="threads", a="max", b="second-max", sources=("threads",)),
+    # Seed 000 (NDB Cluster in a box), answered by the scale-out study with MariaDB instances standing in for
+    # the seed's SQL front-ends (no NDB data nodes: each instance holds its own copy of the data).
+    Claim("scaleSaturation", "000", "single-server scaling",
+          "one front-end saturates: past its peak, more client threads add no throughput",
+          "scale_saturation", (0.0, 1.05), test="within", sources=("scaleout",),
+          stand_in="one MariaDB instance for one SQL node; premise: the tested thread counts go past the peak "
+                   "(the saturation point is below the largest thread count)"),
+    Claim("scaleDoubling", "000", "p95 latency chart",
+          "doubling the front-ends doubles the clients that keep p95 under 0.5\\,ms",
+          "scale_p95_doubling", (1.8, 2.2), sources=("scaleout",),
+          stand_in="MariaDB instances for SQL nodes; premise: at both instance counts some but not all thread "
+                   "counts keep the merged p95 under 0.5 ms (the interval comes from the neighbouring levels)"),
+    Claim("scaleSixteen", "000", "multi-server scaling",
+          "from 8 to 16 front-ends, peak throughput no longer doubles",
+          "scale_peak_16_8", (0.0, 1.8), test="within", sources=("scaleout",),
+          stand_in="MariaDB instances for SQL nodes; premise: 8 and 16 instances measured on a host with CPUs "
+                   "for them (a 2-vCPU host stops at 2)"),
+    Claim("scaleStable", "000", "per-second charts",
+          "at the best setting, per-second throughput stays flat over the run",
+          "scale_stability", (0.95, 1.05), test="within", sources=("scaleout",),
+          stand_in="second-half over first-half per-second QPS of the best cell's runs; premise: the runs are "
+                   "long enough for two halves of several seconds"),
     Claim("overProvisioning", "004", "tablespace file systems",
           "leaving 40\\,\\% of each NVMe unpartitioned keeps write throughput; a full drive halves it",
           "tps", (1.0, math.inf),
@@ -212,6 +241,8 @@ def estimate(claim: Claim, ev: Evidence) -> Estimate:
         if ev.replication is None or ev.replication.empty:
             raise NotTestable("the replication study's effect table is missing")
         return replication_estimate(ev.replication, claim.metric)
+    if ev.kind == "scaleout" and claim.metric.startswith("scale_"):
+        return _scaleout_estimate(claim.metric, ev.extra)
     if claim.factor is None:
         raise NotTestable("no factor to compare")
     if claim.metric == "data_physical_bytes":
@@ -221,6 +252,18 @@ def estimate(claim: Claim, ev: Evidence) -> Estimate:
         runs = runs[pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0) == 0]
     return ratio_estimate(runs, claim.metric, claim.factor, claim.a, claim.b, claim.at,
                           level_order=ev.level_order)
+
+
+def _scaleout_estimate(metric: str, tables: Mapping[str, pd.DataFrame]) -> Estimate:
+    if metric == "scale_saturation":
+        return saturation_estimate(tables, 1)
+    if metric == "scale_p95_doubling":
+        return doubling_estimate(tables)
+    if metric == "scale_peak_16_8":
+        return peak_ratio_estimate(tables, 16, 8)
+    if metric == "scale_stability":
+        return stability_estimate(tables)
+    raise NotTestable(f"unknown scale-out metric {metric!r}")
 
 
 VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",

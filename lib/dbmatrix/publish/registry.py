@@ -18,6 +18,7 @@ from dbmatrix.analyse.figure_data import (
     timeline_cells,
 )
 from dbmatrix.publish import figures as plots
+from dbmatrix.publish import figures_scaleout as scaleout_plots
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class FigureDef:
     stem: str
     title: str
     draw: Any  # Callable[[StudyTables, dict], tuple[plt.Figure, list[pd.DataFrame]]]
+    kinds: tuple[str, ...] = ("storage", "threads", "tpcc")  # study kinds it may be drawn from
 
 
 def _draw_effects(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
@@ -80,6 +82,32 @@ def _draw_efficiency(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[p
     return fig, [table]
 
 
+def _scaleout(st: StudyTables, name: str) -> pd.DataFrame:
+    df = st.extra.get(f"scaleout-{name}")
+    if df is None or df.empty:
+        raise plots.FigureDataError(f"no processed/scaleout-{name}.csv")
+    return df
+
+
+def _draw_scaleout_qps(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    cells, sat = _scaleout(st, "cells"), _scaleout(st, "saturation")
+    fig, _ = scaleout_plots.qps_vs_threads(cells, sat)
+    return fig, [cells, sat]
+
+
+def _draw_scaleout_p95(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    cells, cap = _scaleout(st, "cells"), _scaleout(st, "capacity")
+    fig, _ = scaleout_plots.p95_vs_threads(cells, float(cap["threshold_ms"].iloc[0]))
+    return fig, [cells, cap]
+
+
+def _draw_scaleout_time(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    cells, tl = _scaleout(st, "cells"), _scaleout(st, "timeline")
+    best = cells.loc[cells["qps"].idxmax()]
+    fig, _ = scaleout_plots.over_time(tl, f"{int(best['instances'])} instance(s), {int(best['threads'])} threads")
+    return fig, [tl]
+
+
 # The paper's order. Each figure is drawn from the first study (in the profile's order) that has its data.
 FIGURES: tuple[FigureDef, ...] = (
     FigureDef("factor-effects", "Factor effects on throughput", _draw_effects),
@@ -91,8 +119,14 @@ FIGURES: tuple[FigureDef, ...] = (
     FigureDef("efficiency", "Hardware cost per transaction relative to the baseline", _draw_efficiency),
     FigureDef("throughput-over-time", "Per-second throughput and p95 latency", _draw_timeline),
     FigureDef("throughput-vs-threads", "Throughput and p95 latency vs client threads", _draw_threads),
+    FigureDef("scaleout-qps", "Scale-out: queries per second vs client threads per instance count",
+              _draw_scaleout_qps, ("scaleout",)),
+    FigureDef("scaleout-p95", "Scale-out: p95 latency vs client threads per instance count", _draw_scaleout_p95,
+              ("scaleout",)),
+    FigureDef("scaleout-time", "Scale-out: per-second QPS and p95 at the best setting", _draw_scaleout_time,
+              ("scaleout",)),
 )
-FIGURE_STUDY_KINDS = ("storage", "threads", "tpcc")  # Galera studies draw their own figures
+FIGURE_STUDY_KINDS = ("storage", "threads", "tpcc", "scaleout")  # Galera studies draw their own figures
 
 
 @dataclass
@@ -114,7 +148,7 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: s
     opts = opts or {}
     for fd in FIGURES:
         for st in studies:
-            if st.kind not in FIGURE_STUDY_KINDS or st.a is None:
+            if st.kind not in fd.kinds or st.a is None:
                 continue
             try:
                 fig, frames = fd.draw(st, opts)

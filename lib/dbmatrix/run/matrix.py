@@ -1,7 +1,8 @@
 """Execute a study's plan: datasets, runs in their seeded order, failure isolation and resume.
 
 Each run goes through the one run session (:mod:`dbmatrix.run.session`) with the spec's topology
-(:class:`~dbmatrix.run.standalone.Standalone` or :class:`~dbmatrix.run.galera.Galera`): restore the
+(:class:`~dbmatrix.run.standalone.Standalone`, :class:`~dbmatrix.run.galera.Galera` or
+:class:`~dbmatrix.run.instances.Instances`): restore the
 dataset snapshot -> drop OS caches -> start the server(s) -> warm up -> measure with sysbench -> stop ->
 keep every raw output. A failing run is recorded (status "failed", its step, error and logs) and the
 matrix goes on; a rerun skips completed runs and retries failed ones. Ctrl-C stops the servers first.
@@ -22,6 +23,7 @@ from dbmatrix.run.context import HostContext, connect_host
 from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
+from dbmatrix.run.instances import Instances
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.standalone import Standalone
 from dbmatrix.run.topology import Topology
@@ -184,6 +186,8 @@ def record_assignment(store: ResultStore, exp: Experiment, hosts: Sequence[str],
 
 def topology_class(exp: Experiment) -> type[Topology]:
     """The topology strategy of the spec's ``topology.kind``."""
+    if exp.topology.instances:
+        return Instances
     return Galera if exp.topology.galera else Standalone
 
 
@@ -195,6 +199,9 @@ def topology_for(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Da
         nodes = [ctx if not exp.topology.hosts or h == ctx.spec.name else peers[h]
                  for h in (exp.topology.hosts or (ctx.spec.name,) * exp.topology.nodes)]
         return Galera(nodes, exp, run, dataset)
+    if exp.topology.instances:
+        ctxs = {ctx.spec.name: ctx, **{h: peers[h] for h in exp.topology.hosts if h != ctx.spec.name and h in peers}}
+        return Instances(ctxs, exp, run, dataset)
     return Standalone(ctx, exp, run, dataset)
 
 

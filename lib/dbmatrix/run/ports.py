@@ -100,19 +100,19 @@ class Lease:
 def survey_script(lease_dir: str = LEASE_DIR) -> str:
     """One round trip: the listening ports (``ss``) and every lease file with its owner's start time now."""
     d = shlex.quote(lease_dir)
-    return (f"ss -Htln 2>/dev/null | sed 's/^/ss /'; "
+    return (f"ss -Htln 2>/dev/null; "
             f"for f in {d}/[0-9]*; do [ -f \"$f\" ] || continue; c=$(head -c 200 \"$f\" 2>/dev/null | head -n 1); "
             "p=${c%% *}; case \"$p\" in ''|*[!0-9]*) s=;; *) s=$(cat /proc/$p/stat 2>/dev/null);; esac; "
             "printf 'lease %s\\t%s\\t%s\\n' \"${f##*/}\" \"$c\" \"$s\"; done; true")
 
 
 def parse_survey(text: str) -> tuple[set[int], dict[int, Lease]]:
-    """:func:`survey_script` output -> (listening ports, leases by port)."""
+    """:func:`survey_script` output -> (listening ports, leases by port): ``lease`` lines, the rest ``ss``'s."""
     ss_lines, leases = [], {}
     for line in text.splitlines():
-        if line.startswith("ss "):
-            ss_lines.append(line[3:])
-        elif line.startswith("lease "):
+        if not line.startswith("lease "):
+            ss_lines.append(line)
+        else:
             parts = line[6:].split("\t")
             if len(parts) == 3 and parts[0].isdigit():
                 leases[int(parts[0])] = Lease(int(parts[0]), parts[1], proc_start_time(parts[2]) if parts[2] else None)

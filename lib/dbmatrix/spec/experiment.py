@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -26,6 +28,7 @@ from dbmatrix.spec.factors import (  # noqa: F401 (re-exported: ENGINES, MAX_RAT
     FACTOR_DEFAULTS,
     FACTORS,
     GALERA_FACTORS,
+    INSTANCES_FACTORS,
     MAX_RATE_FRACTION,
     WORKLOAD_TAGS,
     WORKLOADS,
@@ -45,9 +48,10 @@ WORKLOAD_SCHEMAS = {**{w: "oltp" for w in WORKLOADS}, "tpcc": "tpcc"}
 # Transaction isolation levels of the TPC-C workload (sysbench option --trx_level); the seed used RC.
 ISOLATION_LEVELS = ("RC", "RR", "SER", "RU")
 MYROCKS_ISOLATION = ("RC", "RR")
-TOPOLOGIES = ("standalone", "galera")
+TOPOLOGIES = ("standalone", "galera", "instances")
 SST_METHODS = ("rsync", "mariabackup")
 MAX_GALERA_NODES = 9
+MAX_INSTANCES_PER_HOST = 32  # one TCP port each within a host's block of 40 (run.ports.PORTS_PER_HOST)
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 DESIGNS = ("full", "fractional")
 PLACEMENT_TOOLS = ("taskset", "numactl")
@@ -106,6 +110,8 @@ class Cell:
     rate_fraction: float = 0
     slave_threads: int = 1
     write_to: str = "node1"
+    instances: int = 1
+    pinning: str = "none"
 
     @property
     def cell_id(self) -> str:
@@ -200,18 +206,26 @@ class CpuPlacement:
 
 @dataclass(frozen=True)
 class Topology:
-    """Standalone servers (one per run), or a Galera cluster of `nodes` nodes per run.
+    """Standalone servers (one per run), a Galera cluster of `nodes` nodes per run, or several server
+    instances per run (``instances``: the count is the factor of that name).
 
-    `hosts` places node i on inventory host hosts[i]; empty: every node on the run's host."""
+    Galera: `hosts` places node i on inventory host hosts[i]; empty: every node on the run's host.
+    Instances: instance i runs on hosts[i % len(hosts)] (empty: all on the run's host); `client` names
+    the host sysbench runs on (empty: the first host)."""
 
     kind: str = "standalone"
     nodes: int = 1
     hosts: tuple[str, ...] = ()
     sst_method: str = "rsync"
+    client: str = ""
 
     @property
     def galera(self) -> bool:
         return self.kind == "galera"
+
+    @property
+    def instances(self) -> bool:
+        return self.kind == "instances"
 
 
 @dataclass(frozen=True)
@@ -299,6 +313,9 @@ class Experiment:
                         if not (registry_factor(k).digest_omits_default and list(v) == [FACTOR_DEFAULTS[k]])}
         if self.topology.galera:
             d["topology"]["hosts"] = list(self.topology.hosts)
+            del d["topology"]["client"]  # added with the instances topology: galera digests stay the same
+        elif self.topology.instances:
+            d["topology"] = {"kind": "instances", "hosts": list(self.topology.hosts), "client": self.topology.client}
         else:
             del d["topology"]
         if "tpcc" not in self.factors["workload"]:
@@ -465,6 +482,14 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
     workload = parse_workload(raw.get("workload"))  # its errors first: factors.workload builds on it
     levels_raw = {**{f: factors_raw.get(f, FACTOR_DEFAULTS[f]) for f in FACTORS},
                   "workload": _workload_levels(raw, factors_raw)}
+    topo_raw = raw.get("topology")
+    topo_kind = topo_raw.get("kind") if isinstance(topo_raw, Mapping) else topo_raw
+    w_raw = raw.get("workload")
+    named = isinstance(w_raw, str) or (isinstance(w_raw, Mapping) and "name" in w_raw)
+    if topo_kind == "instances" and not named and "workload" not in factors_raw:
+        # The scale-out study's default (seed 000): primary-key lookups.
+        workload = replace(workload, name="oltp_point_select")
+        levels_raw["workload"] = "oltp_point_select"
     factors = {f: _levels(f, levels_raw[f]) for f in FACTORS}
     if any(f > 0 for f in factors["rate_fraction"]) and 0 not in factors["rate_fraction"]:
         raise SpecError("factors.rate_fraction: open-loop levels need the closed-loop level too ('closed'), "
@@ -483,7 +508,8 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         v = baseline[k]
         if v not in factors[k]:
             raise SpecError(f"baseline.{k}: {v!r} is not one of the spec's levels {list(factors[k])}")
-    for k in options:
+    for k, v in options.items():
+        check_option_text(k, v)
         if str(k).replace("-", "_") in HARNESS_OPTIONS:
             raise SpecError(f"server_options.{k}: set by a factor or by the harness, so it cannot be held "
                             "constant; remove it from server_options")
@@ -537,7 +563,7 @@ def _parse_topology(raw: Any) -> Topology:
         return Topology()
     if isinstance(raw, str):
         raw = {"kind": raw}
-    allowed = ("kind", "nodes", "hosts", "sst_method")
+    allowed = ("kind", "nodes", "hosts", "sst_method", "client")
     if not isinstance(raw, Mapping) or set(raw) - set(allowed):
         raise SpecError(f"topology: must be a mapping with keys among {', '.join(allowed)}")
     kind = raw.get("kind", "standalone")
@@ -545,8 +571,13 @@ def _parse_topology(raw: Any) -> Topology:
         raise SpecError(f"topology.kind: unknown {kind!r}; allowed: {', '.join(TOPOLOGIES)}")
     if kind == "standalone":
         if set(raw) - {"kind"}:
-            raise SpecError(f"topology: {', '.join(sorted(set(raw) - {'kind'}))} only apply to kind: galera")
+            raise SpecError(f"topology: {', '.join(sorted(set(raw) - {'kind'}))} only apply to kind: galera "
+                            "or instances")
         return Topology()
+    if kind == "instances":
+        return _parse_instances_topology(raw)
+    if "client" in raw:
+        raise SpecError("topology.client: only applies to kind: instances (a Galera client runs on node 1's host)")
     nodes = raw.get("nodes", 3)
     if isinstance(nodes, bool) or not isinstance(nodes, int) or not 2 <= nodes <= MAX_GALERA_NODES:
         raise SpecError(f"topology.nodes: {nodes!r} must be an integer from 2 to {MAX_GALERA_NODES} "
@@ -563,9 +594,48 @@ def _parse_topology(raw: Any) -> Topology:
     return Topology("galera", nodes, tuple(hosts), sst)
 
 
+def _parse_instances_topology(raw: Mapping[str, Any]) -> Topology:
+    extra = sorted(set(raw) - {"kind", "hosts", "client"})
+    if extra:
+        raise SpecError(f"topology: {', '.join(extra)} only apply to kind: galera; kind: instances takes "
+                        "hosts and client (the instance count is factors.instances)")
+    hosts = raw.get("hosts") or []
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        raise SpecError("topology.hosts: must be a list of inventory host names the instances are dealt over "
+                        "(instance i on hosts[i % len(hosts)]), or left out: every instance on the run's host")
+    if len(set(hosts)) != len(hosts):
+        raise SpecError(f"topology.hosts: {hosts} lists a host twice; list each host once")
+    client = raw.get("client") or ""
+    if not isinstance(client, str) or (hosts and client and client not in hosts):
+        raise SpecError(f"topology.client: {client!r} must be one of topology.hosts ({', '.join(hosts)}), "
+                        "or left out (the first host)")
+    return Topology("instances", 1, tuple(hosts), "rsync", client or (hosts[0] if hosts else ""))
+
+
 def _check_topology(exp: Experiment) -> None:
-    """Galera-only factors need a galera topology; a galera cluster needs InnoDB and a shared log medium."""
+    """Galera-only factors need a galera topology, instances-only factors the instances topology; a galera
+    cluster needs InnoDB and a shared log medium; instances keep the log with the data."""
     f = exp.factors
+    if not exp.topology.instances:
+        for name in INSTANCES_FACTORS:
+            if list(f[name]) != [FACTOR_DEFAULTS[name]]:
+                raise SpecError(f"factors.{name}: only applies to several server instances per run; add "
+                                "topology: {kind: instances} or remove the factor")
+    else:
+        most = max(instances_per_host(exp, n) for n in f["instances"])
+        if most > MAX_INSTANCES_PER_HOST:
+            raise SpecError(f"factors.instances: {most} instances on one host; allowed: up to "
+                            f"{MAX_INSTANCES_PER_HOST} per host (list more hosts in topology.hosts)")
+        if list(f["log_medium"]) != ["same"]:
+            raise SpecError("factors.log_medium: the instances topology keeps each redo log with its data; "
+                            "allowed: same")
+        if any(w == "tpcc" for w in f["workload"]):
+            raise SpecError("factors.workload: tpcc is not supported by the instances topology (its consistency "
+                            "check reads one server); allowed: the oltp_* workloads")
+        for name in GALERA_FACTORS:
+            if list(f[name]) != [FACTOR_DEFAULTS[name]]:
+                raise SpecError(f"factors.{name}: only applies to a Galera cluster")
+        return
     if not exp.topology.galera:
         for name in GALERA_FACTORS:
             if list(f[name]) != [FACTOR_DEFAULTS[name]]:
@@ -683,6 +753,34 @@ def _parse_placement(raw: Any) -> CpuPlacement:
                         _cpu_list("cpu_placement.client", raw.get("client")), tool)
 
 
+_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+
+
+def _control_char(text: str) -> str | None:
+    """The first control character of `text` as words (``newline (U+000A)``), or None."""
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            name = {"\n": "newline", "\r": "carriage return", "\t": "tab"}.get(ch, unicodedata.name(ch, "control"))
+            return f"{name.lower()} (U+{ord(ch):04X})"
+    return None
+
+
+def check_option_text(name: Any, value: Any) -> None:
+    """A server option's name and value as text mariadbd can take on one command line: a name of letters,
+    digits, '_' and '-'; a value without control characters (a newline would end the option, or the
+    command). Pure: what the host's mariadbd says of them is checked at plan time (run/preflight)."""
+    if not isinstance(name, str) or not _OPTION_NAME.match(name):
+        raise SpecError(f"server_options.{name}: {name!r} is not an option name; allowed: letters, digits, "
+                        "'_' and '-', starting with a letter (e.g. innodb_flush_method)")
+    if isinstance(value, (dict, list)) or value is None:
+        raise SpecError(f"server_options.{name}: {value!r} must be one value (a number, a word, ON/OFF or a "
+                        "string)")
+    bad = _control_char(str(value))
+    if bad:
+        raise SpecError(f"server_options.{name}: {str(value)!r} contains a control character, {bad}; allowed: "
+                        "one line of printable text")
+
+
 def _option_value(v: Any) -> str:
     if isinstance(v, bool):
         return "ON" if v else "OFF"
@@ -698,6 +796,31 @@ def load_spec(path: str | Path) -> Experiment:
     except yaml.YAMLError as exc:
         raise SpecError(f"spec: {p} is not valid YAML: {exc}") from None
     return parse_experiment(raw or {})
+
+
+def instances_per_host(exp: Experiment, instances: int, host: str | None = None) -> int:
+    """How many of `instances` run on `host` (the most on any host when None): dealt round robin over
+    ``topology.hosts`` (all on the run's host when it lists none)."""
+    hosts = exp.topology.hosts or (host or "",)
+    counts = [len(range(i, instances, len(hosts))) for i in range(len(hosts))]
+    if host is None or host not in hosts:
+        return max(counts)
+    return counts[hosts.index(host)]
+
+
+def check_host_cpus(exp: Experiment, host: str, cpus: int, numa_nodes: int = 1) -> None:
+    """Plan-time checks of the instances topology against a host's CPUs: one CPU set per instance needs
+    at least one CPU per instance on the host; per-NUMA-node grouping needs a NUMA node for it."""
+    if not exp.topology.instances or cpus <= 0:
+        return
+    for n in exp.factors["instances"]:
+        k = instances_per_host(exp, n, host)
+        if "instance" in exp.factors["pinning"] and k > cpus:
+            raise SpecError(f"factors.pinning: 'instance' gives each of the {k} instances on host {host!r} "
+                            f"(factors.instances {n}) its own CPU set, but the host has {cpus} CPU(s); "
+                            f"allowed: instances up to {cpus * max(1, len(exp.topology.hosts))}, or pinning none/numa")
+    if "numa" in exp.factors["pinning"] and numa_nodes < 1:
+        raise SpecError(f"factors.pinning: 'numa' needs NUMA nodes on host {host!r}; allowed: none, instance")
 
 
 def check_media(exp: Experiment, media_names: Iterable[str], host: str) -> None:

@@ -60,6 +60,9 @@ WORKLOAD_TAGS = {"oltp_read_write": "", "oltp_read_only": "ro", "oltp_point_sele
                  "oltp_write_only": "wo", "tpcc": "tpcc"}
 MAX_RATE_FRACTION = 2.0
 MAX_SLAVE_THREADS = 512
+# Server instances per run of the instances topology (a port block per host holds 40 ports).
+MAX_INSTANCES = 64
+PINNINGS = ("none", "instance", "numa")
 
 
 def block_size_bytes(level: str) -> int:
@@ -80,6 +83,7 @@ class Factor:
     title: str = ""  # the long name on an axis or a control ("Cache (% of data)"); default: the label
     doc: str = ""  # what the factor is
     galera_only: bool = False  # only a galera topology may vary it; a standalone spec keeps the default
+    instances_only: bool = False  # only the instances topology may vary it; other specs keep the default
     dataset: bool = False  # prepared datasets differ by it (cells differing only in other factors share one)
     modelled: bool = True  # a term candidate of the closed-loop throughput models in the claims
     digest_omits_default: bool = False  # left out of the spec digest while the spec keeps the default
@@ -178,6 +182,22 @@ def _write_to(lv: Any) -> Any:
     return lv
 
 
+def _instances(lv: Any) -> Any:
+    if isinstance(lv, bool) or not isinstance(lv, int) or not 1 <= lv <= MAX_INSTANCES:
+        raise SpecError(f"factors.instances: {lv!r} must be an integer from 1 to {MAX_INSTANCES} "
+                        "(server instances of the run, dealt over topology.hosts)")
+    return lv
+
+
+def _pinning(lv: Any) -> Any:
+    if lv in (None, False):
+        lv = "none"
+    if lv not in PINNINGS:
+        raise SpecError(f"factors.pinning: unknown level {lv!r}; allowed: none (no CPU sets), instance (one "
+                        "CPU set per instance on its host), numa (instances grouped per NUMA node)")
+    return lv
+
+
 # ------------------------------------------------------------------------------ the registry
 
 REGISTRY: tuple[Factor, ...] = (
@@ -228,6 +248,15 @@ REGISTRY: tuple[Factor, ...] = (
            title="Writes to",
            label="write_to", word="write_to", galera_only=True, digest_omits_default=True,
            doc="galera topology: the node the client writes to ('nodeN'), or 'all' (round robin)"),
+    Factor("instances", 1, _instances, lambda v: None if v == 1 else f"i{v}",
+           title="Server instances",
+           label="Inst.", word="instances", instances_only=True, digest_omits_default=True,
+           doc="instances topology: mariadbd instances per run (each its own datadir), client threads "
+               "spread over their sockets"),
+    Factor("pinning", "none", _pinning, lambda v: None if v == "none" else f"pin{v}",
+           title="CPU pinning",
+           label="Pinning", word="pinning", instances_only=True, digest_omits_default=True,
+           doc="instances topology: none, one CPU set per instance, or instances grouped per NUMA node"),
 )
 
 BY_NAME: Mapping[str, Factor] = MappingProxyType({f.name: f for f in REGISTRY})
@@ -237,6 +266,8 @@ FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY)
 FACTOR_DEFAULTS: Mapping[str, Any] = MappingProxyType({f.name: f.default for f in REGISTRY})
 # Factors that only exist for a galera topology; a standalone spec keeps them at their defaults.
 GALERA_FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY if f.galera_only)
+# Factors that only exist for the instances topology (several servers per host).
+INSTANCES_FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY if f.instances_only)
 # Factors a prepared dataset depends on.
 DATASET_FACTORS: tuple[str, ...] = tuple(f.name for f in REGISTRY if f.dataset)
 # Term candidates of the closed-loop throughput models (every factor but the open-loop rate).

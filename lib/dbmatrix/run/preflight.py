@@ -1,0 +1,221 @@
+"""What `dbmatrix plan` (and `run`, before the first run) checks on the hosts: no time on runs that
+cannot succeed.
+
+Per host, in one round trip: the mariadbd version, ``mariadbd --verbose --help`` with each engine's
+plugins and the spec's constant server options (mariadbd judges names and values, as it would at
+startup, :mod:`dbmatrix.hosts.server_options`), and ``df`` where the inventory does not say how much a
+medium holds. Only when mariadbd complains: one more round trip with each option alone (to name every
+bad option, not only the first) and the host's option list (cached per host, version and plugins) for a
+close match and the allowed values. Datasets whose smallest plausible size
+(:mod:`dbmatrix.spec.sizing`) exceeds their medium or the host's workdir are refused without a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dbmatrix.hosts import server_options as so
+from dbmatrix.hosts.capacity import df_command, parse_df, recipe_capacity
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.hosts.remote import Host
+from dbmatrix.run.matrix import plan_hosts
+from dbmatrix.run.mysqld import constants_for, engine_options
+from dbmatrix.spec.experiment import Cell, Experiment, SpecError
+from dbmatrix.spec.sizing import (
+    DEFAULT_REDO_BYTES,
+    Capacity,
+    SizeBound,
+    check_capacity,
+    datadir_lower_bound,
+    parse_server_size,
+)
+from dbmatrix.study import Study
+
+
+@dataclass
+class HostCheck:
+    """What was checked on one host, for the plan's printout."""
+
+    host: str
+    version: str | None = None
+    options_checked: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- pure parts
+
+def engine_plugins(exp: Experiment) -> dict[str, tuple[str, ...]]:
+    """Engine -> the plugins its cells load (``--plugin-load-add``), as run/mysqld renders them."""
+    out: dict[str, dict[str, None]] = {}
+    for cell in exp.cells():
+        plugins = out.setdefault(cell.engine, {})
+        for opt in engine_options(cell, None):
+            if opt.startswith("--plugin-load-add="):
+                plugins[opt.split("=", 1)[1]] = None
+    return {e: tuple(p) for e, p in out.items()}
+
+
+def engine_constants(exp: Experiment) -> dict[str, dict[str, str]]:
+    """Engine -> the spec's constant server options its cells get (rocksdb_* for MyRocks only)."""
+    firsts: dict[str, Cell] = {}
+    for c in exp.cells():
+        firsts.setdefault(c.engine, c)
+    return {e: constants_for(c, exp.server_options) for e, c in firsts.items()}
+
+
+def redo_bytes(exp: Experiment) -> int:
+    value = exp.server_options.get("innodb_log_file_size")
+    return (parse_server_size(value) or DEFAULT_REDO_BYTES) if value is not None else DEFAULT_REDO_BYTES
+
+
+def dataset_bounds(exp: Experiment) -> dict[str, dict[str, SizeBound]]:
+    """Data medium -> {dataset name: lower bound of a run's datadir on it}."""
+    out: dict[str, dict[str, SizeBound]] = {}
+    for cell in exp.cells():
+        key = exp.dataset_key(cell)
+        redo = redo_bytes(exp) if cell.log_medium == "same" or cell.engine == "myrocks" else 0
+        out.setdefault(cell.medium, {})[key.name] = datadir_lower_bound(
+            cell.engine, cell.compression, key.schema, key.tables, key.table_size, redo)
+    return out
+
+
+def size_field(exp: Experiment) -> str:
+    return "workload.warehouses" if "tpcc" in exp.factors["workload"] else "workload.table_size"
+
+
+def check_sizes(exp: Experiment, hs: HostSpec, df: Mapping[str, Capacity | None]) -> None:
+    """Every data medium must hold the largest dataset planned on it, and the workdir its snapshot
+    (twice when a medium shares the workdir's file system). `df` holds the host's answers for the
+    workdir and the media whose recipe states no size (empty: those are not checked)."""
+    bounds = dataset_bounds(exp)
+    where = size_field(exp)
+    work = df.get("workdir")
+    for medium, needs in sorted(bounds.items()):
+        m = hs.media.get(medium)
+        if m is None:
+            continue
+        cap = recipe_capacity(m) or df.get(f"medium:{medium}")
+        if cap is not None:
+            shared = work is not None and cap.mount is not None and cap.mount == work.mount
+            check_capacity(needs, cap, where=where, what=f"medium {medium!r} of host {hs.name!r}",
+                           copies=2 if shared else 1)
+    all_needs = {k: v for needs in bounds.values() for k, v in needs.items()}
+    if work is not None:
+        check_capacity(all_needs, work, where=where, what=f"the workdir {hs.workdir} of host {hs.name!r} "
+                       "(its snapshot)")
+
+
+def option_error(name: str, value: str, messages: Sequence[str], opts: so.ServerOptions | None,
+                 host: str, version: str | None, engine: str) -> str:
+    """One line naming the field, what mariadbd said, a close match or the allowed values."""
+    said = "; ".join(m.replace("[ERROR] ", "").replace("[Warning] ", "").replace("mariadbd: ", "")
+                     for m in messages)
+    who = f"mariadbd {version or ''} on host {host}".replace("  ", " ")
+    plugin = " (with the MyRocks plugin)" if engine == "myrocks" else ""
+    resolved = opts.resolve(name) if opts is not None else None
+    if opts is not None and resolved is None:
+        close = opts.suggest(name)
+        words = " or ".join(filter(None, [", ".join(close[:-1]), close[-1]])) if close else ""
+        hint = f"; did you mean {words}?" if close else "; see `mariadbd --verbose --help` for the options"
+        return f"server_options.{name}: not an option of {who}{plugin}: {said}{hint}"
+    info = opts.options[resolved] if opts is not None and resolved is not None else None
+    allowed = f"; allowed: {info.allowed()}" + (f" (default {info.default})" if info.default else "") \
+        if info is not None else ""
+    return f"server_options.{name}: {value!r} is refused by {who}{plugin}: {said}{allowed}"
+
+
+# ---------------------------------------------------------------- the host side
+
+def hosts_to_check(study: Study) -> list[HostSpec]:
+    names = dict.fromkeys([*plan_hosts(study), *study.experiment.topology.hosts])
+    return [study.inventory.host(n) for n in names]
+
+
+def check_sizes_offline(study: Study) -> None:
+    """The size checks the inventory decides (tmpfs and loop sizes), without connecting."""
+    for hs in hosts_to_check(study):
+        check_sizes(study.experiment, hs, {})
+
+
+def check_study(study: Study) -> list[HostCheck]:
+    """Refuse (SpecError naming the field) what cannot run on the study's hosts; returns what was checked.
+    Dataset sizes the inventory decides are checked before connecting."""
+    exp = study.experiment
+    check_sizes_offline(study)
+    hosts = hosts_to_check(study)
+    out = []
+    for hs in hosts:
+        with hs.connect() as host:
+            out.append(check_host(host, hs, exp))
+    return out
+
+
+def check_host(host: Host, hs: HostSpec, exp: Experiment) -> HostCheck:
+    plugins = engine_plugins(exp)
+    constants = engine_constants(exp)
+    sections = {"version": "mariadbd --version", "workdir": df_command(hs.workdir)}
+    for medium in sorted({*exp.factors["medium"]}):
+        if medium in hs.media and recipe_capacity(hs.media[medium]) is None:
+            sections[f"medium:{medium}"] = df_command(hs.media[medium].path)
+    for engine, p in plugins.items():
+        sections[f"base:{engine}"] = so.help_command(p, stderr_only=True)
+        sections[f"all:{engine}"] = so.help_command(
+            p, [so.render(k, v) for k, v in sorted(constants[engine].items())], stderr_only=True)
+    res = host.run_sections(sections, prelude=so.PRELUDE, timeout=120)
+    check_sizes(exp, hs, {k: parse_df(res[k].text, hs.workdir if k == "workdir" else hs.media[k[7:]].path)
+                          for k in sections if k == "workdir" or k.startswith("medium:")})
+    result = HostCheck(hs.name)
+    if res["version"].missing:
+        result.notes.append(f"host {hs.name}: mariadbd not found; server options not checked "
+                            "(`dbmatrix setup --roles server` installs it)")
+        return result
+    version = so.parse_help(res["version"].text).version
+    result.version = version
+    problems: list[str] = []
+    suspects: dict[str, list[str]] = {}
+    for engine, p in plugins.items():
+        base, full = res[f"base:{engine}"], res[f"all:{engine}"]
+        base_msgs = so.option_messages(base.text)
+        broken = [m for m in base_msgs if "[ERROR]" in m]
+        if broken:
+            problems.append(f"factors.engine: {engine} needs plugin(s) {', '.join(p)}, which mariadbd {version} on "
+                            f"host {hs.name} cannot load: {'; '.join(broken)}; install them "
+                            "(`dbmatrix setup --roles server`) or remove the engine")
+            continue
+        result.options_checked += len(constants[engine])
+        if full.rc != base.rc or so.new_messages(full.text, base_msgs):
+            suspects[engine] = base_msgs
+    if suspects:
+        problems += _attribute(host, hs, version, plugins, constants, suspects)
+    if problems:
+        raise SpecError("\n".join(dict.fromkeys(problems)))
+    return result
+
+
+def _attribute(host: Host, hs: HostSpec, version: str | None, plugins: Mapping[str, tuple[str, ...]],
+               constants: Mapping[str, Mapping[str, str]], suspects: Mapping[str, list[str]]) -> list[str]:
+    """Each option of the engines mariadbd complained about, alone: which ones it refuses and why."""
+    sections: dict[str, str] = {}
+    keys: dict[str, tuple[str, str]] = {}
+    for engine in suspects:
+        for i, (k, v) in enumerate(sorted(constants[engine].items())):
+            sec = f"opt:{engine}:{i}"
+            sections[sec] = so.help_command(plugins[engine], [so.render(k, v)], stderr_only=True)
+            keys[sec] = (engine, k)
+    res = host.run_sections(sections, prelude=so.PRELUDE, timeout=120)
+    problems = []
+    reported: set[str] = set()
+    lists: dict[str, so.ServerOptions] = {}
+    for sec, (engine, k) in keys.items():
+        out = res[sec]
+        msgs = so.new_messages(out.text, suspects[engine])
+        if (out.rc == 0 and not msgs) or k in reported:  # an option of every engine: named once
+            continue
+        reported.add(k)
+        if engine not in lists:
+            lists[engine] = so.option_list(host, f"{hs.name}@{hs.address}:{hs.port}", version or "?",
+                                           plugins[engine])
+        v = constants[engine][k]
+        problems.append(option_error(k, v, msgs or [f"exit status {out.rc}"], lists[engine], hs.name, version, engine))
+    return problems
