@@ -80,6 +80,10 @@ def test_claim_is_a_compare_and_set(tmp_path) -> None:
     # A second claimant that saw the ports free before the first claim loses, and writes nothing.
     r = _sh(ports.claim_script({20001: "", 20002: ""}, "2 20", d))
     assert r.returncode == 3 and not (tmp_path / "leases" / "20002").exists()
+    # Another inventory host that is this same machine (a network namespace) claiming in the same attempt.
+    r = _sh(ports.claim_script({20000: ""}, "3 30", d, mine=["1 10"]))
+    assert r.returncode == 0 and (tmp_path / "leases" / "20000").read_text() == "3 30\n"
+    _sh(ports.claim_script({20000: "3 30"}, "1 10", d))
     # One that saw the (now stale) lease's content takes it over.
     assert _sh(ports.claim_script({20001: "1 10", 20002: ""}, "2 20", d)).returncode == 0
     assert (tmp_path / "leases" / "20001").read_text() == "2 20\n"

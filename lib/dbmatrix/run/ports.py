@@ -136,12 +136,18 @@ def pick_block(start: int, size: int, surveys: Sequence[tuple[set[int], Mapping[
                     f"another dbmatrix process: see {LEASE_DIR})")
 
 
-def claim_script(ports: Mapping[int, str], ours: str, lease_dir: str = LEASE_DIR) -> str:
+def claim_script(ports: Mapping[int, str], ours: str, lease_dir: str = LEASE_DIR, mine: Sequence[str] = ()) -> str:
     """Compare-and-set under flock: every port's lease file must still hold what the survey saw
-    (`ports[p]`, "" for none), then all become `ours`; else nothing is written and it exits 3."""
+    (`ports[p]`, "" for none) or one of `mine` (this attempt's claims on another inventory host that is
+    the same machine, e.g. two network namespaces), then all become `ours`; else nothing is written and
+    it exits 3."""
     d = shlex.quote(lease_dir)
-    checks = " && ".join(f"[ \"$(head -n 1 {d}/{p} 2>/dev/null)\" = {shlex.quote(seen)} ]"
-                         for p, seen in sorted(ports.items()))
+
+    def holds(p: int, seen: str) -> str:
+        cur = f"\"$(head -n 1 {d}/{p} 2>/dev/null)\""
+        return "{ " + " || ".join(f"[ {cur} = {shlex.quote(ok)} ]" for ok in dict.fromkeys([seen, *mine])) + "; }"
+
+    checks = " && ".join(holds(p, seen) for p, seen in sorted(ports.items()))
     writes = "; ".join(f"printf '%s\\n' {shlex.quote(ours)} > {d}/{p}.$$ && mv -f {d}/{p}.$$ {d}/{p}"
                        for p in sorted(ports))
     inner = f"if {checks}; then {writes}; else exit 3; fi"
@@ -239,7 +245,7 @@ def lease_block(holders: Sequence[tuple[Host, Owner]], size: int, start: int | N
         got: list[tuple[Host, Owner]] = []
         for (host, owner), (_, leases) in zip(hosts, surveys):
             seen = {p: leases[p].content if p in leases else "" for p in range(base, base + size)}
-            r = host.run(claim_script(seen, owner.text()), check=False, timeout=60)
+            r = host.run(claim_script(seen, owner.text(), mine=[o.text() for _, o in got]), check=False, timeout=60)
             if not r.ok:
                 break
             got.append((host, owner))
