@@ -154,7 +154,7 @@ def test_a_short_cell_on_a_synced_three_node_cluster(env, first_pass) -> None:
     samples = (d / "wsrep-samples.txt").read_text()
     assert all(f" node{i} wsrep_local_recv_queue" in samples for i in (1, 2, 3))
     assert all(v["samples"] >= 3 for v in m["wsrep_samples"]["nodes"].values())
-    assert all(v.get("clean_shutdown") for v in m["nodes"].values())
+    assert all(v.get("stop_mode") == "kill" and v["stop_s"] < 2 for v in m["nodes"].values())
 
 
 def test_a_node_killed_mid_run_fails_that_run_only(env, first_pass) -> None:

@@ -70,7 +70,7 @@ def test_two_instances_on_this_machine(tmp_path: Path, monkeypatch: pytest.Monke
     assert sum(f["share"] for f in per.values()) == pytest.approx(1.0, abs=1e-5)
     assert len({i["datadir"] for i in two["instances"].values()}) == 2
     assert all("--skip-networking" in i["options"] for i in two["instances"].values())
-    assert all(i["clean_shutdown"] for i in two["instances"].values())
+    assert all(i["stop_mode"] == "kill" for i in two["instances"].values())  # the default stop_mode
     assert _pids_on(str(work)) == []
     if pinned is not SPEC:  # one CPU each, applied by taskset to the running server
         p = ms[(2, "instance")]["instances"]

@@ -84,3 +84,45 @@ def test_orphan_from_a_killed_session_is_reaped(workdir: Path):
     finally:
         if _alive(orphan):
             first.stop()
+
+
+def test_no_port_means_no_tcp_and_a_taken_port_is_port_in_use(workdir: Path):
+    import socket
+
+    from dbmatrix.run.mysqld import PortInUse
+
+    host = LocalHost()
+    cell = Cell("innodb", 50, "16k", "none", "disk", 2)
+    user = server_user(host)
+    datadir = str(workdir / "data")
+    host.run(install_db_command(cell, datadir, user), timeout=300)
+    paths = ServerPaths.under(str(workdir / "run"), datadir, "t")  # no port
+    with MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=8 << 20)) as server:
+        v = server.global_variables()
+        assert v["skip_networking"] == "ON"
+        listening = host.run(f"ss -Htlnp | grep 'pid={server.pid},' || true").stdout
+        assert listening == "", listening
+    # A port something else holds: the start fails as PortInUse (the caller may retry elsewhere).
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = ServerPaths.under(str(workdir / "run"), datadir, "t", s.getsockname()[1])
+        server = MariaDBServer(host, taken, render_options(cell, taken, user=user, cache=8 << 20))
+        with pytest.raises(PortInUse, match="could not bind"):
+            server.start()
+    assert server.pid is None
+
+
+def test_kill_stop(workdir: Path):
+    host = LocalHost()
+    cell = Cell("innodb", 50, "16k", "none", "disk", 2)
+    server = _server(host, workdir, cell, 8 * 1024 * 1024)
+    server.start()
+    pid = server.pid
+    assert pid and _alive(pid)
+    server.stop(mode="kill")
+    with open(f"/proc/{pid}/stat") if os.path.exists(f"/proc/{pid}/stat") else open(os.devnull) as f:
+        state = f.read().rpartition(")")[2].split()[:1]
+    assert state in ([], ["Z"]), "mariadbd still running after a kill stop"
+    assert server.stop_mode == "kill" and server.clean_shutdown is False and server.stop_s < 2

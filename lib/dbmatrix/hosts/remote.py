@@ -133,6 +133,21 @@ class Host(ABC):
     def close(self) -> None:
         """Release connections."""
 
+    def session_env(self) -> dict[str, str]:
+        """Variables put in the environment of every command this Host object runs from now on (the
+        run guard's marker: everything our runs start carries it, so a watchdog can find it)."""
+        return dict(getattr(self, "_session_env", {}))
+
+    def set_session_env(self, name: str, value: str | None) -> None:
+        """Set (or with None remove) one variable of :meth:`session_env`."""
+        _check_env({name: ""})
+        env = self.session_env()
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+        self._session_env = env
+
     def interrupt(self) -> int:
         """Kill every command this Host object is running right now (from any thread): the way a
         controller stops the in-flight runs of a fleet. Returns how many commands were targeted."""
@@ -362,7 +377,8 @@ class LocalHost(Host):
         try:
             with self._track(marker):
                 return _run_invoke(
-                    self._ctx, self.name, command, check, timeout, {**(env or {}), _RUN_ID_VAR: run_id},
+                    self._ctx, self.name, command, check, timeout,
+                    {**self.session_env(), **(env or {}), _RUN_ID_VAR: run_id},
                     on_timeout=lambda: _kill_local_marked(marker),
                     on_interrupt=lambda: _kill_local_marked(marker), on_output=on_output,
                 )
@@ -626,7 +642,7 @@ class SSHHost(Host):
     def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         _check_env(env)
         self._open()
-        env = dict(env or {})
+        env = {**self.session_env(), **(env or {})}
         run_id = uuid.uuid4().hex
         env[_RUN_ID_VAR] = run_id
         on_timeout = lambda: self._kill_marked(f"{_RUN_ID_VAR}={run_id}")  # noqa: E731

@@ -1,4 +1,4 @@
-"""What every run on one host shares: the connection, facts, server user, a port block, the media's
+"""What every run on one host shares: the connection, its run guard, facts, server user, the media's
 states and the installed workload scripts; made once per host and study."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from dbmatrix.hosts.facts import collect_facts
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
 from dbmatrix.run.datasets import DatasetInfo
+from dbmatrix.run.guard import Guard
 from dbmatrix.run.mysqld import cache_bytes, constants_for, requested_cache_bytes, server_user
-from dbmatrix.run.ports import PORTS_PER_HOST, free_port
+from dbmatrix.run.ports import Owner, this_process
 from dbmatrix.run.session import base_manifest, sysbench_seed
 from dbmatrix.spec.experiment import Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now, write_json_atomic
@@ -21,15 +22,28 @@ from dbmatrix.workload import commands as workloads
 
 @dataclass
 class HostContext:
-    """What every run on one host shares: facts, the server user, a port, and the media's states."""
+    """What every run on one host shares: facts, the server user, and the media's states; its guard kills
+    what our runs started there if this process dies, and owns the ports leased there."""
 
     host: Host
     spec: HostSpec
     facts: dict[str, Any]
     user: str
-    port: int
+    port: int | None  # where port leases start (None: DBMATRIX_BASE_PORT or 13306); no port is held
     media: dict[str, Any]  # medium name -> media.MediumState, or the exception that made it unusable
     tpcc_script: str | None = None  # our TPC-C Lua script on this host, when the plan uses it
+    guard: Guard | None = None
+
+    def owner(self) -> Owner:
+        """Who leases ports on this host: the guard, or this process on a local host without one."""
+        if self.guard is not None and self.guard.owner is not None:
+            return self.guard.owner
+        return this_process(self.host)
+
+    def close(self) -> None:
+        """Stop the guard (after every server of the study has stopped); the host stays open."""
+        if self.guard is not None:
+            self.guard.close()
 
 
 def host_facts(host: Host, store: ResultStore) -> dict[str, Any]:
@@ -60,14 +74,16 @@ def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, 
 
 def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_start: int | None = None
                  ) -> HostContext:
-    """Connect, record the host's facts, pick a free port, and apply/verify the media the plan uses."""
+    """Connect, start the host's run guard, record its facts, and apply/verify the media the plan uses."""
     host = hostspec.connect()
+    guard = Guard(host, f"{hostspec.workdir}/run")
     try:
-        ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host),
-                          free_port(host, port_start, block=PORTS_PER_HOST), {})
+        guard.start()
+        ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host), port_start, {}, guard=guard)
         ctx.media.update(prepare_media(host, hostspec, exp))
         ctx.tpcc_script = workloads.install_scripts(host, hostspec.workdir, exp)
     except BaseException:
+        guard.close()
         host.close()
         raise
     return ctx

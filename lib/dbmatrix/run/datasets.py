@@ -92,7 +92,7 @@ def cached_dataset(host: Host, workdir: str, key: DatasetKey) -> DatasetInfo | N
 
 
 def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user: str,
-                    port: int, log: list[str] | None = None, script: str | None = None) -> DatasetInfo:
+                    port: int | None, log: list[str] | None = None, script: str | None = None) -> DatasetInfo:
     """Load the workload's tables for `cell`'s dataset key, shut down cleanly and snapshot the datadir.
 
     `script` is the TPC-C Lua script's path on the host (workloads.install_scripts) for tpcc cells."""

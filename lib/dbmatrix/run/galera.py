@@ -21,20 +21,21 @@ from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, restore
 from dbmatrix.run.galera_cluster import (
+    PORTS_PER_NODE,
     GaleraCluster,
+    GaleraError,
     NodePlan,
     WsrepSampler,
     check_sst_method,
     client_sockets,
     cluster_name,
-    first_free_base,
     node_options,
     parse_sst_seconds,
     plan_nodes,
     run_as_user,
 )
-from dbmatrix.run.mysqld import cache_bytes
-from dbmatrix.run.ports import listening_ports
+from dbmatrix.run.mysqld import PortInUse, cache_bytes
+from dbmatrix.run.ports import PortBlock, bind_failed, lease_block
 from dbmatrix.run.session import RunFailed, RunSession
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError
@@ -101,6 +102,8 @@ class Galera(Topology):
         self.samplers: list[WsrepSampler] = []
         self.before: dict[str, dict[str, str]] = {}
         self.after: dict[str, dict[str, str]] = {}
+        self.block: PortBlock | None = None  # the ports leased for this run on every node's host
+        self.run_as_by_host: dict[str, str | None] = {}
 
     def start_manifest(self) -> dict[str, Any]:
         to_dict = getattr(self.state1, "to_dict", None)
@@ -118,15 +121,21 @@ class Galera(Topology):
             if isinstance(state, Exception) or state is None:
                 raise RunFailed(f"medium {cell.medium!r} on host {c.host.name} is not usable: {state}")
         hosts = _hosts_of(ctxs)
-        run_as_by_host = {name: run_as_user(h) for name, h in hosts.items()}
+        self.run_as_by_host = {name: run_as_user(h) for name, h in hosts.items()}
         for h in hosts.values():
             check_sst_method(h, topo.sst_method)
-        listening = {name: listening_ports(h) for name, h in hosts.items()}
-        base = first_free_base([listening[c.host.name] for c in ctxs], ctxs[0].port)
+        self._plan(s)
+
+    def _plan(self, s: RunSession, skip: set[int] | None = None) -> None:
+        """Lease a block of ports on every node's host (machine-wide, see run.ports) and plan the nodes on it."""
+        cell, topo, ctxs = s.cell, self.exp.topology, self.ctxs
+        self.block = lease_block([(c.host, c.owner()) for c in ctxs], PORTS_PER_NODE * topo.nodes,
+                                 start=ctxs[0].port, skip=skip)
+        base = self.block.base
         self.nodes = plan_nodes(topo, [c.spec for c in ctxs], [c.spec.media[cell.medium].path for c in ctxs], base)
         self._sockets = client_sockets(self.nodes, cell.write_to)
         self.name = cluster_name(s.run.run_id, base)
-        run_as = [run_as_by_host[c.host.name] for c in ctxs]
+        run_as = [self.run_as_by_host[c.host.name] for c in ctxs]
         cache = cache_bytes(cell, self.dataset.data_physical_bytes)
         options = [node_options(cell, self.nodes, n.index, user=run_as[n.index - 1] or ctxs[n.index - 1].user,
                                 cache=cache, constants=self.exp.server_options, name=self.name,
@@ -149,6 +158,21 @@ class Galera(Topology):
         return [device] if device else []
 
     def start(self, s: RunSession) -> None:
+        """Start the cluster; if a node could not bind one of its ports (something outside dbmatrix took it
+        after the lease), stop, lease another block and start once more."""
+        try:
+            self._start(s)
+        except (PortInUse, GaleraError) as exc:
+            if not bind_failed(str(exc)) or self.block is None:
+                raise
+            failed = set(self.block.ports)
+            s.manifest["cluster"]["port_retry"] = {"failed_base": self.block.base, "error": str(exc)[-500:]}
+            self._cluster().stop()
+            self._release()
+            self._plan(s, skip=failed)
+            self._start(s)
+
+    def _start(self, s: RunSession) -> None:
         cluster, nodes, m = self._cluster(), self.nodes, s.manifest
         s.mark("restore")
         cluster.prepare_dirs()
@@ -223,13 +247,20 @@ class Galera(Topology):
     # -------------------------------------------------------------------------------- stopping
     def stop(self, s: RunSession) -> None:
         cluster, m = self._cluster(), s.manifest
-        cluster.stop()
+        cluster.stop(mode=self.exp.stop_mode)  # the datadirs are made afresh by the next run's prepare_dirs
         for n, sv in zip(self.nodes, cluster.servers):
-            m["nodes"][n.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown)
-        m["server"].update(stop_s=m["nodes"]["node1"]["stop_s"],
+            m["nodes"][n.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown,
+                                      stop_mode=sv.stop_mode)
+        m["server"].update(stop_s=m["nodes"]["node1"]["stop_s"], stop_mode=m["nodes"]["node1"]["stop_mode"],
                            clean_shutdown=m["nodes"]["node1"]["clean_shutdown"])
         if cluster.stop_errors:
             m["stop_error"] = cluster.stop_errors
+        self._release()
+
+    def _release(self) -> None:
+        if self.block is not None:
+            self.block.release()
+            self.block = None
 
     def stop_after_failure(self, s: RunSession) -> None:
         if self.cluster is not None:
@@ -237,12 +268,14 @@ class Galera(Topology):
             self.cluster.stop()
             if self.cluster.stop_errors:
                 s.manifest["stop_error"] = self.cluster.stop_errors
+        self._release()
 
     def abort(self) -> None:
         for sampler in self.samplers:
             sampler.stop()
         if self.cluster is not None:
             self.cluster.stop()
+        self._release()
 
     def save_outputs(self, s: RunSession) -> None:
         if self.samplers:

@@ -407,16 +407,17 @@ class GaleraCluster:
     def sql_all(self, query: str) -> dict[str, str]:
         return {n.name: s.sql(query) for n, s in zip(self.nodes, self.servers) if s.pid is not None}
 
-    def stop(self) -> None:
-        """Stop every node cleanly, the joiners first (last joined first) and node 1 last; never raises,
-        errors are kept in :attr:`stop_errors`. A node that already died is just forgotten."""
+    def stop(self, mode: str = "clean") -> None:
+        """Stop every node (`mode` as :meth:`MariaDBServer.stop`), the joiners first (last joined first) and
+        node 1 last; never raises, errors are kept in :attr:`stop_errors`. A node that already died is just
+        forgotten."""
         for i in range(self.size, 0, -1):
             s = self.servers[i - 1]
             if s.pid is not None and not process_alive(s.host, s.pid):
                 s.pid = None  # died (maybe an unreaped zombie, which kill -0 would still find): nothing to stop
                 continue
             try:
-                s.stop()
+                s.stop(mode=mode)
             except Exception as exc:  # noqa: BLE001 - stop the others anyway
                 self.stop_errors[self.nodes[i - 1].name] = f"{type(exc).__name__}: {exc}"
                 if s.pid is not None:

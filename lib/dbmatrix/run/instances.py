@@ -29,7 +29,7 @@ from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, prepare_dataset, restore
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, cache_bytes, render_options
-from dbmatrix.run.ports import listening_ports
+from dbmatrix.run.ports import PortBlock, lease_block
 from dbmatrix.run.session import RunFailed, RunSession
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError, check_host_cpus
@@ -221,6 +221,7 @@ class Instances(Topology):
         self.plans: list[InstancePlan] = []
         self.tcp = any(h != client for h in self.host_names)
         self.ports: list[int] = []
+        self.block: PortBlock | None = None
         self.before: dict[str, dict[str, str]] = {}
         self.after: dict[str, dict[str, str]] = {}
         self.cpu_before: dict[str, float | None] = {}
@@ -254,9 +255,12 @@ class Instances(Topology):
         if self.tcp and len(set(per_host.values())) > 1:
             raise RunFailed(f"factors.instances: {cell.instances} instances over {len(self.host_names)} hosts; "
                             "a remote client needs the same number on every host (a multiple of the host count)")
-        if self.tcp:
-            used = [listening_ports(g.ctx.host) for g in self.groups.values()]
-            base = free_common_base(used, min(g.ctx.port for g in self.groups.values()), max(per_host.values()))
+        base = 0
+        if self.tcp:  # the same ports on every host, leased machine-wide there (run.ports)
+            starts = [g.ctx.port for g in self.groups.values() if g.ctx.port is not None]
+            self.block = lease_block([(g.ctx.host, g.ctx.owner()) for g in self.groups.values()],
+                                     max(per_host.values()), start=min(starts) if starts else None)
+            base = self.block.base
         cache = cache_bytes(cell, self.dataset.data_physical_bytes)
         for h, g in self.groups.items():
             spec = g.ctx.spec
@@ -268,7 +272,7 @@ class Instances(Topology):
             root = spec.media[cell.medium].path
             for j in range(per_host[h]):
                 index = [i for i, x in enumerate(hosts) if x == h][j] + 1
-                port = base + j if self.tcp else g.ctx.port + j
+                port = base + j if self.tcp else None  # over sockets only: no TCP at all
                 rundir = f"{spec.workdir}/run/instances"
                 paths = ServerPaths.under(rundir, f"{root}/instances/i{index}", f"i{index}", port)
                 plan = InstancePlan(index, h, address, paths, *sets[j])
@@ -280,7 +284,7 @@ class Instances(Topology):
                 g.servers.append(MariaDBServer(g.ctx.host, paths, options, prefix=prefix))
         self.plans = sorted((p for g in self.groups.values() for p in g.plans), key=lambda p: p.index)
         if self.tcp:
-            self.ports = sorted({p.paths.port for p in self.plans})
+            self.ports = sorted({p.paths.port for p in self.plans if p.paths.port is not None})
         m = s.manifest
         m["client"] = {"host": self.client_ctx.spec.name, "transport": "tcp" if self.tcp else "socket",
                        "sockets": [] if self.tcp else self.sockets(),
@@ -314,7 +318,7 @@ class Instances(Topology):
         for g in self.groups.values():
             if g.dataset is None:  # another host of the run: its own snapshot, prepared once
                 c = g.ctx
-                g.dataset = prepare_dataset(c.host, c.spec.workdir, self.exp, s.cell, c.user, c.port)
+                g.dataset = prepare_dataset(c.host, c.spec.workdir, self.exp, s.cell, c.user, None)
             g.ctx.host.run("mkdir -p " + shlex.join(sorted({p.paths.socket.rsplit('/', 1)[0] for p in g.plans})))
             for p in g.plans:
                 restore(g.ctx.host, g.dataset, p.paths.datadir)
@@ -384,31 +388,36 @@ class Instances(Topology):
                             "not spread its threads over every instance")
 
     # -------------------------------------------------------------------------------- stopping
-    def _stop_all(self) -> list[str]:
-        """Shut every instance down (a host's instances in parallel); returns the errors."""
+    def _stop_all(self, mode: str = "clean") -> list[str]:
+        """Stop every instance (`mode` as MariaDBServer.stop; a clean shutdown runs a host's instances in
+        parallel) and give the leased ports back; returns the errors."""
         errors = []
         for g in self.groups.values():
             live = [sv for sv in g.servers if sv.pid is not None]
-            if live:
+            if live and mode == "clean":
                 cmds = [shlex.join(["mariadb-admin", "--no-defaults", "-uroot", f"--socket={sv.paths.socket}",
                                     "shutdown"]) + " &" for sv in live]
                 g.ctx.host.run(" ".join(cmds) + " wait", check=False, timeout=600)
             for sv in live:
                 try:
-                    sv.stop()
+                    sv.stop(mode=mode)
                 except Exception as exc:  # noqa: BLE001 - stop the others; report every failure
                     errors.append(f"{sv.paths.socket}: {type(exc).__name__}: {exc}")
+        if self.block is not None:
+            self.block.release()
+            self.block = None
         return errors
 
     def stop(self, s: RunSession) -> None:
         m = s.manifest
         t0 = time.monotonic()
-        errors = self._stop_all()
+        errors = self._stop_all(self.exp.stop_mode)  # the datadirs are restored afresh by the next run
         m["instances_stop_s"] = round(time.monotonic() - t0, 3)
         for g in self.groups.values():
             for p, sv in zip(g.plans, g.servers):
-                m["instances"][p.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown)
-        m["server"].update(stop_s=m["instances_stop_s"],
+                m["instances"][p.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown,
+                                              stop_mode=sv.stop_mode)
+        m["server"].update(stop_s=m["instances_stop_s"], stop_mode=self.exp.stop_mode,
                            clean_shutdown=all(m["instances"][p.name].get("clean_shutdown") for p in self.plans))
         if errors:
             m["stop_error"] = errors
@@ -464,5 +473,5 @@ def _address(spec: Any) -> str:
 def _network_options(options: list[str], bind: str | None) -> list[str]:
     """Over sockets only: no TCP listener (no port to race for); over TCP: listen on the host's address."""
     if bind is None:
-        return [*options, "--skip-networking"]
+        return options if "--skip-networking" in options else [*options, "--skip-networking"]
     return [f"--bind-address={bind}" if o.startswith("--bind-address=") else o for o in options]

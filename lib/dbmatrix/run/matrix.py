@@ -24,7 +24,6 @@ from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
-from dbmatrix.run.ports import PORTS_PER_HOST, release_port
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.standalone import Standalone
 from dbmatrix.run.topology import Topology
@@ -218,7 +217,7 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
     key = exp.dataset_key(run.cell).name
     if key not in datasets:
         try:
-            info = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, ctx.port,
+            info = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, None,
                                    script=ctx.tpcc_script)
             datasets[key] = info
             write_json_atomic(store.dataset_file(ctx.host.name, key), info.to_dict())
@@ -316,7 +315,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             for w in fleet.workers:
                 for c in [w.ctx, *w.peers.values()]:
                     if c is not None:
-                        release_port(c.host, c.port, PORTS_PER_HOST)
+                        c.close()
                 for peer in w.peers.values():
                     peer.host.close()
             fleet.close()

@@ -1,7 +1,8 @@
 """MariaDB server options per engine and cell (pure), and the lifecycle of our own `mariadbd`.
 
-We never use the system service: every instance has its own datadir, socket, port on 127.0.0.1,
-pid file and error log, and is stopped cleanly by us (falling back to its PID, never pkill).
+We never use the system service: every instance has its own datadir, socket, pid file and error log,
+a TCP port on 127.0.0.1 only when something needs one (else ``--skip-networking``), and is stopped by
+us: cleanly, or killed when its datadir is thrown away (:data:`STOP_MODES`), by its PID, never pkill.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dbmatrix.hosts.remote import CommandError, Host
-from dbmatrix.spec.experiment import Cell, SpecError, block_size_bytes
+from dbmatrix.run.ports import bind_failed
+from dbmatrix.spec.experiment import STOP_MODES, Cell, SpecError, block_size_bytes
 
 MiB = 1024 * 1024
 
@@ -31,13 +33,18 @@ class ServerError(RuntimeError):
     """mariadbd did not start, did not become ready, or did not stop."""
 
 
+class PortInUse(ServerError):
+    """mariadbd (or a Galera listener) exited at startup because its port was taken ("Address already in
+    use", errno 98): the caller may retry once on other ports."""
+
+
 @dataclass(frozen=True)
 class ServerPaths:
     datadir: str
     socket: str
     pid_file: str
     error_log: str
-    port: int
+    port: int | None  # None: no TCP at all (--skip-networking); the client uses the socket
 
     @property
     def tmpdir(self) -> str:
@@ -46,7 +53,7 @@ class ServerPaths:
         return self.pid_file.removesuffix(".pid") + ".tmp"
 
     @classmethod
-    def under(cls, rundir: str, datadir: str, name: str, port: int) -> ServerPaths:
+    def under(cls, rundir: str, datadir: str, name: str, port: int | None = None) -> ServerPaths:
         return cls(datadir, f"{rundir}/{name}.sock", f"{rundir}/{name}.pid", f"{rundir}/{name}.err", port)
 
 
@@ -122,8 +129,8 @@ def render_options(
         f"--user={user}",
         f"--datadir={paths.datadir}",
         f"--socket={paths.socket}",
-        f"--port={paths.port}",
-        "--bind-address=127.0.0.1",
+        *([f"--port={paths.port}", "--bind-address=127.0.0.1"] if paths.port is not None else
+          ["--skip-networking"]),
         f"--pid-file={paths.pid_file}",
         f"--log-error={paths.error_log}",
         f"--tmpdir={paths.tmpdir}",
@@ -166,6 +173,15 @@ def client_command(socket: str, sql: str) -> str:
     return shlex.join(["mariadb", "--no-defaults", "-uroot", f"--socket={socket}", "-N", "-B", "-e", sql])
 
 
+def kill_command(pid: int, wait_s: float = 12.0) -> str:
+    """SIGKILL `pid`, then wait until it is gone (a zombie counts as gone: its memory and files are freed);
+    exits 1 if it is still there after `wait_s`."""
+    state = f"sed -n 's/^.*) \\(.\\).*$/\\1/p' /proc/{int(pid)}/stat 2>/dev/null"
+    rounds = max(1, int(wait_s / 0.02))
+    return (f"kill -KILL {int(pid)} 2>/dev/null; i=0; while s=$({state}); [ -n \"$s\" ] && [ \"$s\" != Z ]; do "
+            f"[ $i -ge {rounds} ] && exit 1; sleep 0.02; i=$((i+1)); done; exit 0")
+
+
 def parse_tsv_pairs(text: str) -> dict[str, str]:
     """`SHOW GLOBAL VARIABLES`/`STATUS` in batch mode -> {name: value}."""
     out: dict[str, str] = {}
@@ -191,6 +207,7 @@ class MariaDBServer:
         self.started_s: float | None = None
         self.stop_s: float | None = None
         self.clean_shutdown: bool | None = None
+        self.stop_mode: str | None = None  # how the last stop went: "clean" or "kill"
 
     @property
     def command(self) -> str:
@@ -237,18 +254,34 @@ class MariaDBServer:
                 return
             if not self._alive(self.pid):
                 self.pid = None
-                raise ServerError(f"mariadbd exited during startup; error log:\n{self._error_tail()}")
+                tail = self._error_tail()
+                if self.paths.port is not None and bind_failed(tail):
+                    raise PortInUse(f"mariadbd could not bind its port (base {self.paths.port}); error log:\n{tail}")
+                raise ServerError(f"mariadbd exited during startup; error log:\n{tail}")
             if time.monotonic() - t0 > timeout_s:
                 self.stop()
                 raise ServerError(f"mariadbd not ready after {timeout_s:.0f}s; error log:\n{self._error_tail()}")
             time.sleep(0.2)
 
-    def stop(self, timeout_s: float = 300.0) -> None:
-        """Clean shutdown through mariadb-admin; SIGTERM then SIGKILL by PID if it will not stop."""
+    def stop(self, timeout_s: float = 300.0, mode: str = "clean") -> None:
+        """`mode` "clean": shutdown through mariadb-admin, SIGTERM then SIGKILL by PID if it will not stop.
+        "kill": SIGKILL and wait for the process to be gone, for a datadir that is thrown away right after
+        (nothing reads it again: the next run restores a fresh copy of the snapshot)."""
+        if mode not in STOP_MODES:
+            raise ValueError(f"stop mode {mode!r}; allowed: {', '.join(STOP_MODES)}")
         if self.pid is None:
             return
         pid = self.pid
         t0 = time.monotonic()
+        if mode == "kill":
+            r = self.host.run(kill_command(pid), check=False, timeout=60)
+            self.clean_shutdown, self.stop_mode = False, "kill"
+            if not r.ok:
+                raise ServerError(f"mariadbd (pid {pid}) still alive 12 s after SIGKILL")
+            self.stop_s = time.monotonic() - t0
+            self.pid = None
+            return
+        self.stop_mode = "clean"
         admin = shlex.join(["mariadb-admin", "--no-defaults", "-uroot", f"--socket={self.paths.socket}",
                             "shutdown"])
         self.host.run(admin, check=False, timeout=timeout_s)

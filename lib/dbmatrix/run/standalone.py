@@ -16,7 +16,8 @@ from dbmatrix.workload import sysbench
 
 
 class Standalone(Topology):
-    """A single mariadbd on the run's host; the client runs on the same host, over its unix socket."""
+    """A single mariadbd on the run's host; the client runs on the same host, over its unix socket, so
+    the server listens on no TCP port (``--skip-networking``)."""
 
     kind = "standalone"
     overhead_s = 5.0  # restore + start + stop + bookkeeping on the 2-vCPU VM
@@ -29,7 +30,7 @@ class Standalone(Topology):
         self.medium = hostspec.media[cell.medium]
         self.datadir = f"{self.medium.path}/datadir"
         self.log_dir = None if cell.log_medium == "same" else f"{hostspec.media[cell.log_medium].path}/logdir"
-        self.paths = ServerPaths.under(f"{hostspec.workdir}/run", self.datadir, "bench", ctx.port)
+        self.paths = ServerPaths.under(f"{hostspec.workdir}/run", self.datadir, "bench")
         self.options = render_options(cell, self.paths, user=ctx.user,
                                       cache=cache_bytes(cell, dataset.data_physical_bytes),
                                       constants=exp.server_options, log_dir=self.log_dir)
@@ -81,8 +82,9 @@ class Standalone(Topology):
         s.save_tsv("status-after.tsv", self.server.global_status())
 
     def stop(self, s: RunSession) -> None:
-        self.server.stop()
-        s.manifest["server"].update(stop_s=round(self.server.stop_s or 0, 3),
+        """The spec's stop mode: the datadir is replaced by the next run's restore, nothing reads it."""
+        self.server.stop(mode=self.exp.stop_mode)
+        s.manifest["server"].update(stop_s=round(self.server.stop_s or 0, 3), stop_mode=self.server.stop_mode,
                                     clean_shutdown=self.server.clean_shutdown)
 
     def stop_after_failure(self, s: RunSession) -> None:
