@@ -287,6 +287,17 @@ def test_one_process_run_opens_the_window_at_the_checkpoint(tmp_path: Path) -> N
     assert rows == parsed.intervals and [r["t_s"] for r in rows] == [1, 2, 3]
 
 
+def test_a_topology_whose_window_opens_idle_runs_two_processes(tmp_path: Path) -> None:
+    host = one_process_host()
+    topo = RecordingTopology(host)
+    topo.window_opens_idle = True  # as Galera: several servers' counters must bracket the same work
+    m = execute(one_process_session(tmp_path), topo)
+    assert m["window_mode"] == "two_process" and "must agree" in m["window_mode_reason"]
+    assert not any("--report-checkpoints" in c for c in host.matching(r"^sysbench "))
+    calls = [c for c in topo.calls if c != "monitor.stop"]
+    assert calls.index("after_warmup") < calls.index("before_window") < calls.index("open_window")
+
+
 def test_one_process_run_dying_in_the_warm_up_fails_at_warmup(tmp_path: Path) -> None:
     out = CKPT_OUT.split("[ 2s ] Checkpoint report:")[0] + "FATAL: mysql_drv_query() returned error 2013\n"
     topo = RecordingTopology(one_process_host(out, exit_code=1))

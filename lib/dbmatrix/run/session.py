@@ -409,7 +409,12 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
         if s.cell.open_loop:
             s.rate, peak = open_loop_rate(s.store, s.cell)
             s.manifest.update(rate_tps=s.rate, closed_loop_peak_tps=round(peak, 3))
-        s.manifest["window_mode"] = window_mode((s.manifest.get("versions") or {}).get("sysbench"), s.exp.warmup_s)
+        mode = window_mode((s.manifest.get("versions") or {}).get("sysbench"), s.exp.warmup_s)
+        if mode == "one_process" and topo.window_opens_idle and not os.environ.get(WINDOW_MODE_ENV):
+            mode = "two_process"
+            s.manifest["window_mode_reason"] = (f"the {topo.kind} topology reads counters of several servers that "
+                                                "must agree: its window opens while no client runs")
+        s.manifest["window_mode"] = mode
         topo.prepare(s)
         topo.start(s)
         if s.manifest["window_mode"] != "one_process":

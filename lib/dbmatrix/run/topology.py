@@ -27,6 +27,10 @@ class Topology(ABC):
     # the 2-vCPU VM; the plan's time estimate uses it.
     overhead_s: ClassVar[float]
     first_step: ClassVar[str] = "restore"
+    # True when the window's opening snapshots of several servers must agree with each other (Galera: node
+    # 1's replicated write sets against the others' received ones): read under load, one after the other,
+    # they would not. Such a topology runs its warm-up as a separate sysbench and opens the window idle.
+    window_opens_idle: ClassVar[bool] = False
 
     client_host: Host  # where sysbench runs
     measured_host: Host  # where the system collectors and counters run
