@@ -179,7 +179,10 @@ def test_facts_over_ssh(netns_hosts, hosts) -> None:
 def _install_db(host, datadir: str) -> None:
     host.run(f"rm -rf {shlex.quote(datadir)} && mkdir -p {shlex.quote(datadir)}")
     host.run(shlex.join(["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--user=root",
-                         "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"]),
+                         "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+                         # the namespaces share /tmp: a server starting on the other host would delete
+                         # this bootstrap's #sql* temporary tables there (seen: "Unknown table tmp_proxies_priv")
+                         f"--tmpdir={datadir}"]),
              timeout=120)
 
 
@@ -193,7 +196,7 @@ def test_mariadbd_on_both_hosts_on_the_same_port(netns_hosts, hosts) -> None:
         options = ["--no-defaults", "--user=root", f"--datadir={datadir}", f"--socket={paths.socket}",
                    f"--port={port}", "--bind-address=127.0.0.1", f"--pid-file={paths.pid_file}",
                    f"--log-error={paths.error_log}", "--skip-log-bin", "--skip-name-resolve",
-                   "--innodb-buffer-pool-size=16M"]
+                   "--innodb-buffer-pool-size=16M", f"--tmpdir={datadir}"]
         servers[nh.name] = MariaDBServer(hosts[nh.name], paths, options)
 
     def bring_up(name: str) -> None:
