@@ -112,15 +112,6 @@ def test_port_blocks_are_consecutive_and_disjoint() -> None:
     assert len(set(ports)) == 12
 
 
-def test_first_free_base_skips_listening_ports_on_each_nodes_host() -> None:
-    assert galera.first_free_base([set(), set(), set()], 21000) == 21000
-    # node 3's host listens on 21009 (its gcomm port at base 21000): every block moves up together
-    assert galera.first_free_base([set(), set(), {21009}], 21000) == 21002
-    assert galera.first_free_base([{21000}, {21000}, {21000}], 21000) == 21001
-    with pytest.raises(galera.GaleraError, match="no free block of 12 ports"):
-        galera.first_free_base([set(range(21000, 23000))] * 3, 21000, limit=10)
-
-
 def test_single_host_plan_uses_loopback_and_own_directories() -> None:
     nodes = three_nodes()
     assert [n.name for n in nodes] == ["node1", "node2", "node3"]

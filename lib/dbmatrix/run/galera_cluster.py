@@ -91,17 +91,6 @@ def port_block(base: int, index: int) -> NodePorts:
     return NodePorts(p, p + 1, p + 2, p + 3)
 
 
-def first_free_base(used_per_node: Sequence[set[int]], start: int, limit: int = 1000) -> int:
-    """The lowest base >= `start` at which every node's port block is free on the node's host
-    (`used_per_node[i]`: the listening ports of node i+1's host)."""
-    for base in range(start, start + limit):
-        if all(not set(asdict(port_block(base, i + 1)).values()) & used
-               for i, used in enumerate(used_per_node)):
-            return base
-    raise GaleraError(f"no free block of {PORTS_PER_NODE * len(used_per_node)} ports in "
-                      f"{start}..{start + limit + PORTS_PER_NODE * len(used_per_node)}")
-
-
 def node_address(spec: HostSpec, single_host: bool) -> str:
     """127.0.0.1 when every node shares one host; else the inventory address of the node's host."""
     if single_host:

@@ -114,14 +114,6 @@ def deal(instances: int, hosts: list[str]) -> list[str]:
     return [hosts[i % len(hosts)] for i in range(instances)]
 
 
-def free_common_base(used: list[set[int]], start: int, count: int, limit: int = 2000) -> int:
-    """The lowest base >= start with ports base..base+count-1 free on every host."""
-    for base in range(start, start + limit):
-        if not any(p in u for u in used for p in range(base, base + count)):
-            return base
-    raise RunFailed(f"no {count} free TCP ports common to the hosts in {start}..{start + limit}")
-
-
 def tcp_argv(argv: list[str], addresses: list[str], ports: list[int], user: str, password: str) -> list[str]:
     """A socket sysbench argv turned into a TCP one over every host x port pair."""
     out: list[str] = []

@@ -354,7 +354,7 @@ def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.Sys
         after = collect.snapshot_counters(host, pid=topo.measured_pid, devices=topo.devices())
         s.save("sysbench.out", r.stdout)
         s.save("sysbench.err", r.stderr)
-    s.manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}
+        s.manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}  # one-process: _run_window wrote it
     topo.close_window(s, r)
     for m in monitors:
         m.stop()
