@@ -295,6 +295,34 @@ def cmd_figures(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verdicts(args: argparse.Namespace) -> int:
+    """Per claim: each campaign's verdict and the pooled one, and how many claims flip between campaigns."""
+    from dbmatrix import steps
+
+    studies = _studies(args, for_run=False)
+    if not any(s.has_data() for s in studies):
+        raise SpecError("verdicts: no study has completed runs: " + ", ".join(
+            f"{s.experiment.name} ({s.store.root})" for s in studies))
+    table, flips = steps.verdicts(studies)
+    ks = [c for c in flips.columns if c[:1] == "C" and c[1:].isdigit()]
+    camps = table.set_index("id")["campaigns"]
+    width = max(len(i) for i in flips["id"])
+    print(f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{k:<17}" for k in ks) + "pooled")
+    for _, r in flips.iterrows():
+        per = "".join(f"{str(r[k]) if isinstance(r[k], str) and r[k] else '-':<17}" for k in ks)
+        flag = "  <- flips" if r["flip"] else ""
+        print(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
+    tested = int((table["campaigns"] > 1).sum())
+    print(f"claims judged on two or more campaigns: {tested}; flipping between campaigns: {int(flips['flip'].sum())}")
+    opposite = [r["id"] for _, r in flips.iterrows() if r["pooled"] in ("agree", "disagree") and any(
+        isinstance(r[k], str) and r[k] in ("agree", "disagree") and r[k] != r["pooled"] for k in ks)]
+    print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"claims table: {args.csv}")
+    return 0
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from dbmatrix.hosts.inventory import load_inventory
     from dbmatrix.hosts.remote import LocalHost
@@ -472,6 +500,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="write DIR/figures/ and DIR/paper/generated/ (default: the repository's "
                                   "figures/ and paper/generated/, or $DBMATRIX_OUTPUT_ROOT)")
     sp.set_defaults(func=cmd_figures)
+    sp = sub.add_parser("verdicts", help="per claim: each campaign's verdict and the pooled one; flips")
+    study_args(sp)
+    sp.add_argument("--csv", help="also write the whole claims table to this CSV file")
+    sp.set_defaults(func=cmd_verdicts)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "
                                   "repository's paper/, or $DBMATRIX_OUTPUT_ROOT/paper)")

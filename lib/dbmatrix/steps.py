@@ -139,3 +139,16 @@ def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[s
     return publish_all(study_tables(have), profile, paths.figures_dir(out), paths.generated_dir(out),
                        not_run=[s.experiment.name for s in missing], data_root=str(data) if data else None,
                        opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})
+
+
+def verdicts(studies: Study | Sequence[Study]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The claims table of the studies with data (what the paper prints) and, per claim, each campaign's
+    verdict beside the pooled one with a `flip` flag (the campaigns' verdicts differ)."""
+    from dbmatrix.publish import claims as claims_mod
+    from dbmatrix.publish.build import claims_evidence
+
+    studies = [studies] if isinstance(studies, Study) else list(studies)
+    have, _ = studies_with_data(studies)
+    table = claims_mod.evaluate(claims_evidence([s for s in study_tables(have)
+                                                 if s.a is not None or s.kind == "galera"]))
+    return table, claims_mod.flips(table)

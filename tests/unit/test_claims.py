@@ -24,7 +24,8 @@ from dbmatrix.publish.claims import CLAIMS, Claim, Evidence, evaluate, verdict
 
 @pytest.mark.parametrize("ci,band,test,null,expected", [
     ((1.02, 1.08), (1.0, 1.10), "direction", 1.0, "agree"),  # inside the claimed "up to +10 %"
-    ((1.05, 1.30), (1.0, 1.10), "direction", 1.0, "agree"),  # overlaps the band, excludes 1
+    ((1.05, 1.30), (1.0, 1.10), "direction", 1.0, "inconclusive"),  # excludes 1, but the estimate (1.17) > 1.10
+    ((1.02, 1.12), (1.0, 1.10), "direction", 1.0, "agree"),  # excludes 1, the estimate (1.07) in the band
     ((1.20, 1.40), (1.0, 1.10), "direction", 1.0, "disagree"),  # a size clearly beyond the claim
     ((0.80, 0.95), (1.0, 1.10), "direction", 1.0, "disagree"),  # the opposite direction
     ((0.95, 1.05), (1.0, 1.10), "direction", 1.0, "inconclusive"),  # includes no effect
@@ -41,6 +42,52 @@ from dbmatrix.publish.claims import CLAIMS, Claim, Evidence, evaluate, verdict
 ])
 def test_verdict_rule(ci, band, test, null, expected) -> None:
     assert verdict(*ci, band, test, null) == expected
+
+
+def test_up_to_x_agrees_only_with_an_estimate_inside_the_band() -> None:
+    """The issue's example: PMEM's advantage "up to 25 %" measured as 1.39 (1.19-1.64) is not an agree."""
+    assert verdict(1.19, 1.64, (1.0, 1.25), "direction", 1.0, estimate=1.39) == "inconclusive"
+    assert verdict(1.05, 1.30, (1.0, 1.25), "direction", 1.0, estimate=1.15) == "agree"
+
+
+def _claim(**kw: object) -> Claim:
+    base: dict[str, object] = {"id": "x", "seed": "000", "where": "-", "text": "-", "metric": "tps",
+                               "band": (1.0, 1.25)}
+    return Claim(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def _est(e: float, lo: float, hi: float) -> contrasts.Estimate:
+    return contrasts.Estimate(e, lo, hi, "test", 6)
+
+
+def test_with_campaigns_agree_needs_every_campaigns_estimate_in_the_band() -> None:
+    c = _claim()
+    pooled = _est(1.12, 1.05, 1.20)
+    assert claims.judge(c, pooled, [_est(1.10, 1.0, 1.2), _est(1.14, 1.0, 1.3)])[0] == "agree"
+    v, why = claims.judge(c, pooled, [_est(1.10, 1.0, 1.2), _est(1.30, 1.1, 1.5)])
+    assert v == "inconclusive" and why.startswith("campaigns differ") and "C2 1.3" in why
+    v, _ = claims.judge(c, _est(0.8, 0.7, 0.9), [_est(0.75, 0.6, 0.9), _est(0.85, 0.7, 1.0)])
+    assert v == "disagree"
+    v, _ = claims.judge(c, _est(0.8, 0.7, 0.9), [_est(0.75, 0.6, 0.9), _est(1.05, 0.9, 1.2)])
+    assert v == "inconclusive"  # one campaign on the claim's side: no pooled "disagree"
+    assert claims.judge(c, pooled, [_est(1.10, 1.0, 1.2), None])[0] == "inconclusive"  # a campaign is missing
+
+
+def test_a_failed_premise_overrides_any_verdict() -> None:
+    c = _claim()
+    failed = claims.PremiseCheck(False, "lz4 shrinks the data 1.04x")
+    ok = claims.PremiseCheck(True, "fine")
+    assert claims.judge(c, _est(1.12, 1.05, 1.20), [], [ok]) == ("agree", "")
+    assert claims.judge(c, _est(1.12, 1.05, 1.20), [], [ok, failed]) == ("premise not met", "lz4 shrinks the data 1.04x")
+    assert claims.judge(c, _est(0.5, 0.4, 0.6), [], [failed])[0] == "premise not met"
+
+
+def test_flips_count_claims_whose_campaigns_disagree() -> None:
+    t = pd.DataFrame({"id": ["a", "b", "c"], "seed": ["0", "0", "0"], "verdict": ["agree", "inconclusive", "x"],
+                      "c1_verdict": ["agree", "agree", ""], "c2_verdict": ["agree", "disagree", ""]})
+    f = claims.flips(t).set_index("id")
+    assert f["flip"].tolist() == [False, True, False]
+    assert f.loc["b", "C2"] == "disagree" and f.loc["b", "pooled"] == "inconclusive"
 
 
 def test_verdict_rejects_an_unknown_test() -> None:

@@ -366,7 +366,7 @@ def test_runs_and_nodes_tables(analysed) -> None:
     assert len(t["nodes"]) == 27 and set(t["nodes"]["node"]) == {"node1", "node2", "node3"}
     assert t["failed"]["run_id"].tolist() == ["innodb-c100-b16k-none-disk-t4-wo-st4-r9"]
     assert t["failed"]["dead_nodes"].tolist() == ["node2"]
-    for name in ("runs", "nodes", "settings", "effects", "seed", "samples", "failed"):
+    for name in ("runs", "nodes", "settings", "effects", "samples", "failed"):
         assert (store.processed / f"replication-{name}.csv").is_file()
 
 
@@ -400,34 +400,51 @@ def test_effects_against_scipy(analysed) -> None:
                                 "recv_queue_avg_diff"}
 
 
-def test_verdicts_follow_the_rule() -> None:
-    assert replication.verdict(-40.0, -50.0, -30.0, 0.0, -44.0) == "agree"
-    assert replication.verdict(40.0, 30.0, 50.0, 0.0, -44.0) == "disagree"
-    assert replication.verdict(-4.0, -10.0, 2.0, 0.0, -44.0) == "inconclusive"
-    assert replication.verdict(1.05, 1.01, 1.09, 1.0, 1.11) == "agree"
-    assert replication.verdict(0.9, 0.85, 0.95, 1.0, 1.11) == "disagree"
-    assert replication.verdict(1.0, math.nan, math.nan, 1.0, 1.11) == "inconclusive"
+def test_seed_position() -> None:
     assert replication.seed_position(-50.0, -30.0, -44.0) == "inside our CI"
     assert replication.seed_position(1.2, 1.3, 1.11) == "below our CI"
 
 
-def test_seed_comparison_and_macros(analysed) -> None:
+def test_the_galera_verdicts_are_the_claims_tables(analysed) -> None:
+    """One rule for the paper: the section's verdicts are the claims registry's, premise included (flow
+    control paused the nodes 64 % of the time with one applier in this synthetic study: met)."""
+    from dbmatrix.publish.claims import CLAIMS, Evidence, evaluate
+
     _, exp, t = analysed
-    seed = t["seed"].set_index("claim")
-    assert seed.loc["paused", "verdict"] == "agree" and seed.loc["paused", "seed_position"] == "inside our CI"
-    assert seed.loc["lat", "seed_value"] == pytest.approx(1 / 1.27)
-    m = publish_replication.replication_macros(t, exp, FACTS)
+    ev = Evidence(exp.name, "galera", pd.DataFrame(), replication=t["effects"],
+                  extra={"replication-runs": t["runs"]})
+    table = evaluate([ev], [c for c in CLAIMS if c.seed == "002"]).set_index("id")
+    assert table.loc["applierPause", "premise_met"] == "yes"
+    assert "64.0 %" in table.loc["applierPause", "premise_value"]
+    assert table.loc["applierPause", "verdict"] == "agree"
+    lat = table.loc["applierLatency"]  # stated as the seed states it: 1 applier over 16
+    assert lat["estimate"] > 1 and lat["compared"].endswith("1/16")
+    m = publish_replication.replication_macros(t, exp, FACTS, table.reset_index())
     assert all(k.startswith("repl") and k.isalpha() for k in m)
     assert m["replMachineCpus"] == "2" and m["replMachineMemGiB"] == "24" and m["replNodes"] == "3"
     assert (m["replLow"], m["replHigh"]) == ("1", "16")
     assert m["replPausedLow"] == "64.0" and m["replPausedHigh"] == "20.0"
     assert m["replPausedDiff"] == "$-$44.0" and m["replPausedSeedDiff"] == "$-$44"
-    assert m["replPausedVerdict"] == seed.loc["paused", "verdict"]
-    assert m["replTpsVerdict"] in ("agree", "disagree", "inconclusive")
+    assert m["replPausedVerdict"] == table.loc["applierPause", "verdict"]
+    assert m["replTpsVerdict"] == table.loc["applierTps", "verdict"]
+    assert m["replLatVerdict"] == table.loc["applierLatency", "verdict"]
+    assert m["replPremiseMet"] == "met"
     assert m["replTpsSeedChangePct"] == "$+$11.0" and m["replLatAvgSeedChangePct"] == "$-$21.3"
     assert m["replRunsFailed"] == "1" and m["replLevels"] == "1, 4, 16"
     from dbmatrix.publish.paper import render_macros
     assert "\\newcommand{\\replPausedVerdict}" in render_macros(m)
+
+
+def test_a_cluster_that_never_waits_for_its_appliers_fails_the_premise(analysed) -> None:
+    from dbmatrix.publish.claims import CLAIMS, Evidence, evaluate
+
+    _, exp, t = analysed
+    calm = t["runs"].assign(fc_paused_pct=0.4)
+    ev = Evidence(exp.name, "galera", pd.DataFrame(), replication=t["effects"], extra={"replication-runs": calm})
+    table = evaluate([ev], [c for c in CLAIMS if c.seed == "002"]).set_index("id")
+    assert (table["verdict"] == "premise not met").all()
+    assert "0.4 %" in table.loc["applierTps", "reason"]
+    assert math.isfinite(table.loc["applierTps", "estimate"])  # the estimate is still shown
 
 
 def test_macros_without_runs_still_render() -> None:

@@ -1,4 +1,5 @@
-"""Analysis of the Galera replication study (seed 002): tables, effects with CIs, the seed comparison.
+"""Analysis of the Galera replication study (seed 002): tables, effects with CIs, the seed's figures
+(its claims are judged with every other claim in :mod:`dbmatrix.publish.claims`).
 
 Input: the manifests of galera runs (``manifest["wsrep"]``: per-node figures over the measured window,
 see :func:`dbmatrix.run.galera_cluster.wsrep_deltas`; ``manifest["summary"]``: sysbench) and their raw
@@ -53,8 +54,6 @@ SEED_CLAIMS: dict[str, dict[str, Any]] = {
     "lat": {"metric": "lat_avg_ratio", "value": 1 / 1.27, "null": 1.0,
             "text": "average latency with one applier 27 % above that with 16"},
 }
-VERDICT_RULE = ("agree: the 95 % CI of our effect excludes no effect and lies on the seed's side; "
-                "disagree: it excludes no effect on the other side; inconclusive: it includes no effect")
 SEED_MACHINE = "three m5d.xlarge nodes (4 vCPUs, 16 GiB, local NVMe each), one node per machine"
 # The seed's own figures, quoted in the text through macros.
 SEED_FIGURES = {"replSeedNodes": "3", "replSeedLevelLow": "1", "replSeedLevelHigh": "16",
@@ -90,7 +89,8 @@ def run_row(m: dict[str, Any]) -> dict[str, Any]:
         "run_id": m["run_id"], "cell_id": m["cell_id"], LEVEL: int(cell.get(LEVEL, 1)),
         "write_to": cell.get("write_to", "node1"), "threads": cell.get("threads"),
         "workload": cell.get("workload"), "repetition": m.get("repetition"), "block": m.get("block"),
-        "order": m.get("order"), "host": m.get("host"), "nodes": len(w) or None,
+        "order": m.get("order"), "host": m.get("host"), "campaign": int(m.get("campaign") or 1),
+        "nodes": len(w) or None,
         "tps": s.get("tps"), "qps": s.get("qps"), "lat_p95_ms": s.get("lat_pct_ms"),
         "lat_avg_ms": s.get("lat_avg_ms"), "ignored_errors": s.get("ignored_errors"),
         "fc_paused_pct": _mean_over(w, "fc_paused_pct"), "fc_paused_pct_max": _mean_over(w, "fc_paused_pct", "max"),
@@ -207,16 +207,6 @@ def effects(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
-def verdict(estimate: float, lo: float, hi: float, null: float, seed_value: float) -> str:
-    """agree / disagree / inconclusive (see :data:`VERDICT_RULE`)."""
-    if any(pd.isna(x) for x in (estimate, lo, hi)):
-        return "inconclusive"
-    side = math.copysign(1.0, seed_value - null)
-    if lo > null or hi < null:
-        return "agree" if math.copysign(1.0, estimate - null) == side else "disagree"
-    return "inconclusive"
-
-
 def seed_position(lo: float, hi: float, seed_value: float) -> str:
     """Where the seed's value lies relative to our CI."""
     if pd.isna(lo) or pd.isna(hi):
@@ -226,28 +216,6 @@ def seed_position(lo: float, hi: float, seed_value: float) -> str:
     if seed_value > hi:
         return "above our CI"
     return "inside our CI"
-
-
-def seed_comparison(eff: pd.DataFrame) -> pd.DataFrame:
-    """The seed's three claims against our highest-vs-lowest effects (first combination of other levels)."""
-    cols = ["claim", "metric", "seed_value", "estimate", "ci_lo", "ci_hi", "level_a", "level_b", "verdict",
-            "seed_position", "within"]
-    rows = []
-    for claim, c in SEED_CLAIMS.items():
-        e = eff[eff["metric"] == c["metric"]] if not eff.empty else eff
-        if e.empty:
-            rows.append({"claim": claim, "metric": c["metric"], "seed_value": c["value"], "verdict": "inconclusive",
-                         "seed_position": "not testable"})
-            continue
-        top = e.sort_values(["within", "level_a"], ascending=[True, False], kind="stable").iloc[0]
-        rows.append({"claim": claim, "metric": c["metric"], "seed_value": c["value"], "estimate": top["estimate"],
-                     "ci_lo": top["ci_lo"], "ci_hi": top["ci_hi"], "level_a": top["level_a"],
-                     "level_b": top["level_b"],
-                     "verdict": verdict(top["estimate"], top["ci_lo"], top["ci_hi"], float(c["null"]),
-                                        float(c["value"])),
-                     "seed_position": seed_position(top["ci_lo"], top["ci_hi"], float(c["value"])),
-                     "within": top["within"]})
-    return pd.DataFrame(rows, columns=cols)
 
 
 # =============================================================================== from the store
@@ -305,7 +273,7 @@ def analyse_replication(store: ResultStore, exp: Experiment) -> dict[str, pd.Dat
     settings = setting_summary(runs)
     eff = effects(runs)
     tables = {"runs": runs, "nodes": nodes, "settings": settings, "effects": eff,
-              "seed": seed_comparison(eff), "samples": load_samples(store, ok), "failed": failed}
+              "samples": load_samples(store, ok), "failed": failed}
     out = store.processed
     out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
@@ -317,7 +285,7 @@ def analyse_replication(store: ResultStore, exp: Experiment) -> dict[str, pd.Dat
 def load_replication(store: ResultStore) -> dict[str, pd.DataFrame]:
     """The processed tables written by :func:`analyse_replication`."""
     out = {}
-    for name in ("runs", "nodes", "settings", "effects", "seed", "samples", "failed"):
+    for name in ("runs", "nodes", "settings", "effects", "samples", "failed"):
         p = store.processed / f"replication-{name}.csv"
         out[name] = pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else pd.DataFrame()
     return out

@@ -42,24 +42,67 @@ from dbmatrix.store import ResultStore, write_text_atomic
 
 
 def claims_evidence(studies: Sequence[StudyTables]) -> list[Any]:
+    """What each study offers the claims (:class:`dbmatrix.publish.claims.Evidence`): its runs, design,
+    host CPU counts, Galera's effect and runs tables, the scale-out tables, and per campaign the Galera and
+    scale-out tables recomputed from that campaign's runs alone."""
     from dbmatrix.publish.claims import Evidence
 
+    cpus = {str(f.get("host")): int(f["logical_cpus"]) for f, _ in host_facts_of(studies)
+            if f.get("logical_cpus")}
     out = []
     for st in studies:
         runs = st.runs if st.a is not None else pd.DataFrame()
+        extra = {k: v for k, v in st.extra.items() if k.startswith("scaleout-")}
+        if "replication-runs" in st.extra:
+            extra["replication-runs"] = st.extra["replication-runs"]
         out.append(Evidence(st.name, st.kind, runs, dict(st.experiment.factors),
                             st.extra.get("replication-effects"), st.a.hosts if st.a is not None else None,
-                            {k: v for k, v in st.extra.items() if k.startswith("scaleout-")}))
+                            extra, design=st.experiment.design_info(), host_cpus=cpus,
+                            campaign_extra=campaign_tables(st)))
     return out
+
+
+def campaign_tables(st: StudyTables) -> dict[int, dict[str, pd.DataFrame]]:
+    """Per campaign (two or more only): the Galera effect and runs tables, or the scale-out tables, of
+    that campaign's runs alone (the claims need each campaign's own estimate)."""
+    from dbmatrix.analyse import replication as repl
+    from dbmatrix.analyse.campaigns import campaign_column, campaigns_of
+    from dbmatrix.analyse.scaleout import scaleout_tables
+
+    if st.kind == "galera":
+        runs = st.extra.get("replication-runs", pd.DataFrame())
+        if runs is None or runs.empty or len(campaigns_of(runs)) < 2:
+            return {}
+        col = campaign_column(runs)
+        return {k: {"replication-runs": runs[col == k],
+                    "replication-effects": repl.effects(runs[col == k].reset_index(drop=True))}
+                for k in campaigns_of(runs)}
+    if st.kind == "scaleout" and st.a is not None and len(campaigns_of(st.runs)) > 1:
+        hist_p = st.store.processed / "histograms.parquet"
+        hist = pd.read_parquet(hist_p) if hist_p.is_file() else pd.DataFrame()
+        iv = st.intervals()
+        col = campaign_column(st.runs)
+        out = {}
+        for k in campaigns_of(st.runs):
+            runs = st.runs[col == k]
+            ids = set(runs["run_id"])
+            out[k] = scaleout_tables(runs, hist[hist["run_id"].isin(ids)] if not hist.empty else hist,
+                                     iv[iv["run_id"].isin(ids)] if not iv.empty else iv, [])
+        return out
+    return {}
 
 
 def claims_macros(table: pd.DataFrame) -> dict[str, str]:
     """Per claim: its verdict, estimate, interval and the estimate with its interval; and the counts."""
-    from dbmatrix.publish.claims import VERDICTS
+    from dbmatrix.publish.claims import VERDICTS, flips
 
     m: dict[str, str] = {"nClaims": str(len(table))}
     for v in VERDICTS:
         m[paper.macro_name("n", "claims", v)] = str(int((table["verdict"] == v).sum()))
+    camps = pd.to_numeric(table["campaigns"], errors="coerce").fillna(0) if "campaigns" in table else pd.Series()
+    m["nCampaigns"] = str(int(camps.max())) if len(camps) else "0"
+    m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
+    m["nClaimsFlip"] = str(int(flips(table)["flip"].sum())) if len(table) else "0"
     for _, r in table.iterrows():
         base = "claim" + r["id"][:1].upper() + r["id"][1:]
         kind = r["kind"]
@@ -72,6 +115,7 @@ def claims_macros(table: pd.DataFrame) -> dict[str, str]:
         est = r["estimate"]
         m[base + "Pct"] = "--" if pd.isna(est) or kind != "ratio" else fmt_num((est - 1) * 100, 0)
         m[base + "Study"] = paper.latex_escape(str(r["study"] or "--"))
+        m[base + "Premise"] = paper.latex_escape(str(r.get("premise_value") or "--"))
     return m
 
 
@@ -109,9 +153,11 @@ def tpcc_table(st: StudyTables) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def replication_outputs(st: StudyTables, figures_dir: Path, generated_dir: Path) -> list[Path]:
-    """A Galera study's figures, ``replication-macros.tex`` and ``table-replication.tex``."""
-    return [Path(p) for p in publish_replication(st.store, st.experiment, figures_dir, generated_dir)]
+def replication_outputs(st: StudyTables, figures_dir: Path, generated_dir: Path,
+                        claims: pd.DataFrame | None = None) -> list[Path]:
+    """A Galera study's figures, ``replication-macros.tex`` and ``table-replication.tex`` (its verdicts
+    are the claims table's: one rule for the whole paper)."""
+    return [Path(p) for p in publish_replication(st.store, st.experiment, figures_dir, generated_dir, claims)]
 
 
 def replication_section(paper_src: Path, published: bool) -> str | None:
@@ -279,10 +325,12 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     commit = git_state().get("commit")
     out = draw_figures(studies, figures_dir, commit=commit, opts=opts)
     macros: dict[str, str] = {}
+    table = claims_mod.evaluate(claims_evidence(studies))
+    out.claims = table
     repl_include = None
     for st in studies:
         if st.kind == "galera" and repl_include is None:
-            files = replication_outputs(st, figures_dir, generated_dir)
+            files = replication_outputs(st, figures_dir, generated_dir, table)
             out.written += files
             out.figures.update({f.stem: st.name for f in files if f.suffix == ".pdf" and f.parent == figures_dir})
             repl_include = replication_section(paper_src, bool(files))
@@ -303,8 +351,6 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     by_name = {st.name: st for st in studies}
     macros.update(figure_macros({stem: by_name[n] for stem, n in out.figures.items() if n in by_name},
                                 opts or {}))
-    table = claims_mod.evaluate(claims_evidence(studies))
-    out.claims = table
     macros.update(claims_macros(table))
     macros.update({
         "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,

@@ -1,50 +1,64 @@
-"""The seeds' claims set beside what our runs measured, with a verdict computed from the data.
+"""The seeds' claims beside what our runs measured: one registry, one verdict rule for the whole paper.
 
 Each :class:`Claim` names a seed, a short paraphrase of what it says, and what to compare: a metric, a
-factor's two levels (``a`` against ``b``), the levels of other factors it holds (``at``), and the band of
-values the claim asserts for the estimate (a ratio a/b, or a difference a - b in points). The estimate and
-its 95 % CI come from the data (:func:`estimate`):
+factor's two levels (``a`` against ``b``, in the direction the seed states its result), the levels of other
+factors the seed held (``at``), the band of values the claim asserts for the estimate (a ratio a/b, a
+difference a - b in points, or a share), and its **premises**: the conditions the seed's result depended on,
+checked from our data (:class:`Premise`). The estimate and its 95 % CI come from the data (:func:`estimate`):
 
 1. runs restricted to the claim's conditions, if only the compared factor still varies there: the two
    cells' repetitions, Welch's t on log values (ratio of geometric means);
-2. otherwise the factorial model of log(metric) over all runs (main effects + two-way interactions,
-   sum-to-zero coding, OLS; :func:`fit_log_model`): the contrast between the two levels at the claim's
-   conditions, averaged over the levels of the factors the claim leaves free; its CI from the model's
-   covariance and t with the residual degrees of freedom (this is how a fractional design answers a
-   question about one engine at one cache level: no pair of cells differs only in the compared factor);
-3. if the interactions are not estimable on the runs that measured the metric (e.g. device I/O exists
-   only on the disk medium, a resolution-IV half of the fraction), a main-effects model on the runs at the
-   claim's conditions;
-4. dataset sizes (one dataset per engine x page x compression, no repetitions): the geometric mean of the
-   matched pairs' ratios, the "interval" being their range; shares (runs that passed the steady-state test):
-   a Wilson interval; the replication study's own effect table for the Galera claims.
+2. otherwise the factorial model of log(metric) (main effects + two-way interactions; :mod:`contrasts`):
+   the contrast at the claim's conditions. A factor the claim leaves free is averaged over only when its
+   interaction with the compared factor is not significant; otherwise the claim is judged per level of that
+   factor (:class:`dbmatrix.analyse.contrasts.DependsOn`). The basis says what a fractional design aliases;
+3. dataset sizes (one dataset per engine x page x compression): the geometric mean of the matched pairs'
+   ratios, the "interval" being their range; shares (runs that passed the steady-state test): Wilson;
+   the replication study (Galera) and the scale-out study: their own estimators.
 
-Verdict rule, with [L, U] the 95 % CI and [lo, hi] the claimed band (null value 1 for ratios, 0 for
-differences):
+**Campaigns** (one run of a study's matrix on one boot): every claim is estimated within each campaign and,
+with two or more, pooled so that the interval contains the variation between campaigns (campaign-level cell
+means for the model contrasts, a two-stage t interval with K-1 df otherwise; :mod:`dbmatrix.analyse.campaigns`).
+With one campaign the basis says "within one campaign": such an interval leaves out the variation between
+runs of the matrix.
 
-- ``direction`` claims (an effect in a direction, up to / about a size): **agree** when the CI overlaps the
-  band and excludes the null on the claimed side; **disagree** when the CI misses the band entirely (the
-  opposite direction, or a size clearly outside the claim); **inconclusive** otherwise.
-- ``within`` claims (no or a bounded effect): **agree** when the CI lies inside the band; **disagree**
-  when it misses the band entirely; **inconclusive** otherwise.
+**Verdict rule** (:func:`verdict`, :func:`judge`), with [L, U] the 95 % CI, e the estimate, [lo, hi] the
+claimed band and the null value 1 for ratios, 0 for differences:
+
+- **premise not met**: a premise of the claim fails on our data (the measured value is given); the estimate
+  is still shown, but it does not test the seed's result.
+- ``direction`` claims (an effect in a direction, "up to" / "about" a size): **agree** when [L, U] excludes
+  the null on the claimed side *and* e lies inside the band; **disagree** when [L, U] misses the band
+  entirely; **inconclusive** otherwise.
+- ``within`` claims (no or a bounded effect): **agree** when [L, U] lies inside the band; **disagree** when it
+  misses the band entirely; **inconclusive** otherwise.
+- with two or more campaigns, **agree** also needs every campaign's own estimate inside the band, and
+  **disagree** every campaign's own estimate outside it; else **inconclusive** ("campaigns differ").
 - **not tested**: no study of the build varies the factor at the needed levels, or the hardware the claim
   is about does not exist here (the reason is given).
+
+Multiplicity: each claim is a separate question fixed in advance by a seed; each is judged by its own 95 %
+interval, without a correction across claims (a reader should expect about one in twenty intervals to miss
+its true value).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dbmatrix.analyse.campaigns import campaign_column, campaigns_of
 from dbmatrix.analyse.contrasts import (
+    DependsOn,
     Estimate,
     NotTestable,
     dataset_ratio,
+    pool_campaign_estimates,
     ratio_estimate,
     replication_estimate,
     steady_share,
@@ -57,8 +71,30 @@ from dbmatrix.analyse.scaleout import (
     stability_estimate,
 )
 
-VERDICTS = ("agree", "disagree", "inconclusive", "not tested")
-# The dataset of a run is fixed by these factors (sizes are measured once per dataset).
+VERDICTS = ("agree", "disagree", "inconclusive", "premise not met", "not tested")
+
+
+@dataclass(frozen=True)
+class Premise:
+    """A condition the seed's result depended on, checked from our data.
+
+    kinds: ``fc_paused`` (flow control paused the nodes >= threshold % of the time at the lowest applier
+    level), ``compresses`` (the claim's engine's dataset under lz4 is at most 1/threshold of the
+    uncompressed one), ``saturated`` (the host's CPUs >= threshold busy at the lower compared thread level),
+    ``cache_below_data`` (at the claim's lowest cache level the cache holds less than the logical data:
+    with uniform access the working set is all of it)."""
+
+    kind: str
+    threshold: float
+    text: str  # what the seed had, in words (plain text)
+
+
+@dataclass(frozen=True)
+class PremiseCheck:
+    met: bool | None  # None: the data cannot tell (said in `value`)
+    value: str  # the measured value, in words
+
+
 @dataclass(frozen=True)
 class Claim:
     id: str  # letters only: used in macro names (claim<Id>Verdict ...)
@@ -76,6 +112,7 @@ class Claim:
     sources: tuple[str, ...] = ("storage",)  # study kinds that can test it, preferred first
     stand_in: str = ""  # what stands in for the seed's condition (said in the table)
     not_tested: str = ""  # set: never testable here, for this reason
+    premises: tuple[Premise, ...] = ()
 
     @property
     def null(self) -> float:
@@ -84,7 +121,9 @@ class Claim:
 
 @dataclass
 class Evidence:
-    """What a study offers the claims: its processed runs and, for Galera, its effect table."""
+    """What a study offers the claims: its processed runs (with a ``campaign`` column when it has several
+    campaigns), for Galera its effect table and runs, for scale-out its own tables, and per campaign the
+    tables that are not recomputed from the runs here (``campaign_extra[k]``)."""
 
     experiment: str
     kind: str
@@ -93,9 +132,22 @@ class Evidence:
     replication: pd.DataFrame | None = None
     host_check: pd.DataFrame | None = None  # processed/hosts.csv (several hosts only)
     extra: Mapping[str, pd.DataFrame] = field(default_factory=dict)  # a scale-out study's own tables
+    design: Mapping[str, Any] | None = None  # Experiment.design_info()
+    host_cpus: Mapping[str, int] = field(default_factory=dict)  # host -> logical CPUs
+    campaign_extra: Mapping[int, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
 
     def hosts(self) -> list[str]:
         return hosts_of(self.runs)
+
+    def campaigns(self) -> list[int]:
+        return campaigns_of(self.runs)
+
+    def campaign(self, k: int) -> Evidence:
+        """The evidence of campaign `k` alone."""
+        runs = self.runs[campaign_column(self.runs) == k] if not self.runs.empty else self.runs
+        extra = {**self.extra, **self.campaign_extra.get(k, {})}
+        repl = extra.get("replication-effects", self.replication)
+        return replace(self, runs=runs, extra=extra, replication=repl, campaign_extra={})
 
     def for_claims(self) -> tuple[Evidence, str]:
         """The runs claims are judged on, and what the claims table says about the hosts: all runs
@@ -113,8 +165,18 @@ class Evidence:
         best = sorted(sizes.index, key=lambda c: (-int(sizes[c]), c))[0]
         runs = self.runs[cls == best]
         members = ", ".join(sorted(str(h) for h in runs["host"].unique()))
-        return (Evidence(self.experiment, self.kind, runs, self.level_order, self.replication, None, self.extra),
-                f"class {best}: {members}")
+        return replace(self, runs=runs, host_check=None), f"class {best}: {members}"
+
+
+# ============================================================================ premises
+
+FC_PAUSED = Premise("fc_paused", 20.0, "flow control paused the nodes at least 20 % of the time with one "
+                    "applier (the seed: 64 %)")
+COMPRESSES = Premise("compresses", 2.0, "the data compresses at least 2x under lz4 (the seed: about 4x)")
+SATURATED = Premise("saturated", 0.90, "the host is saturated (CPUs at least 90 % busy) at the lower compared "
+                    "thread count")
+CACHE_BELOW = Premise("cache_below_data", 1.0, "the cache at the low level is smaller than the working set "
+                      "(uniform access: all the data)")
 
 
 # ============================================================================ the claims
@@ -124,7 +186,7 @@ CLAIMS: tuple[Claim, ...] = (
           "4\\,KB blocks give up to 10\\,\\% more throughput than 16\\,KB on PMEM without a block cache",
           "tps", (1.0, 1.10), factor="block_size", a="4k", b="16k",
           at={"engine": "myrocks", "cache_pct": "min", "medium": "emulated:pmem"}, sources=("tpcc", "storage"),
-          stand_in="lowest cache level for a disabled block cache"),
+          stand_in="lowest cache level for a disabled block cache", premises=(CACHE_BELOW,)),
     Claim("blockLargeCache", "003", "slide 13",
           "with the block cache enabled, 4\\,KB and 16\\,KB blocks differ negligibly",
           "tps", (0.95, 1.05), test="within", factor="block_size", a="4k", b="16k",
@@ -134,18 +196,19 @@ CLAIMS: tuple[Claim, ...] = (
           sources=("tpcc", "storage")),
     Claim("lzFourTps", "003", "slide 14", "lz4 costs almost no throughput (PMEM)",
           "tps", (0.95, 1.05), test="within", factor="compression", a="lz4", b="none",
-          at={"engine": "myrocks", "medium": "emulated:pmem"}, sources=("tpcc", "storage")),
+          at={"engine": "myrocks", "medium": "emulated:pmem"}, sources=("tpcc", "storage"), premises=(COMPRESSES,)),
     Claim("lzFourSize", "003", "slide 14", "the lz4 dataset is 4$\\times$ smaller than the uncompressed one",
-          "data_physical_bytes", (0.20, 0.33), test="within", factor="compression", a="lz4", b="none",
+          "data_physical_bytes", (3.0, 5.0), test="within", factor="compression", a="none", b="lz4",
           at={"engine": "myrocks"}, sources=("tpcc", "storage")),
     Claim("lzFourWrites", "003", "slide 14", "lz4 cuts the write rate by up to 2.5$\\times$",
-          "write_kb_per_txn", (0.40, 1.0), factor="compression", a="lz4", b="none", at={"engine": "myrocks"},
-          sources=("tpcc", "storage")),
+          "write_kb_per_txn", (1.0, 2.5), factor="compression", a="none", b="lz4", at={"engine": "myrocks"},
+          sources=("tpcc", "storage"), premises=(COMPRESSES,)),
     Claim("pmemNoCache", "003", "slide 15",
           "without a block cache, PMEM outperforms NVMe by up to 4$\\times$",
           "tps", (1.0, 4.0), factor="medium", a="emulated:pmem", b="native",
           at={"engine": "myrocks", "cache_pct": "min"}, sources=("tpcc", "storage"),
-          stand_in="tmpfs (RAM) for PMEM, the root disk for NVMe, lowest cache level for no block cache"),
+          stand_in="tmpfs (RAM) for PMEM, the root disk for NVMe, lowest cache level for no block cache",
+          premises=(CACHE_BELOW,)),
     Claim("pmemCache", "003", "slide 15",
           "with the block cache enabled, PMEM's advantage over NVMe is up to 25\\,\\%",
           "tps", (1.0, 1.25), factor="medium", a="emulated:pmem", b="native",
@@ -153,8 +216,8 @@ CLAIMS: tuple[Claim, ...] = (
           stand_in="tmpfs (RAM) for PMEM, the root disk for NVMe"),
     Claim("bufferPool", "001", "section 3",
           "throughput grows with the InnoDB buffer pool share of the data (25 to 100\\,\\%)",
-          "tps", (0.0, 1.0), factor="cache_pct", a="min", b="max", at={"engine": "innodb"},
-          sources=("threads", "storage")),
+          "tps", (1.0, math.inf), factor="cache_pct", a="max", b="min", at={"engine": "innodb"},
+          sources=("threads", "storage"), premises=(CACHE_BELOW,)),
     Claim("threadsScale", "001", "section 3", "throughput rises with client threads (8 to 128)",
           "tps", (1.0, math.inf), factor="threads", a="max", b="min", sources=("threads",)),
     Claim("remoteNvme", "001", "section 3.1",
@@ -163,21 +226,26 @@ CLAIMS: tuple[Claim, ...] = (
           not_tested="no NVMe-oF/InfiniBand storage on this machine"),
     Claim("applierPause", "002", "flow-control charts",
           "16 applier threads cut flow-control pauses (from 64\\,\\% to 20\\,\\% of the time)",
-          "fc_paused_pct_points", (-100.0, 0.0), kind="difference", factor="slave_threads", a="max", b=1,
-          sources=("galera",)),
+          "fc_paused_pct_points", (-100.0, 0.0), kind="difference", factor="slave_threads", a="max", b="min",
+          sources=("galera",), premises=(FC_PAUSED,)),
     Claim("applierTps", "002", "throughput chart", "16 applier threads give about 11\\,\\% more throughput",
-          "tps_ratio", (1.0, 1.25), factor="slave_threads", a="max", b=1, sources=("galera",)),
+          "tps_ratio", (1.0, 1.25), factor="slave_threads", a="max", b="min", sources=("galera",),
+          premises=(FC_PAUSED,)),
     Claim("applierLatency", "002", "latency chart",
           "one applier thread has 27\\,\\% higher average latency than 16",
-          "lat_avg_ratio", (0.70, 1.0), factor="slave_threads", a="max", b=1, sources=("galera",)),
+          "lat_avg_ratio", (1.0, 1.0 / 0.7), factor="slave_threads", a="min", b="max", sources=("galera",),
+          premises=(FC_PAUSED,)),
     Claim("steadyRuns", "000", "per-second charts",
           "after warm-up, per-second throughput is stable over the run", "steady", (0.90, 1.0),
           test="within", kind="share", sources=("storage", "threads", "tpcc")),
     Claim("saturationTps", "000", "single-server scaling",
           "past saturation, more client threads add no throughput", "tps", (0.0, 1.05), test="within",
-          factor="threads", a="max", b="second-max", sources=("threads",)),
+          factor="threads", a="max", b="second-max", at={"cache_pct": "max"}, sources=("threads",),
+          stand_in="the largest cache level (the seed's data lived in memory)", premises=(SATURATED,)),
     Claim("saturationLatency", "000", "p95 latency chart", "past saturation, p95 latency grows with clients",
-          "p95_ms", (1.0, math.inf), factor="threads", a="max", b="second-max", sources=("threads",)),
+          "p95_ms", (1.0, math.inf), factor="threads", a="max", b="second-max", at={"cache_pct": "max"},
+          sources=("threads",), stand_in="the largest cache level (the seed's data lived in memory)",
+          premises=(SATURATED,)),
     # Seed 000 (NDB Cluster in a box), answered by the scale-out study with MariaDB instances standing in for
     # the seed's SQL front-ends (no NDB data nodes: each instance holds its own copy of the data).
     Claim("scaleSaturation", "000", "single-server scaling",
@@ -211,36 +279,108 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-# ============================================================================ verdicts
+# ============================================================================ premise checks
+
+MiB = 1024 * 1024
 
 
-def verdict(ci_lo: float, ci_hi: float, band: tuple[float, float], test: str = "direction",
-            null: float = 1.0) -> str:
-    """The rule of the module docstring, for an interval [ci_lo, ci_hi] and a claimed band."""
-    if test not in ("direction", "within"):
-        raise ValueError(f"test: {test!r}; allowed: direction, within")
-    if not (np.isfinite(ci_lo) and np.isfinite(ci_hi)):
-        return "inconclusive"
-    lo, hi = band
-    overlaps = ci_lo <= hi and ci_hi >= lo
-    if not overlaps:
-        return "disagree"
-    if test == "within":
-        return "agree" if lo <= ci_lo and ci_hi <= hi else "inconclusive"
-    up = (lo + hi) / 2 > null if np.isfinite(hi) else lo >= null
-    excludes_null = ci_lo > null if up else ci_hi < null
-    return "agree" if excludes_null else "inconclusive"
+def _pct(x: float) -> str:
+    return f"{x:.1f} %" if x < 10 else f"{x:.0f} %"
+
+
+def _num_col(df: pd.DataFrame, name: str) -> pd.Series:
+    return pd.to_numeric(df[name], errors="coerce") if name in df.columns else pd.Series(np.nan, index=df.index)
+
+
+def _claim_level(claim: Claim, ev: Evidence, factor: str, spec: Any) -> Any:
+    from dbmatrix.analyse.contrasts import resolve_level
+
+    return resolve_level(ev.runs, factor, spec)
+
+
+def _at_runs(claim: Claim, ev: Evidence, **extra: Any) -> pd.DataFrame:
+    """The runs at the claim's conditions (and the extra factor levels given)."""
+    from dbmatrix.analyse.contrasts import resolve_level
+    from dbmatrix.analyse.stats import level_key
+
+    runs = ev.runs
+    for f, v in {**claim.at, **extra}.items():
+        if f not in runs.columns:
+            continue
+        lv = resolve_level(runs, f, v)
+        runs = runs[runs[f].map(level_key) == level_key(lv)]
+    return runs
+
+
+def check_premise(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
+    """One premise of `claim` on the evidence it is judged on (never raises)."""
+    try:
+        return _check(p, claim, ev)
+    except NotTestable as exc:
+        return PremiseCheck(None, f"not checked: {exc}")
+
+
+def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
+    if p.kind == "fc_paused":
+        runs = ev.extra.get("replication-runs")
+        if runs is None or runs.empty or "fc_paused_pct" not in runs.columns:
+            raise NotTestable("the replication study's runs table is missing")
+        level = pd.to_numeric(runs["slave_threads"], errors="coerce")
+        low = runs[level == level.min()]
+        paused = float(_num_col(low, "fc_paused_pct").mean())
+        return PremiseCheck(paused >= p.threshold,
+                            f"flow control paused the nodes {_pct(paused)} of the time with {int(level.min())} "
+                            f"applier(s) (needs >= {p.threshold:g} %)")
+    if p.kind == "compresses":
+        engine = claim.at.get("engine")
+        est = dataset_ratio(ev.runs, "compression", "lz4", "none", {"engine": engine} if engine else {})
+        factor = 1 / est.estimate if est.estimate > 0 else math.inf
+        return PremiseCheck(factor >= p.threshold,
+                            f"lz4 shrinks the data {factor:.2f}x (the lz4 dataset is {est.estimate:.2f} of the "
+                            f"uncompressed one; needs >= {p.threshold:g}x)")
+    if p.kind == "saturated":
+        if claim.factor != "threads":
+            raise NotTestable("the saturation premise needs a thread comparison")
+        lv = [_claim_level(claim, ev, "threads", s) for s in (claim.a, claim.b)]
+        lower = min(lv, key=float)
+        runs = _at_runs(claim, ev, threads=lower)
+        cpus = runs["host"].map(lambda h: ev.host_cpus.get(str(h), math.nan)) if "host" in runs else None
+        if cpus is None or runs.empty or cpus.isna().all():
+            raise NotTestable("the host's CPU count or the runs' CPU time is missing")
+        busy = (_num_col(runs, "host_cpu_busy_s") / _num_col(runs, "window_s") / cpus.astype(float)).mean()
+        if not np.isfinite(busy):
+            raise NotTestable("no CPU time over the window in the runs")
+        return PremiseCheck(bool(busy >= p.threshold),
+                            f"CPUs {busy * 100:.0f} % busy at {lower} threads (needs >= {p.threshold * 100:.0f} %)")
+    if p.kind == "cache_below_data":
+        cache_spec = (claim.a if claim.factor == "cache_pct" and claim.a in ("min",) else
+                      claim.b if claim.factor == "cache_pct" else claim.at.get("cache_pct", "min"))
+        level = _claim_level(claim, ev, "cache_pct", cache_spec)
+        runs = _at_runs(claim, ev, cache_pct=level)
+        share = (_num_col(runs, "cache_bytes_effective") / _num_col(runs, "data_logical_bytes")).mean()
+        if not np.isfinite(share):
+            raise NotTestable("cache bytes or the logical data size are missing from the runs")
+        logical = float(_num_col(runs, "data_logical_bytes").median()) / MiB
+        return PremiseCheck(bool(share < p.threshold),
+                            f"at cache {level} % the cache holds {share * 100:.0f} % of the {logical:.0f} MiB "
+                            "of logical data")
+    raise ValueError(f"premise kind {p.kind!r}; allowed: fc_paused, compresses, saturated, cache_below_data")
+
+
+# ============================================================================ estimates
 
 
 def estimate(claim: Claim, ev: Evidence) -> Estimate:
-    """The claim's estimate from one study (raises NotTestable with the reason)."""
+    """The claim's estimate from one study's evidence (all its campaigns pooled when it has several;
+    raises NotTestable with the reason, DependsOn when an interacting factor would be averaged over)."""
     if claim.kind == "share":
         return steady_share(ev.runs)
     if ev.kind == "galera" and claim.metric in ("fc_paused_pct_points", "tps_ratio", "lat_avg_ratio",
                                                 "lat_p95_ratio"):
         if ev.replication is None or ev.replication.empty:
             raise NotTestable("the replication study's effect table is missing")
-        return replication_estimate(ev.replication, claim.metric)
+        est = replication_estimate(ev.replication, claim.metric)
+        return _orient(claim, est) if claim.a == "min" else est
     if ev.kind == "scaleout" and claim.metric.startswith("scale_"):
         return _scaleout_estimate(claim.metric, ev.extra)
     if claim.factor is None:
@@ -251,7 +391,23 @@ def estimate(claim: Claim, ev: Evidence) -> Estimate:
     if "rate_fraction" in runs.columns:
         runs = runs[pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0) == 0]
     return ratio_estimate(runs, claim.metric, claim.factor, claim.a, claim.b, claim.at,
-                          level_order=ev.level_order)
+                          level_order=ev.level_order, design=ev.design, refuse_interacting=True)
+
+
+def _orient(claim: Claim, est: Estimate) -> Estimate:
+    """The replication table compares the highest level with the lowest; a claim stated the other way
+    round gets the reciprocal (ratios) or the negation (differences)."""
+    if claim.kind == "difference":
+        return replace(est, estimate=-est.estimate, ci_lo=-est.ci_hi, ci_hi=-est.ci_lo,
+                       compared=_swap(est.compared))
+    inv = [1 / x if x else math.inf for x in (est.estimate, est.ci_hi, est.ci_lo)]
+    return replace(est, estimate=inv[0], ci_lo=inv[1], ci_hi=inv[2], compared=_swap(est.compared))
+
+
+def _swap(compared: str) -> str:
+    head, _, levels = compared.rpartition(" ")
+    a, _, b = levels.partition("/")
+    return f"{head} {b}/{a}".strip() if b else compared
 
 
 def _scaleout_estimate(metric: str, tables: Mapping[str, pd.DataFrame]) -> Estimate:
@@ -266,21 +422,132 @@ def _scaleout_estimate(metric: str, tables: Mapping[str, pd.DataFrame]) -> Estim
     raise NotTestable(f"unknown scale-out metric {metric!r}")
 
 
+def _models_campaigns(claim: Claim, ev: Evidence) -> bool:
+    """Whether :func:`estimate` on several campaigns' runs pools them itself: the model contrasts
+    (campaign-level cell means), dataset sizes and the steady share; the Galera and scale-out
+    estimators are pooled in two stages instead."""
+    if ev.kind == "galera" and claim.metric in ("fc_paused_pct_points", "tps_ratio", "lat_avg_ratio",
+                                                "lat_p95_ratio"):
+        return False
+    return not (ev.kind == "scaleout" and claim.metric.startswith("scale_"))
+
+
+# ============================================================================ verdicts
+
+
+def verdict(ci_lo: float, ci_hi: float, band: tuple[float, float], test: str = "direction",
+            null: float = 1.0, estimate: float | None = None) -> str:
+    """The rule of the module docstring for one interval (without premises and campaigns). `estimate`
+    defaults to the middle of the interval (geometric for ratios)."""
+    if test not in ("direction", "within"):
+        raise ValueError(f"test: {test!r}; allowed: direction, within")
+    if not (np.isfinite(ci_lo) and np.isfinite(ci_hi)):
+        return "inconclusive"
+    lo, hi = band
+    if not (ci_lo <= hi and ci_hi >= lo):
+        return "disagree"
+    if test == "within":
+        return "agree" if lo <= ci_lo and ci_hi <= hi else "inconclusive"
+    if estimate is None or not np.isfinite(estimate):
+        estimate = math.sqrt(ci_lo * ci_hi) if null == 1.0 and ci_lo > 0 else (ci_lo + ci_hi) / 2
+    up = (lo + hi) / 2 > null if np.isfinite(hi) else lo >= null
+    excludes_null = ci_lo > null if up else ci_hi < null
+    return "agree" if excludes_null and lo <= estimate <= hi else "inconclusive"
+
+
+def in_band(value: float, band: tuple[float, float]) -> bool:
+    return bool(np.isfinite(value) and band[0] <= value <= band[1])
+
+
+def judge(claim: Claim, pooled: Estimate, per_campaign: Sequence[Estimate | None],
+          premises: Sequence[PremiseCheck] = ()) -> tuple[str, str]:
+    """The verdict of the module docstring and its reason ("" when the interval speaks for itself)."""
+    v = verdict(pooled.ci_lo, pooled.ci_hi, claim.band, claim.test, claim.null, pooled.estimate)
+    reason = "" if np.isfinite(pooled.ci_lo) else "no interval (too few repetitions)"
+    ests = [e.estimate for e in per_campaign if e is not None]
+    if len(per_campaign) > 1 and v in ("agree", "disagree"):
+        inside = [in_band(x, claim.band) for x in ests]
+        if len(ests) < len(per_campaign) or not all(inside if v == "agree" else [not i for i in inside]):
+            shown = ", ".join(f"C{k + 1} {_fmt(e.estimate) if e is not None else '--'}"
+                              for k, e in enumerate(per_campaign))
+            v, reason = "inconclusive", f"campaigns differ ({shown}): the pooled interval says {v}"
+    failed = [c for c in premises if c.met is False]
+    if failed:
+        reason = "; ".join(c.value for c in failed)
+        return "premise not met", reason
+    return v, reason
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if np.isfinite(x) else "--"
+
+
+# ============================================================================ the table
+
 VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",
-                   "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in")
+                   "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in",
+                   "premise", "premise_value", "premise_met", "campaigns")
+CAMPAIGN_FIELDS = ("estimate", "ci_lo", "ci_hi", "verdict")
+
+
+def campaign_columns(k: int) -> list[str]:
+    return [f"c{k}_{f}" for f in CAMPAIGN_FIELDS]
+
+
+def _depends_text(exc: DependsOn, claim: Claim) -> tuple[str, str]:
+    """The verdict shared by every level of the interacting factor (else inconclusive) and the per-level
+    estimates in words."""
+    parts, verdicts = [], []
+    for level, e in exc.per_level:
+        v = verdict(e.ci_lo, e.ci_hi, claim.band, claim.test, claim.null, e.estimate)
+        verdicts.append(v)
+        parts.append(f"{level}: {_fmt(e.estimate)} [{_fmt(e.ci_lo)}, {_fmt(e.ci_hi)}] {v}")
+    common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
+    return common, (f"depends on {exc.factor} (interaction p = {exc.p:.2g}), judged per level: "
+                    + "; ".join(parts))
+
+
+def _estimate_all(claim: Claim, ev: Evidence) -> tuple[Estimate, list[Estimate | None], list[str]]:
+    """Pooled estimate (raises NotTestable / DependsOn) and each campaign's own (None where it cannot
+    be estimated; the notes say why)."""
+    ks = ev.campaigns()
+    per: list[Estimate | None] = []
+    notes: list[str] = []
+    for k in ks:
+        try:
+            per.append(estimate(claim, ev.campaign(k)))
+        except NotTestable as exc:
+            per.append(None)
+            notes.append(f"C{k}: {exc}")
+    if len(ks) == 1:
+        if per[0] is None:
+            return estimate(claim, ev), per, notes  # raises with the reason
+        return replace(per[0], basis=per[0].basis + "; within one campaign"), per, notes
+    if _models_campaigns(claim, ev):
+        return estimate(claim, ev), per, notes
+    got = [e for e in per if e is not None]
+    if len(got) < 2:
+        raise NotTestable("; ".join(notes) or "fewer than two campaigns give an estimate")
+    return pool_campaign_estimates(got, scale="linear" if claim.kind == "difference" else "log"), per, notes
 
 
 def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
     """One row per claim: the first study (in the claim's preferred order of study kinds, then the order
-    given) that can test it, its estimate with the 95 % CI, and the verdict; else "not tested" and why."""
+    given) that can test it, its pooled estimate with the 95 % CI, each campaign's estimate and verdict,
+    the premises with their measured values, and the verdict; else "not tested" and why."""
     rows = []
     several = any(len(e.hosts()) > 1 for e in evidence)
+    n_camp = max([len(e.campaigns()) for e in evidence if not e.runs.empty] or [1])
     for c in claims:
         row: dict[str, Any] = {"id": c.id, "seed": c.seed, "where": c.where, "claim": c.text, "metric": c.metric,
                                "kind": c.kind, "test": c.test, "band_lo": c.band[0], "band_hi": c.band[1],
                                "study": "", "compared": "", "basis": "", "n": 0, "estimate": math.nan,
                                "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
-                               "stand_in": c.stand_in, **({"hosts": ""} if several else {})}
+                               "stand_in": c.stand_in, "premise": "; ".join(p.text for p in c.premises),
+                               "premise_value": "", "premise_met": "", "campaigns": 0,
+                               **{col: (math.nan if not col.endswith("verdict") else "")
+                                  for k in range(1, n_camp + 1) for col in campaign_columns(k)},
+                               **({"hosts": ""} if several else {})}
         if c.not_tested:
             row["reason"] = c.not_tested
             rows.append(row)
@@ -292,15 +559,30 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
         reasons = []
         for ev in pool:
             ev, hosts = ev.for_claims()
+            checks = [check_premise(p, c, ev) for p in c.premises]
             try:
-                est = estimate(c, ev)
+                est, per, notes = _estimate_all(c, ev)
+            except DependsOn as exc:
+                v, text = _depends_text(exc, c)
+                failed = [ch.value for ch in checks if ch.met is False]
+                row.update(study=ev.experiment, compared=exc.compared, basis=text, n=sum(e.n for _, e in exc.per_level),
+                           verdict="premise not met" if failed else v, reason="; ".join(failed),
+                           campaigns=len(ev.campaigns()))
+                _premise_cols(row, checks)
+                break
             except NotTestable as exc:
                 reasons.append(f"{ev.experiment}: {exc}")
                 continue
+            v, why = judge(c, est, per if len(per) > 1 else [], checks)
             row.update(study=ev.experiment, compared=est.compared, basis=est.basis, n=est.n,
-                       estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi,
-                       verdict=verdict(est.ci_lo, est.ci_hi, c.band, c.test, c.null),
-                       reason="" if np.isfinite(est.ci_lo) else "no interval (too few repetitions)")
+                       estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi, verdict=v,
+                       reason="; ".join([why, *notes]).strip("; "), campaigns=len(ev.campaigns()))
+            for k, e in zip(ev.campaigns(), per):
+                if e is None or k > n_camp:
+                    continue
+                row.update({f"c{k}_estimate": e.estimate, f"c{k}_ci_lo": e.ci_lo, f"c{k}_ci_hi": e.ci_hi,
+                            f"c{k}_verdict": judge(c, e, [], checks)[0]})
+            _premise_cols(row, checks)
             if several:
                 row["hosts"] = hosts
             break
@@ -308,11 +590,29 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             row["reason"] = "; ".join(reasons) if reasons else (
                 "needs a " + " or ".join(c.sources) + " study; none in this build")
         rows.append(row)
-    columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]  # "hosts": how hosts entered (several only)
+    columns = [*VERDICT_COLUMNS, *[col for k in range(1, n_camp + 1) for col in campaign_columns(k)],
+               *(["hosts"] if several else [])]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _premise_cols(row: dict[str, Any], checks: Sequence[PremiseCheck]) -> None:
+    row["premise_value"] = "; ".join(ch.value for ch in checks)
+    row["premise_met"] = ("" if not checks else "no" if any(ch.met is False for ch in checks)
+                          else "yes" if all(ch.met for ch in checks) else "unknown")
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
     return {v: int((table["verdict"] == v).sum()) for v in VERDICTS}
 
 
+def flips(table: pd.DataFrame) -> pd.DataFrame:
+    """Per claim tested in two or more campaigns: each campaign's verdict, the pooled one, and whether the
+    campaigns' verdicts differ (a flip)."""
+    vcols = sorted((c for c in table.columns if c.startswith("c") and c.endswith("_verdict")),
+                   key=lambda c: int(c[1:].split("_")[0]))
+    rows = []
+    for _, r in table.iterrows():
+        per = [str(r[c]) for c in vcols if isinstance(r[c], str) and r[c]]
+        rows.append({"id": r["id"], "seed": r["seed"], **{c.split("_")[0].upper(): r[c] for c in vcols},
+                     "pooled": r["verdict"], "flip": len(per) > 1 and len(set(per)) > 1})
+    return pd.DataFrame(rows)

@@ -15,10 +15,10 @@ from dbmatrix.analyse.replication import (
     SEED_CLAIMS,
     SEED_FIGURES,
     SEED_MACHINE,
-    VERDICT_RULE,
     WITHIN,
     group_keys,
     load_replication,
+    seed_position,
 )
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
@@ -73,7 +73,7 @@ MACRO_NAMES = tuple(
                           "ClientThreads", "SstMethod", "Levels", "WriteTo", "FlushAtCommit", "Low", "High",
                           "ClusterStartS", "SstS", "PausedDiff", "PausedDiffLo", "PausedDiffHi",
                           "PausedSeedDiff", "LatPctlRatio", "LatPctlRatioLo", "LatPctlRatioHi",
-                          "PausedNodeSpread")]
+                          "PausedNodeSpread", "Premise", "PremiseMet", "Campaigns")]
     + [f"repl{m}{n}{b}" for m in ("Paused", "Tps", "LatPctl", "LatAvg", "RecvQueue", "FcSent", "CertDeps")
        for n in ("Low", "High") for b in ("", "Lo", "Hi")]
     + [f"replN{n}" for n in ("Low", "High")]
@@ -83,12 +83,19 @@ MACRO_NAMES = tuple(
 )
 
 
+# The seed's claims in this section -> their ids in the claims registry (publish.claims.CLAIMS).
+CLAIM_IDS = {"paused": "applierPause", "tps": "applierTps", "lat": "applierLatency"}
+VERDICT_RULE = ("the rule of the claims table (Section 2): a premise checked first (flow control must pause "
+                "the nodes at least 20 % of the time with one applier, as the seed's did), then the 95 % CI "
+                "against the claimed band, and with several campaigns every campaign on the same side")
+
+
 def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None = None,
-                       facts: dict[str, Any] | None = None) -> dict[str, str]:
+                       facts: dict[str, Any] | None = None, claims: pd.DataFrame | None = None) -> dict[str, str]:
     """LaTeX number macros (names letters only, prefix ``repl``) for paper/replication.tex: settings,
     per-setting means with CIs, effects of the highest level against the lowest, the seed's claims
     with our verdicts (rule in ``replVerdictRule``), and the machine size from the host facts."""
-    runs, settings, eff, seed = (tables.get(k, pd.DataFrame()) for k in ("runs", "settings", "effects", "seed"))
+    runs, settings, eff = (tables.get(k, pd.DataFrame()) for k in ("runs", "settings", "effects"))
     failed = tables.get("failed", pd.DataFrame())
     m: dict[str, str] = dict.fromkeys(MACRO_NAMES, "--")  # every name the section uses exists, even without data
     m.update(SEED_FIGURES)
@@ -136,24 +143,37 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
         v = pd.to_numeric(runs[metric], errors="coerce").dropna()
         macro = {"cluster_start_s": "replClusterStartS", "sst_s": "replSstS"}[metric]
         m[macro] = _f(v.mean(), unit) if len(v) else "--"
+    judged = claims.set_index("id") if claims is not None and not claims.empty else pd.DataFrame()
     for claim, c in SEED_CLAIMS.items():
-        row = seed[seed["claim"] == claim]
-        if row.empty:
+        e = eff[eff["metric"] == c["metric"]] if not eff.empty else eff
+        if e.empty:
             continue
-        r = row.iloc[0]
+        r = e.sort_values(["within", "level_a"], ascending=[True, False], kind="stable").iloc[0]
+        est, lo, hi = float(r["estimate"]), float(r["ci_lo"]), float(r["ci_hi"])
+        cid = CLAIM_IDS[claim]
+        if cid in judged.index and pd.notna(judged.loc[cid, "estimate"]):
+            j = judged.loc[cid]  # pooled over campaigns; stated as the claim states it
+            est, lo, hi = float(j["estimate"]), float(j["ci_lo"]), float(j["ci_hi"])
+            if claim == "lat":  # the claim: 1 applier / 16; this section: 16 / 1
+                est, lo, hi = 1 / est, 1 / hi, 1 / lo
         cap = claim.capitalize()
-        m[f"repl{cap}Verdict"] = str(r["verdict"])
-        m[f"repl{cap}SeedPosition"] = str(r["seed_position"])
+        m[f"repl{cap}Verdict"] = str(judged.loc[cid, "verdict"]) if cid in judged.index else "not tested"
+        m[f"repl{cap}SeedPosition"] = seed_position(lo, hi, float(c["value"]))
         if claim == "paused":
-            m.update(replPausedDiff=_signed(r["estimate"]), replPausedDiffLo=_signed(r["ci_lo"]),
-                     replPausedDiffHi=_signed(r["ci_hi"]), replPausedSeedDiff=_signed(c["value"], 0))
+            m.update(replPausedDiff=_signed(est), replPausedDiffLo=_signed(lo),
+                     replPausedDiffHi=_signed(hi), replPausedSeedDiff=_signed(c["value"], 0))
         else:
             key = "Tps" if claim == "tps" else "LatAvg"
-            m.update({f"repl{key}Ratio": _f(r["estimate"], 3), f"repl{key}RatioLo": _f(r["ci_lo"], 3),
-                      f"repl{key}RatioHi": _f(r["ci_hi"], 3), f"repl{key}ChangePct": _change_pct(r["estimate"]),
-                      f"repl{key}ChangeLoPct": _change_pct(r["ci_lo"]),
-                      f"repl{key}ChangeHiPct": _change_pct(r["ci_hi"]),
+            m.update({f"repl{key}Ratio": _f(est, 3), f"repl{key}RatioLo": _f(lo, 3),
+                      f"repl{key}RatioHi": _f(hi, 3), f"repl{key}ChangePct": _change_pct(est),
+                      f"repl{key}ChangeLoPct": _change_pct(lo),
+                      f"repl{key}ChangeHiPct": _change_pct(hi),
                       f"repl{key}SeedChangePct": _change_pct(c["value"])})
+    if "applierPause" in judged.index:
+        j = judged.loc["applierPause"]
+        m["replPremise"] = paper.latex_escape(str(j.get("premise_value") or "--"))
+        m["replPremiseMet"] = {"yes": "met", "no": "not met"}.get(str(j.get("premise_met")), "not checked")
+        m["replCampaigns"] = str(int(j.get("campaigns") or 0))
     p95 = eff[(eff["metric"] == "lat_p95_ratio") & (eff["level_a"] == high) & (eff["level_b"] == low)]
     if not p95.empty:
         r = p95.iloc[0]
@@ -202,7 +222,8 @@ def _host_facts(store: ResultStore, tables: dict[str, pd.DataFrame]) -> dict[str
     return {}
 
 
-def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, generated_dir: Path) -> list[Path]:
+def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, generated_dir: Path,
+                        claims: pd.DataFrame | None = None) -> list[Path]:
     """Figures and the generated LaTeX (``replication-macros.tex``, ``table-replication.tex``) of the
     replication section, from the processed tables (run :func:`analyse_replication` first)."""
     from dbmatrix.publish import figures as plots
@@ -212,7 +233,7 @@ def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, 
     sha = plots.data_hash(tables["runs"], tables["settings"], tables["samples"])
     commit = git_state().get("commit")
     written = plots_replication.draw_all(tables, figures_dir, commit=commit, data_sha=sha)
-    macros = replication_macros(tables, exp, _host_facts(store, tables))
+    macros = replication_macros(tables, exp, _host_facts(store, tables), claims)
     paper.write_macros(macros, generated_dir / "replication-macros.tex")
     table = settings_table(tables)
     if len(table.columns) < 2:
