@@ -2,12 +2,17 @@
 
 Deterministic: the same raw data gives byte-identical CSV/Parquet tables, figures and LaTeX files.
 
-The analysed throughput of a run (``tps`` in the processed runs table) is the mean per-second
-throughput over its steady window when the run passed the steady-state check
-(:func:`dbmatrix.analyse.stats.steady_state`), and sysbench's whole-run figure (``tps_sysbench``) otherwise;
-runs that never settle stay in the averages but are counted per cell (``n_not_steady``) and flagged
-in the noise report (``analyse(..., exclude_not_steady=True)`` drops them instead); runs too short for
-the check are counted as ``n_untested``.
+Throughput and latency cover the same window: the whole measured window. The analysed throughput of
+a run (``tps`` in the processed runs table, kept as ``tps_sysbench`` too) is sysbench's summary figure of
+that window, the one its latency histogram (p50/p95/p99) covers: in a one-process run
+(``--report-checkpoints``) the final report after the checkpoint, in a two-process run the measure
+process's report. A histogram cannot be trimmed, so the steady-state check
+(:func:`dbmatrix.analyse.stats.steady_state`) tests stability but does not change the estimate: its
+window mean stays beside it as ``tps_steady``. Runs that never settle stay in the averages but are
+counted per cell (``n_not_steady``) and flagged in the noise report (``analyse(...,
+exclude_not_steady=True)`` drops them instead); runs too short for the check are counted as
+``n_untested``. The Galera study's tables (:mod:`dbmatrix.analyse.replication`) read the same summary
+figure, so one run has one throughput in every table.
 """
 
 from __future__ import annotations
@@ -131,7 +136,10 @@ def _num(df: pd.DataFrame, name: str) -> pd.Series:
 
 def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFrame,
                  exp: Experiment) -> pd.DataFrame:
-    """The processed runs table: sysbench summary + steady state + efficiency + latency per run."""
+    """The processed runs table: sysbench summary + steady state + efficiency + latency per run.
+
+    ``tps`` is sysbench's summary throughput of the measured window (the window the latency histogram
+    covers; see the module docstring), never the steady-state window's mean (``tps_steady``)."""
     out = runs.copy()
     out["tps_sysbench"] = out["tps"].astype(float)
     cols = [c for c in STEADY_RUN_COLUMNS if c in steady.columns]
@@ -143,7 +151,7 @@ def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFr
     no_series = out["steady_reason"].isna()
     out["steady"] = out["steady"].where(~no_series, False).astype(bool)
     out["steady_reason"] = out["steady_reason"].where(~no_series, "no_intervals")
-    out["tps"] = np.where(out["steady"], out["tps_steady"], out["tps_sysbench"])
+    out["tps"] = out["tps_sysbench"]  # the histogram's window: p95 and tps of one run cover the same time
     total, txn = _num(out, "total_time_s"), _num(out, "transactions").where(lambda s: s > 0)
     out["err_ps"] = _num(out, "ignored_errors") / total
     out["reconn_ps"] = _num(out, "reconnects") / total
