@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dbmatrix.analyse.comparisons import model_pairwise_comparisons
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
 from dbmatrix.analyse.hosts import host_check, multi_host
 from dbmatrix.analyse.stats import (
@@ -322,6 +323,19 @@ def prefer_t_intervals(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def declared_comparisons(runs: pd.DataFrame, exp: Experiment, factors: list[str]) -> pd.DataFrame:
+    """The spec's comparisons, Holm-adjusted as one family per study: in a fractional design the factorial
+    model's contrasts (:func:`dbmatrix.analyse.comparisons.model_pairwise_comparisons`: no matched cells
+    exist, and pooling over the free factors counts their effects as noise), in a full design Welch tests
+    on log throughput between matched cells (:func:`pairwise_comparisons`). Each row's ``basis`` says
+    which."""
+    comparisons = getattr(exp, "comparisons", ()) or ()
+    design = exp.design_info()["design"] if hasattr(exp, "design_info") else "full"
+    if design == "fractional":
+        return model_pairwise_comparisons(closed_loop(runs), comparisons, factors, level_order=exp.factors)
+    return pairwise_comparisons(runs, comparisons, factors)
+
+
 def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.DataFrame, exp: Experiment,
                    failed: pd.DataFrame | None = None, *, exclude_not_steady: bool = False) -> Analysis:
     """The whole analysis as a pure function of the loaded tables (what :func:`analyse` writes)."""
@@ -335,7 +349,7 @@ def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.D
     base = baseline_levels(exp)
     cells = cell_table(used, histograms, factors)
     ratios = ratios_to_baseline_cells(used, base, factors)
-    pairwise = pairwise_comparisons(used, getattr(exp, "comparisons", ()) or (), factors)
+    pairwise = declared_comparisons(used, exp, factors)
     blocks = ("host",) if multi_host(used) else ()
     fit: FactorialFit = factorial_model(closed_loop(used), factors, level_order=exp.factors, blocks=blocks)
     noise_policy = getattr(exp, "noise", None)

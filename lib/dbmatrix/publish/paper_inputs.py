@@ -228,7 +228,9 @@ def effects_table(a: Analysis) -> pd.DataFrame:
 
 
 def pairwise_table(a: Analysis) -> pd.DataFrame:
-    """The spec's comparisons: ratio of geometric means with its Welch CI, Holm-adjusted p, Hedges g."""
+    """The spec's comparisons: ratio of geometric means with its CI (Welch between matched cells; in a
+    fractional design the factorial model's contrast, "Held at" naming the factors averaged over),
+    Holm-adjusted p, Hedges g (two-sample tests only)."""
     p = a.pairwise
     cols = ["Comparison", "Held at", "n", "TPS a", "TPS b", "Ratio", "95 % CI", "p (Holm)", "g"]
     if p.empty:
@@ -241,6 +243,9 @@ def pairwise_table(a: Analysis) -> pd.DataFrame:
         pooled = [factor_label(f) for f in as_text(row.get("pooled_over")).split(",") if f]
         if pooled:
             parts.append("pooled over " + ", ".join(pooled))
+        averaged = [factor_label(f) for f in as_text(row.get("averaged_over")).split(",") if f]
+        if averaged:  # a model contrast (fractional design)
+            parts.append("model, averaged over " + ", ".join(averaged))
         return ", ".join(parts) or "all"
 
     return pd.DataFrame({
