@@ -27,6 +27,8 @@ from dbmatrix.analyse.hosts import host_check, multi_host
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
+    MIN_DRIFT_SAMPLES,
+    UNTESTED_REASONS,
     bootstrap_ratio_cols,
     cell_summary,
     efficiency,
@@ -44,10 +46,10 @@ from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
 
 MiB = 1024 * 1024
-STEADY_RUN_COLUMNS = ("trim_s", "steady_s", "steady", "steady_reason", "drift_pct", "tps_steady",
-                      "sec_tps_min", "sec_tps_p1", "sec_tps_p5", "sec_tps_median", "sec_tps_cv", "stall_s",
-                      "zero_s")
-UNTESTED = ("too_short", "no_intervals")  # steady_reason of runs whose steady state could not be checked
+STEADY_RUN_COLUMNS = ("trim_method", "trim_s", "steady_s", "steady", "steady_reason", "flagged", "drift_pct",
+                      "drift_ci_lo", "drift_ci_hi", "tps_steady", "sec_tps_min", "sec_tps_p1", "sec_tps_p5",
+                      "sec_tps_median", "sec_tps_cv", "stall_s", "zero_s")
+UNTESTED = UNTESTED_REASONS  # steady_reason of runs whose steady state could not be checked
 CSV_TABLES = ("runs", "cells", "ratios", "failed", "pairwise", "effects", "anova", "noise", "efficiency",
               "headline")
 
@@ -129,6 +131,19 @@ def _num(df: pd.DataFrame, name: str) -> pd.Series:
     return pd.to_numeric(df[name], errors="coerce").astype(float)
 
 
+def _tristate(s: pd.Series) -> pd.Series:
+    """True/False/None (object) from a column of booleans with missing values."""
+    return pd.Series([v if v is None else bool(v) if pd.notna(v) else None for v in s], index=s.index,
+                     dtype=object)
+
+
+def window_applies(runs: pd.DataFrame) -> pd.Series:
+    """Runs summarised by their truncated window (``tps_steady``): truncated (``trim_method`` not 'none')
+    and not found drifting; undetermined and untested-but-truncated runs keep their window (the
+    truncation removes warm-up whatever the drift test says), the others get sysbench's whole-run tps."""
+    return runs["trim_method"].fillna("none").ne("none") & runs["steady_reason"].ne("drift")
+
+
 def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFrame,
                  exp: Experiment) -> pd.DataFrame:
     """The processed runs table: sysbench summary + steady state + efficiency + latency per run."""
@@ -141,9 +156,11 @@ def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFr
         if c not in out.columns:
             out[c] = np.nan
     no_series = out["steady_reason"].isna()
-    out["steady"] = out["steady"].where(~no_series, False).astype(bool)
     out["steady_reason"] = out["steady_reason"].where(~no_series, "no_intervals")
-    out["tps"] = np.where(out["steady"], out["tps_steady"], out["tps_sysbench"])
+    out["steady"] = _tristate(out["steady"].where(~no_series, None))
+    out["flagged"] = _tristate(out["flagged"].where(~no_series, None))
+    out["trim_method"] = out["trim_method"].where(~no_series, "none")
+    out["tps"] = np.where(window_applies(out), out["tps_steady"], out["tps_sysbench"])
     total, txn = _num(out, "total_time_s"), _num(out, "transactions").where(lambda s: s > 0)
     out["err_ps"] = _num(out, "ignored_errors") / total
     out["reconn_ps"] = _num(out, "reconnects") / total
@@ -289,9 +306,12 @@ def model_headline(headline: pd.DataFrame, effects: pd.DataFrame) -> pd.DataFram
 
 
 def steady_params(measure_s: int) -> dict[str, int]:
-    """Steady-state settings for the run length: 5-s batches from 25 s on; shorter runs (the quick
-    profile's 10 s) use 2-s batches so the drift test still has five batch means; under 10 s no test."""
-    batch = 5 if measure_s >= 25 else 2
+    """Steady-state settings for the run length. Runs long enough for the drift test
+    (``MIN_DRIFT_SAMPLES`` s) are truncated with MSER-1, which keeps more of the run than MSER-5 and so
+    more power (``benchmarks/bench_steady_power.py --compare``). Shorter runs (the quick profile's 10 s)
+    are untested; their warm-up truncation stays MSER-2 (as before, so their window means are unchanged);
+    under 10 s neither truncation nor test."""
+    batch = 1 if measure_s >= MIN_DRIFT_SAMPLES else 2
     return {"batch_s": batch, "min_seconds": min(20, max(10, measure_s))}
 
 
