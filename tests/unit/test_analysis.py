@@ -220,6 +220,10 @@ def test_publish_writes_tables_and_macros_byte_identical(built, exp: Experiment,
         assert f"\\newcommand{{\\{name}}}" in macros, name
     assert "\\newcommand{\\topFactor}{Cache \\%}" in macros
     assert "\\newcommand{\\nNotSteadyRuns}{1}" in macros and "\\newcommand{\\nUntestedRuns}{0}" in macros
+    assert "\\newcommand{\\steadyTrimMethod}{MSER-1}" in macros  # the method named as what it is
+    stable, undetermined = (int(re.search(rf"\\newcommand{{\\{m}}}{{(\d+)}}", macros).group(1))
+                            for m in ("nStableRuns", "nUndeterminedRuns"))
+    assert stable + undetermined == 11  # the 12 runs less the ramp
     effects = outs[0]["table-effects.tex"].decode()
     assert "\\label{tab:effects}" in effects and "Cache \\% x Page" in effects
     pairwise = outs[0]["table-pairwise.tex"].decode()

@@ -1,7 +1,8 @@
 """Statistics a reviewer would trust. Pure functions of DataFrames/arrays, no I/O.
 
-- Per run (per-second series and histogram): warm-up truncation and a steady-state check
-  (:func:`steady_state`), the per-second throughput distribution, hardware efficiency per transaction
+- Per run (per-second series and histogram): warm-up truncation (MSER) and a steady-state test with
+  power (drift of the kept 1-s samples with a CI from a trend with AR(1) errors, judged against a +-5 %
+  band; :func:`steady_state`), the per-second throughput distribution, hardware efficiency per transaction
   and space/write amplification (:func:`efficiency`), latency percentiles from histograms merged by
   adding counts (:func:`merged_percentiles`).
 - Across runs (repetitions are the unit of replication): seeded bootstrap CIs of means and of ratios to

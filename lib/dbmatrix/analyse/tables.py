@@ -3,11 +3,12 @@
 Deterministic: the same raw data gives byte-identical CSV/Parquet tables, figures and LaTeX files.
 
 The analysed throughput of a run (``tps`` in the processed runs table) is the mean per-second
-throughput over its steady window when the run passed the steady-state check
-(:func:`dbmatrix.analyse.stats.steady_state`), and sysbench's whole-run figure (``tps_sysbench``) otherwise;
-runs that never settle stay in the averages but are counted per cell (``n_not_steady``) and flagged
-in the noise report (``analyse(..., exclude_not_steady=True)`` drops them instead); runs too short for
-the check are counted as ``n_untested``.
+throughput over its window after warm-up truncation (:func:`dbmatrix.analyse.stats.steady_state`) unless
+the run was not truncated (too short) or the drift test found it drifting (:func:`window_applies`), and
+sysbench's whole-run figure (``tps_sysbench``) otherwise; runs that drift stay in the averages but are
+counted per cell (``n_not_steady``) and flagged in the noise report (``analyse(...,
+exclude_not_steady=True)`` drops them instead); runs too short for the drift test are counted as
+``n_untested``; undetermined runs (too noisy to tell) keep their window and are neither.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ its 95 % CI come from the data (:func:`estimate`):
    only on the disk medium, a resolution-IV half of the fraction), a main-effects model on the runs at the
    claim's conditions;
 4. dataset sizes (one dataset per engine x page x compression, no repetitions): the geometric mean of the
-   matched pairs' ratios, the "interval" being their range; shares (runs that passed the steady-state test):
-   a Wilson interval; the replication study's own effect table for the Galera claims.
+   matched pairs' ratios, the "interval" being their range; shares (tested runs shown stable by the
+   steady-state test, :func:`dbmatrix.analyse.contrasts.steady_share`): a Wilson interval widened to bound
+   the undetermined runs; the replication study's own effect table for the Galera claims.
 
 Verdict rule, with [L, U] the 95 % CI and [lo, hi] the claimed band (null value 1 for ratios, 0 for
 differences):
