@@ -199,10 +199,10 @@ def test_ratios_to_baseline() -> None:
         assert row["mean"] == pytest.approx(v.mean())
         assert row["baseline_mean"] == pytest.approx(base.mean())
         assert (row["n"], row["n_baseline"]) == (5, 5)
-        assert row["ci_lo"] <= row["ratio"] <= row["ci_hi"]
+        assert row["cache_pct"] == 100 or row["ci_lo"] <= row["ratio"] <= row["ci_hi"]
     base_rows = r[r["cache_pct"] == 100]
     assert (base_rows["ratio"] == 1.0).all()
-    assert (base_rows["ci_lo"] < 1.0).all() and (base_rows["ci_hi"] > 1.0).all()
+    assert base_rows["ci_lo"].isna().all() and base_rows["ci_hi"].isna().all()  # itself: no interval
     quarter = r[r["cache_pct"] == 25]
     assert quarter["ratio"].between(0.45, 0.55).all()  # 500/1000 with small noise
     assert (quarter["ci_hi"] < 1.0).all()
@@ -680,3 +680,20 @@ def test_adaptive_loop_stops_at_the_target_or_the_cap() -> None:
         assert len(g) <= 12
         assert len(g) == 12 or t_halfwidth_pct(g["tps"]) <= 3.0
     assert len(runs[runs["cell_id"] == "a"]) == 3 and len(runs[runs["cell_id"] == "c"]) == 12
+
+
+def test_baseline_cell_against_itself_has_ratio_one_and_no_interval() -> None:
+    df = cell_runs()
+    r = ratios_to_baseline_cells(df, {"cache_pct": 100}, ["engine", "cache_pct", "block_size"])
+    own = r[r["cell_id"] == r["baseline_cell_id"]]
+    assert len(own) == 4
+    assert (own["ratio"] == 1.0).all() and (own["ratio_gm"] == 1.0).all()
+    for c in ("ci_lo", "ci_hi", "welch_ci_lo", "welch_ci_hi", "welch_p"):
+        assert own[c].isna().all(), c
+    other = r[r["cell_id"] != r["baseline_cell_id"]]
+    assert other[["ci_lo", "ci_hi", "welch_ci_lo", "welch_ci_hi", "welch_p"]].notna().all().all()
+    # several metrics at once: the same rule for each
+    df2 = df.assign(lat=df["tps"] / 100)
+    r2 = ratios_to_baseline_cells(df2, {"cache_pct": 100}, ["engine", "cache_pct", "block_size"], ["tps", "lat"])
+    own2 = r2[r2["cell_id"] == r2["baseline_cell_id"]]
+    assert len(own2) == 8 and (own2["ratio"] == 1.0).all() and own2["welch_ci_lo"].isna().all()

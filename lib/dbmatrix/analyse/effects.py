@@ -28,7 +28,8 @@ __all__ = ["BLOCK_RATIO_COLUMNS", "FactorialFit", "factorial_model", "hedges_g",
 # ============================================================================ pairwise comparisons
 
 
-def _comparison_fields(c: Any, i: int) -> tuple[str, Any, Any, tuple[str, ...]]:
+def comparison_fields(c: Any, i: int) -> tuple[str, Any, Any, tuple[str, ...]]:
+    """(factor, a, b, within) of a declared comparison (a mapping or a spec object)."""
     if isinstance(c, Mapping):
         try:
             return c["factor"], c["a"], c["b"], tuple(c.get("within") or ())
@@ -39,7 +40,26 @@ def _comparison_fields(c: Any, i: int) -> tuple[str, Any, Any, tuple[str, ...]]:
 
 PAIRWISE_COLUMNS = ("comparison", "factor", "a", "b", "within", "pooled_over", "n_a", "n_b", "mean_a",
                     "mean_b", "ratio_of_means", "ratio", "ci_lo", "ci_hi", "t", "df", "p", "p_holm",
-                    "significant", "hedges_g")
+                    "significant", "hedges_g", "averaged_over", "basis")
+WELCH_BASIS = "Welch on log, matched cells"
+WELCH_POOLED_BASIS = "Welch on log, cells pooled over other factors"
+
+
+def check_comparison(c: Any, i: int, factors: Sequence[str]) -> tuple[str, Any, Any, tuple[str, ...]]:
+    """A declared comparison's fields, checked against the factor columns of the runs."""
+    f, a, b, within = comparison_fields(c, i)
+    if f not in factors:
+        raise ValueError(f"comparisons[{i}].factor: {f!r} is not a factor column of the runs; "
+                         f"allowed: {', '.join(factors)}")
+    for w in within:
+        if w not in factors or w == f:
+            raise ValueError(f"comparisons[{i}].within: {w!r} is not allowed; allowed: "
+                             f"{', '.join(x for x in factors if x != f)}")
+    return f, a, b, within
+
+
+def comparison_label(f: str, a: Any, b: Any, within: Sequence[str]) -> str:
+    return f"{f}: {a} vs {b}" + (f" within {', '.join(within)}" if within else "")
 
 
 def pairwise_comparisons(runs: pd.DataFrame, comparisons: Sequence[Any], factors: Sequence[str],
@@ -51,7 +71,9 @@ def pairwise_comparisons(runs: pd.DataFrame, comparisons: Sequence[Any], factors
     Factors that vary in the runs but are neither compared nor ``within`` are held fixed too (each test
     compares two cells that differ only in ``factor``): pooling cells with different levels of another
     factor would count that factor's effect as noise. In a fractional design such matched cells do not
-    exist; those factors are then pooled and named in ``pooled_over`` (the test is conservative).
+    exist; those factors are then pooled and named in ``pooled_over`` (the test is conservative; a
+    fractional design's comparisons are the factorial model's contrasts instead, see
+    :func:`dbmatrix.analyse.comparisons.model_pairwise_comparisons`). ``basis`` says which test a row is.
     Columns: :data:`PAIRWISE_COLUMNS` plus one column per factor (None where pooled)."""
     factors = [f for f in factors if f in runs.columns]
     varied = [f for f in factors if runs[f].map(level_key).nunique() > 1]
@@ -59,14 +81,7 @@ def pairwise_comparisons(runs: pd.DataFrame, comparisons: Sequence[Any], factors
         raise ValueError(f"runs: missing column {metric!r}")
     rows: list[dict[str, Any]] = []
     for i, c in enumerate(comparisons):
-        f, a, b, within = _comparison_fields(c, i)
-        if f not in factors:
-            raise ValueError(f"comparisons[{i}].factor: {f!r} is not a factor column of the runs; "
-                             f"allowed: {', '.join(factors)}")
-        for w in within:
-            if w not in factors or w == f:
-                raise ValueError(f"comparisons[{i}].within: {w!r} is not allowed; allowed: "
-                                 f"{', '.join(x for x in factors if x != f)}")
+        f, a, b, within = check_comparison(c, i, factors)
         sub = runs[runs[f].map(level_key).isin([level_key(a), level_key(b)])]
         held = [x for x in varied if x != f and x not in within]
         keys = [*within, *held]
@@ -75,7 +90,8 @@ def pairwise_comparisons(runs: pd.DataFrame, comparisons: Sequence[Any], factors
         else:
             pooled = []
         groups = sub.groupby([sub[k].map(level_key) for k in keys], sort=True) if keys else [((), sub)]
-        label = f"{f}: {a} vs {b}" + (f" within {', '.join(within)}" if within else "")
+        label = comparison_label(f, a, b, within)
+        basis = WELCH_POOLED_BASIS if pooled else WELCH_BASIS
         before = len(rows)
         for key, g in groups:
             key = key if isinstance(key, tuple) else (key,)
@@ -87,10 +103,12 @@ def pairwise_comparisons(runs: pd.DataFrame, comparisons: Sequence[Any], factors
             levels = {k: g[k].iloc[0] for k in keys}
             rows.append({"comparison": label, "factor": f, "a": a, "b": b, "within": ",".join(within),
                          "pooled_over": ",".join(pooled), **{x: levels.get(x) for x in factors if x != f},
-                         **res, "ratio_of_means": res["mean_a"] / res["mean_b"] if res["mean_b"] else np.nan})
+                         **res, "ratio_of_means": res["mean_a"] / res["mean_b"] if res["mean_b"] else np.nan,
+                         "averaged_over": "", "basis": basis})
         if len(rows) == before:  # neither level has runs: say so rather than drop the declared comparison
             rows.append({"comparison": label, "factor": f, "a": a, "b": b, "within": ",".join(within),
-                         "pooled_over": "", **welch_log_ratio([], []), "ratio_of_means": np.nan})
+                         "pooled_over": "", **welch_log_ratio([], []), "ratio_of_means": np.nan,
+                         "averaged_over": "", "basis": "no runs at either level"})
     cols = [*PAIRWISE_COLUMNS[:6], *[x for x in factors], *PAIRWISE_COLUMNS[6:]]
     df = pd.DataFrame(rows)
     if df.empty:

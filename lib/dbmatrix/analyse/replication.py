@@ -77,7 +77,11 @@ def _spread(nodes: dict[str, dict[str, Any]], key: str) -> float | None:
 
 
 def run_row(m: dict[str, Any]) -> dict[str, Any]:
-    """One completed galera run as a flat row (cluster figures: mean or max over the nodes)."""
+    """One completed galera run as a flat row (cluster figures: mean or max over the nodes).
+
+    ``tps`` and ``lat_p95_ms`` are sysbench's summary of the measured window, the window its latency
+    histogram covers: the same throughput as the study's processed runs table
+    (:func:`dbmatrix.analyse.tables.prepare_runs`), so a run has one throughput in every table."""
     cell = m.get("cell", {})
     s = m.get("summary") or {}
     w = m.get("wsrep") or {}

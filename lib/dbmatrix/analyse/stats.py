@@ -117,7 +117,8 @@ def ratios_to_baseline(
     seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """For each level of `factor` (within each combination of `others`), the ratio of its mean
-    `metric` to the baseline level's, with a bootstrap CI; absolute means beside the ratio."""
+    `metric` to the baseline level's, with a bootstrap CI; absolute means beside the ratio. The baseline
+    level against itself is 1 with no interval (NaN CI)."""
     rows = []
     groups = runs.groupby(list(others), sort=True) if others else [((), runs)]
     for okey, g in groups:
@@ -129,6 +130,8 @@ def ratios_to_baseline(
             v = gl[metric].astype(float).to_numpy()
             label = "|".join(map(str, (*okey, factor, level, metric)))
             r, lo, hi = bootstrap_ratio_ci(v, base, seed=stable_seed(seed, label))
+            if level_key(level) == level_key(baseline_level):
+                r, lo, hi = (1.0 if math.isfinite(r) else r), float("nan"), float("nan")
             rows.append({**dict(zip(others, okey)), factor: level, "baseline": baseline_level,
                          "metric": metric, "n": int(v.size), "n_baseline": int(base.size),
                          "mean": float(v.mean()), "baseline_mean": float(base.mean()),
@@ -731,6 +734,11 @@ def bootstrap_ratio_cols(a: np.ndarray, b: np.ndarray, confidence: float = 0.95,
     return point, np.where(base != 0, lo, np.nan), np.where(base != 0, hi, np.nan)
 
 
+def _self_ratio(r: np.ndarray) -> np.ndarray:
+    """A ratio of a cell to itself: 1 where defined (NaN stays NaN, e.g. a zero mean)."""
+    return np.where(np.isfinite(r), 1.0, np.nan)
+
+
 def ratios_to_baseline_cells(
     runs: pd.DataFrame,
     baseline: dict[str, object],
@@ -745,7 +753,9 @@ def ratios_to_baseline_cells(
     of both sides (``ci_lo``/``ci_hi``); absolute means beside it. Also the ratio of geometric means with
     its Welch CI on the log scale (``ratio_gm``, ``welch_ci_*``, ``welch_p``; positive values only),
     which keeps its nominal coverage at 3-5 repetitions where the percentile bootstrap is too narrow.
-    Cells whose baseline cell has no runs give no row; a baseline mean of 0 gives NaN ratios.
+    Cells whose baseline cell has no runs give no row; a baseline mean of 0 gives NaN ratios. The
+    baseline cell against itself is 1 by definition: ratio 1 and no interval (NaN CIs and p), not a
+    resampling of the same runs twice as if they were independent samples.
 
     ``metric`` may be several columns (one row per cell and metric; metrics measured on the same runs
     share one bootstrap draw). Seeds come from the pair of cell ids, so the same comparison gets the
@@ -789,6 +799,9 @@ def ratios_to_baseline_cells(
                                             stable_seed(seed, f"{cid}|{base_id}|{tag}"))
             positive = (a > 0).all(axis=0) & (b > 0).all(axis=0)
             w = _welch_cols(np.where(positive, a, 1.0), np.where(positive, b, 1.0), confidence)
+            if cid == base_id:  # itself: 1 by definition, no sampling variation to put an interval on
+                r, lo, hi = _self_ratio(r), np.full_like(lo, np.nan), np.full_like(hi, np.nan)
+                w = {k: _self_ratio(v) if k == "ratio_gm" else np.full_like(v, np.nan) for k, v in w.items()}
             for i, j in enumerate(js):
                 rows.append({"cell_id": cid, **lv, "factor": ",".join(baseline), "baseline": label,
                              "baseline_cell_id": base_id, "metric": metrics[j], "n": int(a.shape[0]),

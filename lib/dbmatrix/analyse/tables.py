@@ -2,13 +2,18 @@
 
 Deterministic: the same raw data gives byte-identical CSV/Parquet tables, figures and LaTeX files.
 
-The analysed throughput of a run (``tps`` in the processed runs table) is the mean per-second
-throughput over its window after warm-up truncation (:func:`dbmatrix.analyse.stats.steady_state`) unless
-the run was not truncated (too short) or the drift test found it drifting (:func:`window_applies`), and
-sysbench's whole-run figure (``tps_sysbench``) otherwise; runs that drift stay in the averages but are
-counted per cell (``n_not_steady``) and flagged in the noise report (``analyse(...,
-exclude_not_steady=True)`` drops them instead); runs too short for the drift test are counted as
-``n_untested``; undetermined runs (too noisy to tell) keep their window and are neither.
+Throughput and latency cover the same window: the whole measured window. The analysed throughput of
+a run (``tps`` in the processed runs table, kept as ``tps_sysbench`` too) is sysbench's summary figure of
+that window, the one its latency histogram (p50/p95/p99) covers: in a one-process run
+(``--report-checkpoints``) the final report after the checkpoint, in a two-process run the measure
+process's report. A histogram cannot be trimmed, so the steady-state test
+(:func:`dbmatrix.analyse.stats.steady_state`: warm-up truncation, drift with its CI over the kept 1-s
+samples, judged against +-5 %) tests stability but does not change the estimate: its window mean stays
+beside it as ``tps_steady``. Runs found drifting stay in the averages but are counted per cell
+(``n_not_steady``) and flagged in the noise report (``analyse(..., exclude_not_steady=True)`` drops them
+instead); runs too short for the drift test are counted as ``n_untested``; undetermined runs (too noisy
+to tell) are neither. The Galera study's tables (:mod:`dbmatrix.analyse.replication`) read the same
+summary figure, so one run has one throughput in every table.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dbmatrix.analyse.comparisons import model_pairwise_comparisons
+from dbmatrix.analyse.contrasts import NotTestable, fit_log_model, ordered_levels
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
 from dbmatrix.analyse.hosts import host_check, multi_host
 from dbmatrix.analyse.stats import (
@@ -138,16 +145,12 @@ def _tristate(s: pd.Series) -> pd.Series:
                      dtype=object)
 
 
-def window_applies(runs: pd.DataFrame) -> pd.Series:
-    """Runs summarised by their truncated window (``tps_steady``): truncated (``trim_method`` not 'none')
-    and not found drifting; undetermined and untested-but-truncated runs keep their window (the
-    truncation removes warm-up whatever the drift test says), the others get sysbench's whole-run tps."""
-    return runs["trim_method"].fillna("none").ne("none") & runs["steady_reason"].ne("drift")
-
-
 def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFrame,
                  exp: Experiment) -> pd.DataFrame:
-    """The processed runs table: sysbench summary + steady state + efficiency + latency per run."""
+    """The processed runs table: sysbench summary + steady state + efficiency + latency per run.
+
+    ``tps`` is sysbench's summary throughput of the measured window (the window the latency histogram
+    covers; see the module docstring), never the steady-state window's mean (``tps_steady``)."""
     out = runs.copy()
     out["tps_sysbench"] = out["tps"].astype(float)
     cols = [c for c in STEADY_RUN_COLUMNS if c in steady.columns]
@@ -161,7 +164,7 @@ def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFr
     out["steady"] = _tristate(out["steady"].where(~no_series, None))
     out["flagged"] = _tristate(out["flagged"].where(~no_series, None))
     out["trim_method"] = out["trim_method"].where(~no_series, "none")
-    out["tps"] = np.where(window_applies(out), out["tps_steady"], out["tps_sysbench"])
+    out["tps"] = out["tps_sysbench"]  # the histogram's window: p95 and tps of one run cover the same time
     total, txn = _num(out, "total_time_s"), _num(out, "transactions").where(lambda s: s > 0)
     out["err_ps"] = _num(out, "ignored_errors") / total
     out["reconn_ps"] = _num(out, "reconnects") / total
@@ -234,24 +237,63 @@ def reference_levels(exp: Experiment, runs: pd.DataFrame, factors: list[str]) ->
     return ref
 
 
-HEADLINE_COLUMNS = ("factor", "low", "high", "low_cell_id", "high_cell_id", "held", "pooled_over", "n_low",
-                    "n_high", "low_mean", "high_mean", "ratio", "ci_lo", "ci_hi", "ratio_gm", "welch_ci_lo",
-                    "welch_ci_hi", "welch_p")
+HEADLINE_COLUMNS = ("factor", "by", "by_level", "low", "high", "low_cell_id", "high_cell_id", "held",
+                    "pooled_over", "n_low", "n_high", "low_mean", "high_mean", "ratio", "ci_lo", "ci_hi", "ratio_gm",
+                    "welch_ci_lo", "welch_ci_hi", "welch_p")
+HEADLINE_ALPHA = 0.05  # an interaction with the cache at this p (unadjusted: stricter against averaging)
+
+
+def interacting_factors(anova: pd.DataFrame | None, factor: str = "cache_pct",
+                        alpha: float = HEADLINE_ALPHA) -> list[str]:
+    """The factors whose two-way interaction with `factor` is significant in the factorial model's ANOVA
+    (p < alpha), the strongest (largest F) first: a ratio of `factor`'s levels averaged over one of them
+    would mix different effects (InnoDB's and MyRocks' cache ratios), so it is never averaged over them."""
+    if anova is None or anova.empty or "kind" not in anova.columns:
+        return []
+    found = []
+    for _, r in anova[anova["kind"] == "interaction"].iterrows():
+        parts = str(r["term"]).split(" x ")
+        if factor in parts and len(parts) == 2 and pd.notna(r["p"]) and float(r["p"]) < alpha:
+            found.append((-float(r["F"]), parts[1] if parts[0] == factor else parts[0]))
+    return [f for _, f in sorted(found)]
 
 
 def headline_cache_ratio(runs: pd.DataFrame, exp: Experiment, factors: list[str],
-                         seed: int = DEFAULT_SEED) -> pd.DataFrame:
+                         seed: int = DEFAULT_SEED, *, anova: pd.DataFrame | None = None) -> pd.DataFrame:
     """The paper's headline: the smallest cache level against the baseline's (else the largest), with
     every other varied factor at its reference level (:func:`reference_levels`). If no such pair of cells
     exists (a fractional design), the pair matching the most reference levels; failing that, all runs
-    pooled over the other factors. Seeded as the ratio table's row for the same pair of cells."""
+    pooled over the other factors (:func:`model_headline` then replaces the pooled ratio by the model's).
+    Seeded as the ratio table's row for the same pair of cells.
+
+    When the cache interacts significantly with other factors (``anova``, :func:`interacting_factors`),
+    the headline is one row per level of the strongest of them (``by``, ``by_level``; e.g. one cache ratio
+    per engine): a single ratio would average different effects."""
     if "cache_pct" not in runs.columns or runs["cache_pct"].nunique() < 2:
         return pd.DataFrame(columns=HEADLINE_COLUMNS)
+    others = [f for f in _varied(runs, factors) if f != "cache_pct"]
+    split = next((f for f in interacting_factors(anova) if f in others), None)
+    if split is None:
+        return _headline_pair(runs, exp, factors, seed, None, None)
+    first = reference_levels(exp, runs, [split])[split]  # the reference level's row first
+    spec = [v for v in exp.factors.get(split, ()) if level_key(v) != level_key(first)]
+    levels = ordered_levels(runs[split].dropna(), [first, *spec])
+    rows = [_headline_pair(runs[runs[split].map(level_key) == level_key(v)], exp, factors, seed, split, v)
+            for v in levels]
+    return pd.concat([r for r in rows if not r.empty], ignore_index=True) if rows else \
+        pd.DataFrame(columns=HEADLINE_COLUMNS)
+
+
+def _headline_pair(runs: pd.DataFrame, exp: Experiment, factors: list[str], seed: int, by: str | None,
+                   by_level: Any) -> pd.DataFrame:
+    """One headline row from `runs` (those at ``by = by_level`` when split)."""
     levels = sorted(runs["cache_pct"].dropna().unique().tolist())
+    if len(levels) < 2:
+        return pd.DataFrame(columns=HEADLINE_COLUMNS)
     base = exp.baseline.get("cache_pct")
     high = base if base in levels and base != levels[0] else levels[-1]
     low = levels[0]
-    others = [f for f in _varied(runs, factors) if f != "cache_pct"]
+    others = [f for f in _varied(runs, factors) if f not in ("cache_pct", by)]
     ref = reference_levels(exp, runs, others)
     sub = runs[runs["cache_pct"].isin([low, high])]
     pooled: list[str] = []
@@ -271,47 +313,68 @@ def headline_cache_ratio(runs: pd.DataFrame, exp: Experiment, factors: list[str]
     a, b = lo_runs["tps"].astype(float).to_numpy(), hi_runs["tps"].astype(float).to_numpy()
     r, ci_lo, ci_hi = (float(v[0]) for v in bootstrap_ratio_cols(
         a[:, None], b[:, None], seed=stable_seed(seed, f"{cell_lo}|{cell_hi}|tps")))
-    held = ";".join(f"{f}={lo_runs[f].iloc[0]}" for f in others if not pooled)
+    held = ";".join([*([f"{by}={by_level}"] if by else []),
+                     *(f"{f}={lo_runs[f].iloc[0]}" for f in others if not pooled)])
     w = welch_log_ratio(a, b) if (a > 0).all() and (b > 0).all() else {}
     return pd.DataFrame([{
-        "factor": "cache_pct", "low": low, "high": high, "low_cell_id": cell_lo, "high_cell_id": cell_hi,
-        "held": held, "pooled_over": ",".join(pooled), "n_low": a.size, "n_high": b.size,
-        "low_mean": float(a.mean()), "high_mean": float(b.mean()), "ratio": r, "ci_lo": ci_lo, "ci_hi": ci_hi,
-        "ratio_gm": w.get("ratio", np.nan), "welch_ci_lo": w.get("ci_lo", np.nan),
-        "welch_ci_hi": w.get("ci_hi", np.nan), "welch_p": w.get("p", np.nan),
+        "factor": "cache_pct", "by": by or "", "by_level": by_level if by else "", "low": low, "high": high,
+        "low_cell_id": cell_lo, "high_cell_id": cell_hi, "held": held, "pooled_over": ",".join(pooled),
+        "n_low": a.size, "n_high": b.size, "low_mean": float(a.mean()), "high_mean": float(b.mean()),
+        "ratio": r, "ci_lo": ci_lo, "ci_hi": ci_hi, "ratio_gm": w.get("ratio", np.nan),
+        "welch_ci_lo": w.get("ci_lo", np.nan), "welch_ci_hi": w.get("ci_hi", np.nan), "welch_p": w.get("p", np.nan),
     }], columns=HEADLINE_COLUMNS)
 
 
-def model_headline(headline: pd.DataFrame, effects: pd.DataFrame) -> pd.DataFrame:
-    """When the headline pair had to be pooled over other factors (a fractional design has no matched
-    pair), the factorial model's main effect of cache is the better estimate: the low/high ratio of
-    geometric means with the other factors' effects removed, and its model CI. The pooled Welch interval
-    stays as ``pooled_ci_lo/hi``."""
-    if headline.empty or not headline["pooled_over"].iloc[0]:
+def model_headline(headline: pd.DataFrame, runs: pd.DataFrame, exp: Experiment, factors: list[str],
+                   anova: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rows whose pair had to be pooled over other factors (a fractional design has no matched pair) take
+    the factorial model's contrast instead (:func:`dbmatrix.analyse.contrasts.fit_log_model`, the two-way
+    model, else main effects): the low/high ratio of geometric means with the other factors' effects
+    removed, and its model CI. It is taken at the row's ``by`` level, with every other factor that
+    interacts significantly with the cache held at its reference level, and averaged over the rest only
+    (``averaged_over``); with no interaction that is the model's main effect of the cache. The pooled
+    Welch interval stays as ``pooled_ci_lo/hi``."""
+    if headline.empty or not headline["pooled_over"].astype(str).str.len().gt(0).any():
         return headline
-    main = effects[(effects["term"] == "cache_pct")] if not effects.empty else effects
-    if len(main) != 2:
+    data = closed_loop(runs)
+    model = fit_log_model(data, factors, "tps", level_order=exp.factors) \
+        or fit_log_model(data, factors, "tps", interactions=False, level_order=exp.factors)
+    if model is None or "cache_pct" not in model.factors:
         return headline
+    interacting = [f for f in interacting_factors(anova) if f in model.factors]
+    ref = reference_levels(exp, data, interacting)
     h = headline.copy()
-    by_level = {float(r["level_1"]): r for _, r in main.iterrows()}
-    lo, hi = by_level.get(float(h["low"].iloc[0])), by_level.get(float(h["high"].iloc[0]))
-    if lo is None or hi is None:
-        return headline
-    half = float(np.log(hi["ci_hi"]) - hi["log_effect"])  # t x se, the same for both levels
-    est = float(lo["log_effect"] - hi["log_effect"])
-    h["pooled_ci_lo"], h["pooled_ci_hi"] = h["ci_lo"], h["ci_hi"]
-    h["ratio"] = math.exp(est)
-    h["ci_lo"], h["ci_hi"] = math.exp(est - 2 * half), math.exp(est + 2 * half)
-    h["estimate"] = "factorial model main effect"
+    for c in ("pooled_ci_lo", "pooled_ci_hi", "averaged_over", "estimate"):
+        h[c] = np.nan if c.startswith("pooled") else ""
+    for i, row in h.iterrows():
+        if not _text(row["pooled_over"]):
+            continue
+        at = {f: ref[f] for f in interacting}
+        if _text(row["by"]):
+            at[row["by"]] = row["by_level"]
+        try:
+            est, lo, hi = model.contrast({**at, "cache_pct": row["low"]}, {**at, "cache_pct": row["high"]})
+        except NotTestable:
+            continue
+        free = [f for f in model.factors if f != "cache_pct" and f not in at]
+        h.at[i, "pooled_ci_lo"], h.at[i, "pooled_ci_hi"] = row["ci_lo"], row["ci_hi"]
+        h.at[i, "ratio"], h.at[i, "ci_lo"], h.at[i, "ci_hi"] = math.exp(est), math.exp(lo), math.exp(hi)
+        h.at[i, "held"] = ";".join(f"{f}={v}" for f, v in at.items())
+        h.at[i, "averaged_over"] = ",".join(free)
+        h.at[i, "estimate"] = "factorial model main effect" if not at else "factorial model contrast"
     return h
+
+
+def _text(v: Any) -> str:
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
 
 def steady_params(measure_s: int) -> dict[str, int]:
     """Steady-state settings for the run length. Runs long enough for the drift test
     (``MIN_DRIFT_SAMPLES`` s) are truncated with MSER-1, which keeps more of the run than MSER-5 and so
     more power (``benchmarks/bench_steady_power.py --compare``). Shorter runs (the quick profile's 10 s)
-    are untested; their warm-up truncation stays MSER-2 (as before, so their window means are unchanged);
-    under 10 s neither truncation nor test."""
+    are untested; their warm-up truncation stays MSER-2 (as before, so their trim points, the crosses of
+    the throughput-over-time figure, are unchanged); under 10 s neither truncation nor test."""
     batch = 1 if measure_s >= MIN_DRIFT_SAMPLES else 2
     return {"batch_s": batch, "min_seconds": min(20, max(10, measure_s))}
 
@@ -335,6 +398,19 @@ def prefer_t_intervals(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def declared_comparisons(runs: pd.DataFrame, exp: Experiment, factors: list[str]) -> pd.DataFrame:
+    """The spec's comparisons, Holm-adjusted as one family per study: in a fractional design the factorial
+    model's contrasts (:func:`dbmatrix.analyse.comparisons.model_pairwise_comparisons`: no matched cells
+    exist, and pooling over the free factors counts their effects as noise), in a full design Welch tests
+    on log throughput between matched cells (:func:`pairwise_comparisons`). Each row's ``basis`` says
+    which."""
+    comparisons = getattr(exp, "comparisons", ()) or ()
+    design = exp.design_info()["design"] if hasattr(exp, "design_info") else "full"
+    if design == "fractional":
+        return model_pairwise_comparisons(closed_loop(runs), comparisons, factors, level_order=exp.factors)
+    return pairwise_comparisons(runs, comparisons, factors)
+
+
 def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.DataFrame, exp: Experiment,
                    failed: pd.DataFrame | None = None, *, exclude_not_steady: bool = False) -> Analysis:
     """The whole analysis as a pure function of the loaded tables (what :func:`analyse` writes)."""
@@ -348,7 +424,7 @@ def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.D
     base = baseline_levels(exp)
     cells = cell_table(used, histograms, factors)
     ratios = ratios_to_baseline_cells(used, base, factors)
-    pairwise = pairwise_comparisons(used, getattr(exp, "comparisons", ()) or (), factors)
+    pairwise = declared_comparisons(used, exp, factors)
     blocks = ("host",) if multi_host(used) else ()
     fit: FactorialFit = factorial_model(closed_loop(used), factors, level_order=exp.factors, blocks=blocks)
     noise_policy = getattr(exp, "noise", None)
@@ -369,8 +445,9 @@ def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.D
         failed=failed if failed is not None else pd.DataFrame(columns=["run_id", "cell_id", "host", "status"]),
         steady=steady, efficiency=efficiency_table(used, factors, base), pairwise=pairwise,
         effects=fit.effects, anova=fit.anova, noise=noise,
-        headline=model_headline(prefer_t_intervals(headline_cache_ratio(closed_loop(used), exp, factors)),
-                                fit.effects), model=model,
+        headline=model_headline(prefer_t_intervals(headline_cache_ratio(closed_loop(used), exp, factors,
+                                                                        anova=fit.anova)),
+                                used, exp, factors, fit.anova), model=model,
         hosts=hosts, cells_by_host=cells_by_host(used) if blocks else pd.DataFrame())
 
 

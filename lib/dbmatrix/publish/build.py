@@ -202,9 +202,11 @@ def write_tables(st: StudyTables, generated_dir: Path, primary: bool) -> list[Pa
             label="tab:effects", empty="no factor varies in the completed runs", column_format="lrrrrr"))
         write_text_atomic(generated_dir / "table-pairwise.tex", render_table(
             pairwise_table(a),
-            caption="Declared comparisons: ratio a/b of geometric-mean throughput with a Welch 95\\,\\% CI "
-                    "on log throughput, Holm-adjusted p over all comparisons, Hedges' g; arithmetic means "
-                    "beside.",
+            caption="Declared comparisons: ratio a/b of geometric-mean throughput with its 95\\,\\% CI "
+                    "(Welch on log throughput between cells that differ only in the compared factor; in a "
+                    "fractional design the factorial model's contrast, averaged over the factors named), "
+                    "Holm-adjusted p over all comparisons of the study, Hedges' g (two-sample tests); "
+                    "means beside (model geometric means for contrasts).",
             label="tab:pairwise", empty="the spec declares no comparisons", precision=0,
             column_format="llcrrrcrr", wide=True))
         written += [generated_dir / n for n in ("table-cells.tex", "table-effects.tex", "table-pairwise.tex")]

@@ -19,7 +19,7 @@ from dbmatrix.analyse.tables import UNTESTED, Analysis, MiB
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
 from dbmatrix.spec.experiment import FACTORS, Experiment
-from dbmatrix.spec.factors import factor_label
+from dbmatrix.spec.factors import factor_label, factor_unit, factor_word
 from dbmatrix.store import ResultStore
 from dbmatrix.study import KIND_PREFIX, Study
 
@@ -105,6 +105,7 @@ def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
         m[base + "TpsHi"] = fmt_num(c["ci_hi"]) if pd.notna(c["ci_hi"]) else "--"
         m[base + "PNinetyFive"] = fmt_num(c["p95_ms"], 2) if pd.notna(c["p95_ms"]) else "--"
     m.update(_headline_macros(_headline_row(a)))
+    m.update(headline_split_macros(a))
     m.update(_effects_macros(a))
     m.update(_design_macros(exp, runs))
     return m
@@ -181,6 +182,58 @@ def _headline_macros(h: pd.Series | None) -> dict[str, str]:
     }
 
 
+def _ci_text(lo: Any, hi: Any) -> str:
+    return "no CI" if pd.isna(lo) or pd.isna(hi) else f"\\ciPct\\,\\% CI {fmt_num(lo, 2)}--{fmt_num(hi, 2)}"
+
+
+def _held_text(held: Any, skip: str = "") -> str:
+    parts = [kv.split("=", 1) for kv in as_text(held).split(";") if "=" in kv]
+    return ", ".join(f"{factor_word(f)} {paper.latex_escape(v)}{factor_unit(f)}" for f, v in parts if f != skip)
+
+
+def headline_split_macros(a: Analysis) -> dict[str, str]:
+    """The headline cache ratio as the text quotes it (``cacheRatioText``): one ratio with its CI, or, when
+    the cache interacts significantly with another factor (the analysis split the headline ``by`` it), one
+    per level of that factor (``cacheRatio<Level>``, ``...Lo``, ``...Hi``), never one averaged over it.
+    ``cacheVerdict`` and ``cacheComparisonBasis`` follow; ``cacheRatioBy`` names the factor ("--" when not
+    split). ``lowCacheTps``/``highCacheTps`` become the mean over every run at each cache level."""
+    h = a.headline
+    if h.empty or "by" not in h.columns or not as_text(h["by"].iloc[0]):
+        row = _headline_row(a)
+        text = "--" if row is None else f"{fmt_num(row['ratio'], 2)} ({_ci_text(row['ci_lo'], row['ci_hi'])})"
+        return {"cacheRatioText": text, "cacheRatioBy": "--"}
+    by = str(h["by"].iloc[0])
+    m: dict[str, str] = {"cacheRatioBy": paper.latex_escape(factor_word(by))}
+    parts, verdicts = [], []
+    for _, r in h.iterrows():
+        level = level_text(r["by_level"])
+        name = paper.macro_name("cacheRatio", level)
+        m[name] = fmt_num(r["ratio"], 2)
+        m[name + "Lo"] = fmt_num(r["ci_lo"], 2) if pd.notna(r["ci_lo"]) else "--"
+        m[name + "Hi"] = fmt_num(r["ci_hi"], 2) if pd.notna(r["ci_hi"]) else "--"
+        where = f"{factor_word(by)} {paper.latex_escape(level)}{factor_unit(by)}"
+        parts.append(f"{fmt_num(r['ratio'], 2)} ({_ci_text(r['ci_lo'], r['ci_hi'])}) with {where}")
+        verdicts.append(f"{where}: {seed_verdict(r)}")
+    m["cacheRatioText"] = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    m["cacheVerdict"] = "; ".join(verdicts)
+    first = h.iloc[0]
+    held = _held_text(first.get("held"), skip=by)
+    averaged = [factor_word(f) for f in as_text(first.get("averaged_over")).split(",") if f]
+    how = ("the factorial model's contrast of the two cache levels" if as_text(first.get("estimate"))
+           else "the cells of the two cache levels")
+    m["cacheComparisonBasis"] = (
+        f"{how} per {factor_word(by)} (its interaction with the cache is significant, so no ratio is "
+        f"averaged over it)" + (f", with {held}" if held else "")
+        + (f", averaged over {', '.join(averaged)}" if averaged else ""))
+    runs = a.runs
+    if "rate_fraction" in runs.columns:
+        runs = runs[pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0) == 0]
+    for key, level in (("lowCacheTps", first["low"]), ("highCacheTps", first["high"])):
+        sel = pd.to_numeric(runs["cache_pct"], errors="coerce") == float(level)
+        m[key] = fmt_num(float(runs.loc[sel, "tps"].mean()))
+    return m
+
+
 def _effects_macros(a: Analysis) -> dict[str, str]:
     m = {"modelName": paper.latex_escape(str(a.model.get("model", "none"))),
          "modelRsqPct": fmt_num(a.model["r2"] * 100, 1) if a.model.get("r2") is not None else "--",
@@ -245,7 +298,9 @@ def effects_table(a: Analysis) -> pd.DataFrame:
 
 
 def pairwise_table(a: Analysis) -> pd.DataFrame:
-    """The spec's comparisons: ratio of geometric means with its Welch CI, Holm-adjusted p, Hedges g."""
+    """The spec's comparisons: ratio of geometric means with its CI (Welch between matched cells; in a
+    fractional design the factorial model's contrast, "Held at" naming the factors averaged over),
+    Holm-adjusted p, Hedges g (two-sample tests only)."""
     p = a.pairwise
     cols = ["Comparison", "Held at", "n", "TPS a", "TPS b", "Ratio", "95 % CI", "p (Holm)", "g"]
     if p.empty:
@@ -258,6 +313,9 @@ def pairwise_table(a: Analysis) -> pd.DataFrame:
         pooled = [factor_label(f) for f in as_text(row.get("pooled_over")).split(",") if f]
         if pooled:
             parts.append("pooled over " + ", ".join(pooled))
+        averaged = [factor_label(f) for f in as_text(row.get("averaged_over")).split(",") if f]
+        if averaged:  # a model contrast (fractional design)
+            parts.append("model, averaged over " + ", ".join(averaged))
         return ", ".join(parts) or "all"
 
     return pd.DataFrame({
