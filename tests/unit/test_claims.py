@@ -213,13 +213,29 @@ def test_dataset_ratio_is_the_range_over_matched_datasets() -> None:
 
 
 def test_steady_share_counts_only_tested_runs() -> None:
-    runs = pd.DataFrame({"steady": [True, True, False, False],
+    runs = pd.DataFrame({"steady": [True, True, False, None],
                          "steady_reason": [None, None, "drift", "too_short"]})
     e = contrasts.steady_share(runs)
     assert e.estimate == pytest.approx(2 / 3) and e.n == 3
     assert (e.ci_lo, e.ci_hi) == pytest.approx(contrasts.wilson_interval(2, 3))
+    assert "3 tested runs: 2 stable, 1 drifting, 0 undetermined; 1 untested" in e.basis
     with pytest.raises(NotTestable, match="too short"):
         contrasts.steady_share(runs.iloc[3:])
+
+
+def test_steady_share_bounds_the_undetermined_runs() -> None:
+    """Undetermined runs (too noisy to tell) are tested: they widen the interval from 'all not stable'
+    (lower limit) to 'all stable' (upper limit) instead of leaving the denominator or counting against."""
+    runs = pd.DataFrame({"steady": [True] * 8 + [False] + [None] * 3 + [None, "True", "False"],
+                         "steady_reason": [""] * 8 + ["drift"] + ["undetermined"] * 3
+                         + ["no_intervals", "", "drift"]})  # the last two as read back from a CSV
+    e = contrasts.steady_share(runs)
+    assert e.n == 14 and e.estimate == pytest.approx(9 / 11)
+    assert e.ci_lo == pytest.approx(contrasts.wilson_interval(9, 14)[0])
+    assert e.ci_hi == pytest.approx(contrasts.wilson_interval(12, 14)[1])
+    assert "9 stable, 2 drifting, 3 undetermined; 1 untested" in e.basis
+    with pytest.raises(NotTestable, match="all undetermined"):
+        contrasts.steady_share(runs.iloc[9:13])
 
 
 def test_replication_estimate_takes_the_highest_level_against_the_lowest() -> None:

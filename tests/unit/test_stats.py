@@ -3,8 +3,10 @@ state on synthetic series, efficiency, exact histogram merging, noise report and
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,11 +16,14 @@ from scipy import stats as sps
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
+    MIN_DRIFT_SAMPLES,
+    STABLE_BAND_PCT,
     SYSBENCH_ROW_BYTES,
     adaptive_additions,
     bootstrap_mean_ci,
     bootstrap_ratio_ci,
     cell_summary,
+    drift_fgls,
     efficiency,
     merged_percentiles,
     noise_report,
@@ -27,6 +32,7 @@ from dbmatrix.analyse.stats import (
     stable_seed,
     steady_state,
     steady_state_series,
+    steady_verdict,
     summarise_cells,
     t_halfwidth_pct,
     t_mean_ci,
@@ -217,6 +223,15 @@ def test_ratios_without_others_and_missing_baseline() -> None:
 # =============================================================================== steady state
 
 
+def load_bench(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[2] / "benchmarks"
+                                                  / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def ar1(rng: np.random.Generator, shape: tuple[int, int], phi: float) -> np.ndarray:
     """Stationary AR(1) noise with unit marginal variance, one series per row."""
     e = rng.normal(size=shape)
@@ -234,10 +249,12 @@ def intervals_frame(series: dict[str, np.ndarray]) -> pd.DataFrame:
 
 
 def test_stationary_series_is_steady_and_barely_trimmed() -> None:
-    x = 1000 + 60 * ar1(np.random.default_rng(1), (1, 300), 0.5)[0]
+    x = 1000 + 20 * ar1(np.random.default_rng(1), (1, 300), 0.5)[0]
     s = steady_state_series(x)
-    assert s["steady"] is True and s["steady_reason"] == ""
-    assert s["trim_s"] <= 30
+    assert s["steady"] is True and s["steady_reason"] == "" and s["flagged"] is False
+    assert s["trim_method"] == "MSER-1" and s["trim_s"] <= 30
+    assert -STABLE_BAND_PCT <= s["drift_ci_lo"] <= 0 <= s["drift_ci_hi"] <= STABLE_BAND_PCT
+    assert 0.2 <= s["drift_phi"] <= 0.8  # the AR(1) coefficient is estimated (true 0.5)
     assert s["tps_steady"] == pytest.approx(x[s["trim_s"]:].mean())
 
 
@@ -256,21 +273,50 @@ def test_series_that_never_settles_is_flagged(shape: str) -> None:
     rng = np.random.default_rng(3)
     trend = np.linspace(400, 1000, 300) if shape == "ramp" else np.linspace(1000, 500, 300)
     s = steady_state_series(trend + 30 * rng.normal(size=300))
-    assert s["steady"] is False and s["steady_reason"] == "drift"
+    assert s["steady"] is False and s["steady_reason"] == "drift" and s["flagged"] is True
     assert s["trim_s"] == 0 and s["steady_s"] == 300  # summarised over the whole run, not trimmed
     assert abs(s["drift_pct"]) > 20 and s["drift_p"] < 0.01
+    assert s["drift_ci_lo"] > STABLE_BAND_PCT if shape == "ramp" else s["drift_ci_hi"] < -STABLE_BAND_PCT
 
 
 def test_short_series_is_not_tested() -> None:
     s = steady_state_series([900.0, 1000.0, 1100.0, 1000.0, 950.0])
-    assert s["steady"] is False and s["steady_reason"] == "too_short"
+    assert s["steady"] is None and s["steady_reason"] == "too_short" and s["flagged"] is None
+    assert s["trim_method"] == "none" and math.isnan(s["drift_pct"]) and math.isnan(s["drift_ci_lo"])
     assert s["tps_steady"] == pytest.approx(990.0) and s["steady_s"] == 5
+    # long enough to truncate, but fewer than MIN_DRIFT_SAMPLES seconds are left after the warm-up:
+    # untested, never steady, even though the rest is perfectly flat
+    x = np.full(MIN_DRIFT_SAMPLES + 10, 1000.0)
+    x[:12] = np.linspace(100, 900, 12)
+    s = steady_state_series(x)
+    assert s["trim_s"] >= 11 and s["steady_s"] < MIN_DRIFT_SAMPLES
+    assert s["steady"] is None and s["steady_reason"] == "too_short"
+    flat = steady_state_series(np.full(MIN_DRIFT_SAMPLES, 1000.0))  # exactly the minimum: tested
+    assert flat["steady"] is True and flat["drift_ci_lo"] == flat["drift_ci_hi"] == 0
+
+
+def test_noisy_series_is_undetermined_not_steady() -> None:
+    """Flat but noisy (per-second CV 20 %): the drift CI is wider than the band, so no verdict."""
+    s = steady_state_series(1000 * (1 + 0.2 * ar1(np.random.default_rng(8), (1, 40), 0.3)[0]))
+    assert s["steady"] is None and s["steady_reason"] == "undetermined"
+    assert s["drift_ci_lo"] < -STABLE_BAND_PCT and s["drift_ci_hi"] > STABLE_BAND_PCT
+
+
+def test_verdict_against_the_band() -> None:
+    lo = np.array([-2.0, 6.0, 2.0, -4.0, -12.0, 1.0])
+    hi = np.array([3.0, 9.0, 14.0, 8.0, -6.0, 4.0])
+    mid = (lo + hi) / 2
+    flagged = (lo > 0) | (hi < 0)
+    v = steady_verdict(flagged, mid, lo, hi, 5.0)
+    # inside; outside; flagged with |drift| 8 > 5; too wide; outside below; flagged but inside the band
+    assert list(v) == [True, False, False, None, False, True]
 
 
 def test_false_alarm_rate_and_power_over_many_seeds() -> None:
-    """Stationary AR(1) series (per-second CV 10 %, lag-1 correlation 0.5) are rarely flagged; a
-    ramp (x2 over the run) is nearly always flagged. Fixed seeds: the rates are exact numbers, and the bounds
-    leave room for a different but sound implementation (not for a broken one)."""
+    """Stationary AR(1) series (per-second CV 10 %, lag-1 correlation 0.5, 300 s) are flagged at about the
+    test's 5 % level and rarely found drifting; a ramp (x2 over the run) is nearly always found drifting.
+    Fixed seeds: the rates are exact numbers, and the bounds leave room for a different but sound
+    implementation (not for a broken one)."""
     rng = np.random.default_rng(20261122)
     k, n = 400, 300
     noise = 1000 * (1 + 0.10 * ar1(rng, (k, n), 0.5))
@@ -278,8 +324,39 @@ def test_false_alarm_rate_and_power_over_many_seeds() -> None:
     series = {f"s-r{i:03d}": noise[i] for i in range(k)} | {f"d-r{i:03d}": ramp[i] for i in range(k)}
     df = steady_state(intervals_frame(series))
     stationary, drifting = df[df["run_id"].str.startswith("s-")], df[df["run_id"].str.startswith("d-")]
-    assert (~stationary["steady"]).mean() <= 0.03  # measured: 0.0
-    assert drifting["steady"].eq(False).mean() >= 0.95  # measured: 0.99
+    assert stationary["flagged"].map(lambda v: v is True).mean() <= 0.06  # measured: 0.035
+    assert stationary["steady"].map(lambda v: v is False).mean() <= 0.06  # measured: 0.035
+    assert drifting["steady"].map(lambda v: v is False).mean() >= 0.95  # measured: 1.0
+
+
+def test_acceptance_size_and_power_of_the_drift_test() -> None:
+    """Issue 14's acceptance, on the simulation of benchmarks/bench_steady_power.py (seeded, 600 trials a
+    case): at the autocorrelation measured on the reference runs (phi 0.35, per-second CV 6.2 %) and at
+    phi 0 and 0.6, a flat 60-s series is flagged in <= 5 %; a 10 % linear drift over 60 s is flagged in
+    >= 90 % where the noise allows it (CV 1 % at phi 0.35: 0.97; CV 3 % uncorrelated: 0.93). At the
+    reference runs' own noise a 60-s run cannot have that power (0.43: the CI half-width is about 8 %, and
+    no test does much better: without truncation the same FGLS reaches 0.65); 180 s do (0.95)."""
+    bench = load_bench("bench_steady_power")
+    for phi in (0.0, bench.PHI_REAL, 0.6):
+        r = bench.case(phi, bench.CV_REAL, n=60, trials=600)
+        assert r["flat_flagged"] <= 0.05, (phi, r["flat_flagged"])
+        assert r["flat_not_steady"] <= 0.05
+    for phi, cv, n in ((bench.PHI_REAL, 0.01, 60), (0.0, 0.03, 60), (bench.PHI_REAL, bench.CV_REAL, 180)):
+        r = bench.case(phi, cv, n=n, trials=600)
+        assert r["drift_flagged"] >= 0.90, (phi, cv, n, r["drift_flagged"])
+        assert r["flat_flagged"] <= 0.05, (phi, cv, n, r["flat_flagged"])
+
+
+def test_prais_winsten_size_on_short_windows() -> None:
+    """The drift CI alone (no truncation) on flat AR(1) windows of the minimum length and longer keeps its
+    95 % level (the bias-corrected phi is what holds it there; OLS ignoring phi is far too liberal)."""
+    rng = np.random.default_rng(11)
+    for L in (MIN_DRIFT_SAMPLES, 60):
+        for phi in (0.0, 0.35, 0.6):
+            X = 1000 * (1 + 0.06 * ar1(rng, (2000, L), phi))
+            d = drift_fgls(X, np.zeros(2000, dtype=np.int64))
+            rate = float(((d["ci_lo"] > 0) | (d["ci_hi"] < 0)).mean())
+            assert rate <= (0.06 if phi <= 0.35 else 0.07), (L, phi, rate)
 
 
 def test_window_statistics_match_numpy() -> None:
@@ -289,7 +366,7 @@ def test_window_statistics_match_numpy() -> None:
     # in the second half, which MSER never trims
     s = steady_state_series(x)
     w = x[s["trim_s"]:]
-    assert s["steady"] is True
+    assert s["steady_reason"] in ("", "undetermined")  # 6 % white noise over ~120 s: CI about +-4 %
     assert s["sec_tps_min"] == 0.0
     for key, q in (("sec_tps_p1", 0.01), ("sec_tps_p5", 0.05), ("sec_tps_median", 0.5)):
         assert s[key] == pytest.approx(np.quantile(w, q))
@@ -324,7 +401,9 @@ def test_steady_state_input_errors() -> None:
     with pytest.raises(ValueError, match="'tps'"):
         steady_state(pd.DataFrame({"run_id": ["a"], "t_s": [1]}))
     with pytest.raises(ValueError, match="min_seconds"):
-        steady_state(intervals_frame({"a-r1": np.ones(30)}), min_seconds=3)
+        steady_state(intervals_frame({"a-r1": np.ones(30)}), batch_s=5, min_seconds=3)
+    with pytest.raises(ValueError, match="min_samples"):
+        steady_state(intervals_frame({"a-r1": np.ones(30)}), min_samples=3)
     empty = steady_state(pd.DataFrame(columns=["run_id", "t_s", "tps"]))
     assert empty.empty and "steady" in empty.columns
 

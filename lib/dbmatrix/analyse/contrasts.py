@@ -14,7 +14,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from dbmatrix.analyse.effects import sum_contrast
-from dbmatrix.analyse.stats import level_key, welch_log_ratio
+from dbmatrix.analyse.stats import STABLE_BAND_PCT, UNTESTED_REASONS, level_key, welch_log_ratio
 from dbmatrix.spec.factors import (
     DATASET_FACTORS,
     MODEL_FACTORS,
@@ -22,7 +22,7 @@ from dbmatrix.spec.factors import (
     factor_word,
 )
 
-UNTESTED_STEADY = ("too_short", "no_intervals")
+UNTESTED_STEADY = UNTESTED_REASONS
 METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn": "KiB written/txn",
                  "read_kb_per_txn": "KiB read/txn", "mysqld_cpu_us_per_txn": "mysqld CPU/txn",
                  "data_physical_bytes": "on-disk size", "steady": "steady runs",
@@ -306,19 +306,53 @@ def dataset_ratio(runs: pd.DataFrame, factor: str, a: Any, b: Any,
                     compared)
 
 
+def _tristate(v: Any) -> bool | None:
+    """True/False/None from a steady/flagged cell as stored (bool, None/NaN, or text from a CSV)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    text = str(v).strip().lower()
+    if text in ("true", "1", "1.0"):
+        return True
+    if text in ("false", "0", "0.0"):
+        return False
+    return None
+
+
 def steady_share(runs: pd.DataFrame) -> Estimate:
-    """Share of the runs long enough for the steady-state test that passed it, Wilson 95 % interval."""
+    """Share of the tested runs shown stable after warm-up (``steady`` True: the drift CI lies within
+    +-STABLE_BAND_PCT %), with a 95 % interval that also bounds the undetermined runs.
+
+    Tested runs are those the drift test ran on (``steady_reason`` not too_short/no_intervals): stable
+    (True), drifting (False) or undetermined (None: too noisy to tell). The estimate is the share of
+    stable runs among the determined ones; the interval runs from the Wilson lower limit with every
+    undetermined run counted as not stable to the Wilson upper limit with every one counted as stable, so
+    undetermined runs widen it rather than vanish from the denominator or count against the claim. The
+    basis says how many runs were stable, drifting, undetermined and untested."""
     if "steady" not in runs.columns:
         raise NotTestable("no steady-state results in the runs")
     reason = (runs["steady_reason"].astype(object).where(runs["steady_reason"].notna(), "")
               if "steady_reason" in runs.columns else pd.Series("", index=runs.index, dtype=object))
-    tested = runs[runs["steady"].notna() & ~reason.isin(UNTESTED_STEADY)]
-    if tested.empty:
-        raise NotTestable("every run was too short for the steady-state test")
-    k = int(tested["steady"].astype(str).str.lower().isin(["true", "1", "1.0"]).sum())
-    lo, hi = wilson_interval(k, len(tested))
-    return Estimate(k / len(tested), lo, hi, f"steady-state test, {len(tested)} runs; Wilson",
-                    len(tested), "share of runs that settled")
+    state = runs["steady"].map(_tristate)
+    # a run without a verdict counts as tested only when the test said it could not tell (older tables
+    # have no such reason: their runs without a verdict were not tested)
+    tested = ~reason.isin(UNTESTED_STEADY) & (state.notna() | (reason == "undetermined"))
+    untested = int((~tested).sum())
+    k = int((tested & state.map(lambda v: v is True)).sum())
+    f = int((tested & state.map(lambda v: v is False)).sum())
+    u = int(tested.sum()) - k - f
+    n = k + f + u
+    if n == 0:
+        raise NotTestable(f"every run was too short for the steady-state test ({untested} untested)")
+    if k + f == 0:
+        raise NotTestable(f"the steady-state test could not tell for any of the {n} tested runs "
+                          f"(all undetermined, {untested} untested)")
+    lo, _ = wilson_interval(k, n)
+    _, hi = wilson_interval(k + u, n)
+    basis = (f"steady-state test (drift CI within +-{STABLE_BAND_PCT:g} %), {n} tested runs: {k} stable, "
+             f"{f} drifting, {u} undetermined; {untested} untested; Wilson, undetermined bounded")
+    return Estimate(k / (k + f), lo, hi, basis, n, "share of runs that settled")
 
 
 def replication_estimate(table: pd.DataFrame, metric: str) -> Estimate:

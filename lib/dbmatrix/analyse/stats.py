@@ -1,7 +1,8 @@
 """Statistics a reviewer would trust. Pure functions of DataFrames/arrays, no I/O.
 
-- Per run (per-second series and histogram): warm-up truncation and a steady-state check
-  (:func:`steady_state`), the per-second throughput distribution, hardware efficiency per transaction
+- Per run (per-second series and histogram): warm-up truncation (MSER) and a steady-state test with
+  power (drift of the kept 1-s samples with a CI from a trend with AR(1) errors, judged against a +-5 %
+  band; :func:`steady_state`), the per-second throughput distribution, hardware efficiency per transaction
   and space/write amplification (:func:`efficiency`), latency percentiles from histograms merged by
   adding counts (:func:`merged_percentiles`).
 - Across runs (repetitions are the unit of replication): seeded bootstrap CIs of means and of ratios to
@@ -140,17 +141,23 @@ def ratios_to_baseline(
 
 # =============================================================================== per run: steady state
 
-STEADY_BATCH_S = 5  # MSER-5: batch means of 5 per-second samples
-MIN_STEADY_S = 20  # shorter series are not tested (fewer than 4 MSER batches)
-DRIFT_BATCHES = 10
-DRIFT_TOL = 0.10  # relative change across the steady window that counts as "not settled"...
-DRIFT_ALPHA = 0.01  # ...when the slope is also significant at this level
+STEADY_BATCH_S = 1  # truncation: MSER-1 (MSER on the 1-s samples themselves)
+MIN_STEADY_S = 20  # shorter series are neither truncated nor tested
+MIN_DRIFT_SAMPLES = 20  # kept 1-s samples the drift test needs; with fewer a run is untested (too_short)
+STABLE_BAND_PCT = 5.0  # "stable": the drift across the kept window lies within +-5 % of its mean
+DRIFT_CONFIDENCE = 0.95
+AR1_BIAS = (3.0, 8.0)  # phi = (r1 + a/L) / (1 - b/L): small-sample correction, see drift_fgls
+AR1_PHI_MAX = 0.9  # cap of the bias-corrected AR(1) coefficient (a 20-60 s window cannot tell more)
+DRIFT_CHUNK_CELLS = 2_000_000  # samples per drift_fgls call
 STALL_FRACTION = 0.5  # a stall second: tps below this fraction of the window's median
+DRIFT_METHOD = "OLS trend with AR(1) errors, Prais-Winsten FGLS on 1-s samples"
+UNTESTED_REASONS = ("too_short", "no_intervals")  # steady_reason of runs the drift test could not check
 
 STEADY_COLUMNS = (
-    "run_id", "cell_id", "series_s", "trim_s", "steady_s", "steady", "steady_reason", "drift_pct",
-    "drift_p", "tps_steady", "sec_tps_min", "sec_tps_p1", "sec_tps_p5", "sec_tps_median", "sec_tps_cv",
-    "stall_s", "zero_s", "err_ps", "reconn_ps",
+    "run_id", "cell_id", "series_s", "trim_method", "trim_s", "steady_s", "steady", "steady_reason",
+    "flagged", "drift_pct", "drift_ci_lo", "drift_ci_hi", "drift_p", "drift_phi", "tps_steady",
+    "sec_tps_min", "sec_tps_p1", "sec_tps_p5", "sec_tps_median", "sec_tps_cv", "stall_s", "zero_s",
+    "err_ps", "reconn_ps",
 )
 
 
@@ -164,8 +171,9 @@ def _row_quantiles(sorted_rows: np.ndarray, counts: np.ndarray, q: float) -> np.
     return a + (b - a) * (pos - lo)
 
 
-def _mser_truncation(X: np.ndarray, batch: int) -> np.ndarray:
-    """MSER-5 truncation point (in batches) of each row, searched over the first half of the batches."""
+def mser_truncation(X: np.ndarray, batch: int) -> np.ndarray:
+    """MSER-``batch`` truncation point (in batches) of each row of X, searched over the first half of the
+    batches: the d minimising ``var(Y[d:]) / (m - d)`` over the batch means Y (White 1997)."""
     k, n = X.shape
     m = n // batch
     Y = X[:, : m * batch].reshape(k, m, batch).mean(axis=2)
@@ -176,56 +184,121 @@ def _mser_truncation(X: np.ndarray, batch: int) -> np.ndarray:
     return np.argmin(mser[:, : m // 2 + 1], axis=1)  # the first minimum: deterministic
 
 
-def _drift(X: np.ndarray, start: np.ndarray, batch: int, n_batches: int) -> tuple[np.ndarray, np.ndarray]:
-    """Relative change across the window [start, n) of each row, and the p-value of its slope.
+def drift_fgls(X: np.ndarray, start: np.ndarray, *, confidence: float = DRIFT_CONFIDENCE,
+               phi_max: float = AR1_PHI_MAX) -> dict[str, np.ndarray]:
+    """Drift of each row of X over its window [start, n): a linear trend with AR(1) errors fitted by
+    Prais-Winsten FGLS on the 1-s samples (each window needs at least 4 samples).
 
-    The window is cut into q = min(n_batches, its length // batch) (at least 3) equal batches; an OLS
-    line through the batch means gives the slope; drift = slope * (q - 1) / mean; p from Student t with
-    q - 2 df. Batch means damp the per-second autocorrelation; the p-value is approximate, which is why
-    a run is flagged only when the drift is also large (DRIFT_TOL)."""
+    1. OLS line through the window; the lag-1 autocorrelation r1 of its residuals is biased down by
+       about (2 + 6 phi) / L in a window of L samples (simulated for L = 20-120), and FGLS with an
+       estimated phi is liberal in short windows besides; phi = (r1 + 3/L) / (1 - 8/L) (``AR1_BIAS``,
+       calibrated by simulation: size 4.6-5.1 % at phi 0.35 and at most 5.8 % at phi 0.6 for L = 20-60,
+       where (2, 6) gave up to 9 %), clipped to [0, ``phi_max``] (a negative estimate is taken as 0:
+       conservative).
+    2. Prais-Winsten: the window (divided by its mean) and the regressors (1, t) are whitened with phi,
+       keeping the first sample scaled by sqrt(1 - phi^2); OLS on the whitened data gives the slope b and
+       its standard error; Student t with L - 3 degrees of freedom (one spent on phi).
+
+    Returns ``drift`` = b (L - 1), the change across the window relative to its mean (a fraction),
+    ``ci_lo``/``ci_hi`` at ``confidence``, ``p`` (two-sided, slope 0) and ``phi``. The size of this test
+    at the autocorrelation of real runs is checked by ``benchmarks/bench_steady_power.py``."""
     k, n = X.shape
-    length = n - start
-    q = np.minimum(n_batches, np.maximum(length // batch, 3))
-    pos = np.arange(n)[None, :] - start[:, None]
-    inside = pos >= 0
-    bidx = np.where(inside, pos * q[:, None] // length[:, None], 0)
-    key = (np.arange(k)[:, None] * n_batches + bidx)[inside]
-    sums = np.bincount(key, weights=X[inside], minlength=k * n_batches).reshape(k, n_batches)
-    cnts = np.bincount(key, minlength=k * n_batches).reshape(k, n_batches)
-    j = np.arange(n_batches, dtype=float)[None, :]
-    w = (j < q[:, None]).astype(float)
-    Yb = np.where(w > 0, sums / np.maximum(cnts, 1), 0.0)
-    qf = q.astype(float)
-    jbar = (w * j).sum(axis=1) / qf
-    ybar = (w * Yb).sum(axis=1) / qf
-    dj = w * (j - jbar[:, None])
-    sxx = (dj * dj).sum(axis=1)
-    slope = (dj * (Yb - ybar[:, None])).sum(axis=1) / sxx
-    resid = w * (Yb - ybar[:, None]) - slope[:, None] * dj
-    se = np.sqrt((resid * resid).sum(axis=1) / (qf - 2) / sxx)
+    L = n - start
+    if np.any(L < 4):
+        raise ValueError("drift_fgls: every window needs at least 4 samples")
+    j = np.arange(n)[None, :]
+    inside = j < L[:, None]
+    idx = np.minimum(start[:, None] + j, n - 1)
+    W = X[np.arange(k)[:, None], idx]
+    Lf = L.astype(float)
+    mean = np.where(inside, W, 0.0).sum(axis=1) / Lf
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(se > 0, np.abs(slope) / se, np.where(slope == 0, 0.0, np.inf))
-        drift = np.where(ybar != 0, slope * (qf - 1) / ybar, np.nan)
-    p = 2 * sps.t.sf(t, qf - 2)
-    return drift, p
+        Y = np.where(inside, W / mean[:, None], 0.0)  # relative to the window's mean
+    Y = np.where(np.isfinite(Y), Y, 0.0)
+    tc = np.where(inside, j - (Lf[:, None] - 1) / 2, 0.0)
+    sxx = (tc * tc).sum(axis=1)
+    b_ols = (tc * Y).sum(axis=1) / sxx
+    e = np.where(inside, Y - (Y.sum(axis=1) / Lf)[:, None] - b_ols[:, None] * tc, 0.0)
+    ss = (e * e).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r1 = np.where(ss > 0, (e[:, 1:] * e[:, :-1]).sum(axis=1) / ss, 0.0)
+    phi = np.clip((r1 + AR1_BIAS[0] / Lf) / (1 - AR1_BIAS[1] / Lf), 0.0, phi_max)
+    s0 = np.sqrt(1 - phi * phi)[:, None]
+    ph = phi[:, None]
+    t = j.astype(float)
+    first = j == 0
+    prev_y = np.concatenate([np.zeros((k, 1)), Y[:, :-1]], axis=1)
+    ys = np.where(inside, np.where(first, s0 * Y, Y - ph * prev_y), 0.0)
+    a_s = np.where(inside, np.where(first, s0, 1 - ph), 0.0)
+    c_s = np.where(inside, np.where(first, 0.0, t - ph * (t - 1)), 0.0)
+    saa, sac, scc = (a_s * a_s).sum(axis=1), (a_s * c_s).sum(axis=1), (c_s * c_s).sum(axis=1)
+    say, scy = (a_s * ys).sum(axis=1), (c_s * ys).sum(axis=1)
+    det = saa * scc - sac * sac
+    b = (saa * scy - sac * say) / det
+    a = (scc * say - sac * scy) / det
+    r = ys - a[:, None] * a_s - b[:, None] * c_s
+    s2 = (r * r).sum(axis=1) / (Lf - 2)
+    se = np.sqrt(np.maximum(s2, 0.0) * saa / det)
+    df = Lf - 3
+    q = sps.t.ppf((1 + confidence) / 2, df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tstat = np.where(se > 0, np.abs(b) / se, np.where(b == 0, 0.0, np.inf))
+    ok = mean != 0
+    drift = np.where(ok, b * (Lf - 1), np.nan)
+    half = np.where(ok, q * se * (Lf - 1), np.nan)
+    return {"drift": drift, "ci_lo": drift - half, "ci_hi": drift + half,
+            "p": np.where(ok, 2 * sps.t.sf(tstat, df), np.nan), "phi": np.where(ok, phi, np.nan)}
+
+
+def steady_verdict(flagged: np.ndarray, drift_pct: np.ndarray, lo_pct: np.ndarray, hi_pct: np.ndarray,
+                   band_pct: float = STABLE_BAND_PCT) -> np.ndarray:
+    """True (stable: the drift CI lies inside +-band), False (not stable: the CI lies entirely outside the
+    band, or the test flags a drift, i.e. its CI excludes 0, whose estimate is beyond the band) or None
+    (undetermined: too noisy to tell). Object array."""
+    inside = (lo_pct >= -band_pct) & (hi_pct <= band_pct)
+    outside = (lo_pct > band_pct) | (hi_pct < -band_pct) | (flagged & (np.abs(drift_pct) > band_pct))
+    out = np.full(len(inside), None, dtype=object)
+    out[outside] = False
+    out[inside] = True
+    return out
+
+
+def _is(values: np.ndarray, flag: bool) -> np.ndarray:
+    """Elementwise ``value is flag`` of an object array of True/False/None."""
+    return np.fromiter((v is flag for v in values), dtype=bool, count=len(values))
 
 
 def _steady_matrix(X: np.ndarray, E: np.ndarray, R: np.ndarray, *, batch: int, min_seconds: int,
-                   drift_batches: int, drift_tol: float, drift_alpha: float,
+                   min_samples: int, band_pct: float, confidence: float,
                    stall_fraction: float) -> dict[str, np.ndarray]:
     """Steady-state analysis of k series of equal length n (rows of X); E, R: err/s and reconn/s."""
     k, n = X.shape
+    drift, lo, hi, p, phi = (np.full(k, np.nan) for _ in range(5))
+    steady = np.full(k, None, dtype=object)
+    flagged = np.full(k, None, dtype=object)
+    reason = np.full(k, "too_short", dtype=object)
     if n >= min_seconds:
-        start = _mser_truncation(X, batch) * batch
-        drift, p = _drift(X, start, batch, drift_batches)
-        settled = ~((np.abs(drift) > drift_tol) & (p < drift_alpha))
-        reason = np.where(settled, "", "drift")
-        start = np.where(settled, start, 0)  # a run that never settles is summarised over all of it
+        method = f"MSER-{batch}"
+        start = mser_truncation(X, batch) * batch
+        tested = n - start >= min_samples
+        rows = np.flatnonzero(tested)
+        step = max(1, DRIFT_CHUNK_CELLS // n)  # bounded memory: drift_fgls holds ~15 arrays of rows x n
+        for c0 in range(0, rows.size, step):
+            sub = rows[c0:c0 + step]
+            d = drift_fgls(X[sub], start[sub], confidence=confidence)
+            drift[sub], lo[sub], hi[sub] = d["drift"] * 100, d["ci_lo"] * 100, d["ci_hi"] * 100
+            p[sub], phi[sub] = d["p"], d["phi"]
+        if tested.any():
+            fl = (lo[tested] > 0) | (hi[tested] < 0)
+            flagged[tested] = fl
+            v = steady_verdict(fl, drift[tested], lo[tested], hi[tested], band_pct)
+            steady[tested] = v
+            is_true, is_false = _is(v, True), _is(v, False)
+            reason[tested] = np.where(is_true, "", np.where(is_false, "drift", "undetermined"))
+        start = np.where(_is(steady, False), 0, start)  # a run that drifts: summarised over its whole series
     else:
+        method = "none"
         start = np.zeros(k, dtype=np.int64)
-        drift = p = np.full(k, np.nan)
-        settled = np.zeros(k, dtype=bool)
-        reason = np.full(k, "too_short", dtype=object)
     inside = np.arange(n)[None, :] >= start[:, None]
     cnt = inside.sum(axis=1)
     Xw = np.where(inside, X, np.nan)
@@ -238,8 +311,9 @@ def _steady_matrix(X: np.ndarray, E: np.ndarray, R: np.ndarray, *, batch: int, m
     with np.errstate(divide="ignore", invalid="ignore"):
         cv = np.where(mean > 0, sd / mean, np.nan)
     return {
-        "series_s": np.full(k, n), "trim_s": start, "steady_s": cnt, "steady": settled,
-        "steady_reason": reason.astype(object), "drift_pct": drift * 100, "drift_p": p,
+        "series_s": np.full(k, n), "trim_method": np.full(k, method, dtype=object), "trim_s": start,
+        "steady_s": cnt, "steady": steady, "steady_reason": reason, "flagged": flagged, "drift_pct": drift,
+        "drift_ci_lo": lo, "drift_ci_hi": hi, "drift_p": p, "drift_phi": phi,
         "tps_steady": mean, "sec_tps_min": srt[:, 0], "sec_tps_p1": _row_quantiles(srt, cnt, 0.01),
         "sec_tps_p5": _row_quantiles(srt, cnt, 0.05), "sec_tps_median": median, "sec_tps_cv": cv,
         "stall_s": (inside & (stall_fraction * median[:, None] > X)).sum(axis=1),
@@ -254,37 +328,50 @@ def steady_state(
     *,
     batch_s: int = STEADY_BATCH_S,
     min_seconds: int = MIN_STEADY_S,
-    drift_batches: int = DRIFT_BATCHES,
-    drift_tol: float = DRIFT_TOL,
-    drift_alpha: float = DRIFT_ALPHA,
+    min_samples: int = MIN_DRIFT_SAMPLES,
+    band_pct: float = STABLE_BAND_PCT,
+    confidence: float = DRIFT_CONFIDENCE,
     stall_fraction: float = STALL_FRACTION,
 ) -> pd.DataFrame:
-    """Warm-up trimming, a steady-state check and the per-second throughput distribution, per run.
+    """Warm-up truncation, a steady-state test with power and the per-second throughput distribution,
+    per run.
 
     Input: per-second rows as from ``ResultStore.load_intervals()`` (run_id, t_s, tps; cell_id,
     err_ps, reconn_ps when present), in any order. One output row per run (sorted by run_id):
 
-    1. **Truncation (MSER-5, White 1997).** Per-second tps are averaged in batches of ``batch_s``; the
-       truncation point d minimises the marginal standard error of the kept batches,
-       ``var(Y[d:]) / (m - d)``, searched over the first half of the series (outside it MSER picks noise
-       at the end of stationary series). ``trim_s`` seconds are dropped as residual warm-up.
-    2. **Drift test on the kept window.** The window is cut into up to ``drift_batches`` batches; an OLS
-       line through their means gives the relative change across the window (``drift_pct``) and the
-       slope's p-value (``drift_p``). The run is *not steady* (``steady_reason='drift'``) when the change
-       exceeds ``drift_tol`` and p < ``drift_alpha``: it never settled (a ramp, a decay). Such a run is
-       summarised over its whole series (``trim_s`` = 0) and flagged, never silently trimmed.
-    3. Series shorter than ``min_seconds`` are not tested: ``steady`` False, reason ``too_short``.
+    1. **Truncation: MSER-``batch_s``** (White 1997; MSER-5 by default, MSER-2 for the quick profile's
+       10-s runs, see ``tables.steady_params``), named in ``trim_method``. Per-second tps are averaged in
+       batches of ``batch_s`` s; the truncation point minimises ``var(Y[d:]) / (m - d)`` over the first
+       half of the batches (outside it MSER picks noise at the end of stationary series). ``trim_s``
+       seconds are dropped as residual warm-up. Series shorter than ``min_seconds`` are not truncated
+       (``trim_method`` 'none'). MSER-5 rather than MSER-1: on 1-s samples MSER-1 trims more of flat
+       series and of drifting ones and loses power (``benchmarks/bench_steady_power.py`` compares them).
+    2. **Drift test** on the kept 1-s samples (:func:`drift_fgls`: trend with AR(1) errors,
+       Prais-Winsten FGLS): ``drift_pct``, the change across the kept window relative to its mean, with
+       its CI (``drift_ci_lo``/``drift_ci_hi``, ``confidence``), ``drift_p`` and the AR(1) coefficient
+       used (``drift_phi``). ``flagged``: the CI excludes 0 (the series drifts). A window of fewer than
+       ``min_samples`` samples is **untested**: ``steady`` None, reason ``too_short`` (never steady).
+    3. **Verdict** against the band +-``band_pct`` % (:func:`steady_verdict`): ``steady`` True when the
+       CI lies inside the band (reason ''); False (reason ``drift``) when the CI lies entirely outside it
+       or the run is flagged with ``|drift_pct|`` > band (a significant drift beyond the band: at the noise
+       of real runs the CI is too wide for the first rule alone to catch most 10 % drifts in 60 s); else
+       None, reason ``undetermined`` (too noisy to tell). A run found not steady is summarised over its
+       whole series (``trim_s`` 0), never silently trimmed.
 
-    Window statistics: ``tps_steady`` (mean), min/p1/p5/median and CV of the per-second tps,
-    ``stall_s`` (seconds below ``stall_fraction`` x the window median, including zeros), ``zero_s``,
-    and mean err/s and reconn/s. Rows are assumed to be one per second (``--report-interval=1``).
-    Vectorised: series of equal length are processed as one matrix.
+    ``steady`` and ``flagged`` are object columns (True/False/None). Window statistics: ``tps_steady``
+    (mean), min/p1/p5/median and CV of the per-second tps, ``stall_s`` (seconds below ``stall_fraction``
+    x the window median, including zeros), ``zero_s``, and mean err/s and reconn/s. Rows are assumed to
+    be one per second (``--report-interval=1``). Vectorised: series of equal length are one matrix.
     """
     for col in ("run_id", "t_s", "tps"):
         if col not in intervals.columns:
             raise ValueError(f"intervals: missing column {col!r}; needed: run_id, t_s, tps")
-    if batch_s < 1 or min_seconds < 2 * batch_s or drift_batches < 3:
-        raise ValueError("steady_state: need batch_s >= 1, min_seconds >= 2 * batch_s, drift_batches >= 3")
+    if batch_s < 1 or min_seconds < 2 * batch_s:
+        raise ValueError(f"steady_state: need batch_s >= 1 and min_seconds >= 2 * batch_s, got batch_s="
+                         f"{batch_s!r}, min_seconds={min_seconds!r}")
+    if min_samples < 4 or not band_pct > 0 or not 0 < confidence < 1:
+        raise ValueError(f"steady_state: need min_samples >= 4, band_pct > 0, 0 < confidence < 1, got "
+                         f"{min_samples!r}, {band_pct!r}, {confidence!r}")
     if intervals.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in STEADY_COLUMNS})
     codes, run_ids = pd.factorize(intervals["run_id"], sort=True)
@@ -307,7 +394,7 @@ def steady_state(
         sel = np.flatnonzero(counts == n)
         idx = starts[sel, None] + np.arange(n)[None, :]
         res = _steady_matrix(tps[idx], err[idx], reconn[idx], batch=batch_s, min_seconds=min_seconds,
-                             drift_batches=drift_batches, drift_tol=drift_tol, drift_alpha=drift_alpha,
+                             min_samples=min_samples, band_pct=band_pct, confidence=confidence,
                              stall_fraction=stall_fraction)
         for key, values in res.items():
             if key not in out:
@@ -320,7 +407,6 @@ def steady_state(
         df["cell_id"] = None
     for key in STEADY_COLUMNS[2:]:
         df[key] = out[key]
-    df["steady"] = df["steady"].astype(bool)
     return df
 
 

@@ -6,13 +6,14 @@ Throughput and latency cover the same window: the whole measured window. The ana
 a run (``tps`` in the processed runs table, kept as ``tps_sysbench`` too) is sysbench's summary figure of
 that window, the one its latency histogram (p50/p95/p99) covers: in a one-process run
 (``--report-checkpoints``) the final report after the checkpoint, in a two-process run the measure
-process's report. A histogram cannot be trimmed, so the steady-state check
-(:func:`dbmatrix.analyse.stats.steady_state`) tests stability but does not change the estimate: its
-window mean stays beside it as ``tps_steady``. Runs that never settle stay in the averages but are
-counted per cell (``n_not_steady``) and flagged in the noise report (``analyse(...,
-exclude_not_steady=True)`` drops them instead); runs too short for the check are counted as
-``n_untested``. The Galera study's tables (:mod:`dbmatrix.analyse.replication`) read the same summary
-figure, so one run has one throughput in every table.
+process's report. A histogram cannot be trimmed, so the steady-state test
+(:func:`dbmatrix.analyse.stats.steady_state`: warm-up truncation, drift with its CI over the kept 1-s
+samples, judged against +-5 %) tests stability but does not change the estimate: its window mean stays
+beside it as ``tps_steady``. Runs found drifting stay in the averages but are counted per cell
+(``n_not_steady``) and flagged in the noise report (``analyse(..., exclude_not_steady=True)`` drops them
+instead); runs too short for the drift test are counted as ``n_untested``; undetermined runs (too noisy
+to tell) are neither. The Galera study's tables (:mod:`dbmatrix.analyse.replication`) read the same
+summary figure, so one run has one throughput in every table.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from dbmatrix.analyse.hosts import host_check, multi_host
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
+    MIN_DRIFT_SAMPLES,
+    UNTESTED_REASONS,
     bootstrap_ratio_cols,
     cell_summary,
     efficiency,
@@ -51,10 +54,10 @@ from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
 
 MiB = 1024 * 1024
-STEADY_RUN_COLUMNS = ("trim_s", "steady_s", "steady", "steady_reason", "drift_pct", "tps_steady",
-                      "sec_tps_min", "sec_tps_p1", "sec_tps_p5", "sec_tps_median", "sec_tps_cv", "stall_s",
-                      "zero_s")
-UNTESTED = ("too_short", "no_intervals")  # steady_reason of runs whose steady state could not be checked
+STEADY_RUN_COLUMNS = ("trim_method", "trim_s", "steady_s", "steady", "steady_reason", "flagged", "drift_pct",
+                      "drift_ci_lo", "drift_ci_hi", "tps_steady", "sec_tps_min", "sec_tps_p1", "sec_tps_p5",
+                      "sec_tps_median", "sec_tps_cv", "stall_s", "zero_s")
+UNTESTED = UNTESTED_REASONS  # steady_reason of runs whose steady state could not be checked
 CSV_TABLES = ("runs", "cells", "ratios", "failed", "pairwise", "effects", "anova", "noise", "efficiency",
               "headline")
 
@@ -136,6 +139,12 @@ def _num(df: pd.DataFrame, name: str) -> pd.Series:
     return pd.to_numeric(df[name], errors="coerce").astype(float)
 
 
+def _tristate(s: pd.Series) -> pd.Series:
+    """True/False/None (object) from a column of booleans with missing values."""
+    return pd.Series([v if v is None else bool(v) if pd.notna(v) else None for v in s], index=s.index,
+                     dtype=object)
+
+
 def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFrame,
                  exp: Experiment) -> pd.DataFrame:
     """The processed runs table: sysbench summary + steady state + efficiency + latency per run.
@@ -151,8 +160,10 @@ def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFr
         if c not in out.columns:
             out[c] = np.nan
     no_series = out["steady_reason"].isna()
-    out["steady"] = out["steady"].where(~no_series, False).astype(bool)
     out["steady_reason"] = out["steady_reason"].where(~no_series, "no_intervals")
+    out["steady"] = _tristate(out["steady"].where(~no_series, None))
+    out["flagged"] = _tristate(out["flagged"].where(~no_series, None))
+    out["trim_method"] = out["trim_method"].where(~no_series, "none")
     out["tps"] = out["tps_sysbench"]  # the histogram's window: p95 and tps of one run cover the same time
     total, txn = _num(out, "total_time_s"), _num(out, "transactions").where(lambda s: s > 0)
     out["err_ps"] = _num(out, "ignored_errors") / total
@@ -359,9 +370,12 @@ def _text(v: Any) -> str:
 
 
 def steady_params(measure_s: int) -> dict[str, int]:
-    """Steady-state settings for the run length: 5-s batches from 25 s on; shorter runs (the quick
-    profile's 10 s) use 2-s batches so the drift test still has five batch means; under 10 s no test."""
-    batch = 5 if measure_s >= 25 else 2
+    """Steady-state settings for the run length. Runs long enough for the drift test
+    (``MIN_DRIFT_SAMPLES`` s) are truncated with MSER-1, which keeps more of the run than MSER-5 and so
+    more power (``benchmarks/bench_steady_power.py --compare``). Shorter runs (the quick profile's 10 s)
+    are untested; their warm-up truncation stays MSER-2 (as before, so their trim points, the crosses of
+    the throughput-over-time figure, are unchanged); under 10 s neither truncation nor test."""
+    batch = 1 if measure_s >= MIN_DRIFT_SAMPLES else 2
     return {"batch_s": batch, "min_seconds": min(20, max(10, measure_s))}
 
 

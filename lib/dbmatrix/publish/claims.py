@@ -13,7 +13,8 @@ checked from our data (:class:`Premise`). The estimate and its 95 % CI come from
    interaction with the compared factor is not significant; otherwise the claim is judged per level of that
    factor (:class:`dbmatrix.analyse.contrasts.DependsOn`). The basis says what a fractional design aliases;
 3. dataset sizes (one dataset per engine x page x compression): the geometric mean of the matched pairs'
-   ratios, the "interval" being their range; shares (runs that passed the steady-state test): Wilson;
+   ratios, the "interval" being their range; shares (tested runs shown stable by the steady-state test,
+   :func:`dbmatrix.analyse.contrasts.steady_share`): a Wilson interval widened to bound the undetermined runs;
    the replication study (Galera) and the scale-out study: their own estimators.
 
 **Campaigns** (one run of a study's matrix on one boot): every claim is estimated within each campaign and,

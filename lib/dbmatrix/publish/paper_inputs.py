@@ -10,6 +10,9 @@ import pandas as pd
 
 from dbmatrix.analyse.figure_data import as_text, level_text
 from dbmatrix.analyse.stats import (
+    DRIFT_CONFIDENCE,
+    MIN_DRIFT_SAMPLES,
+    STABLE_BAND_PCT,
     level_key,
 )
 from dbmatrix.analyse.tables import UNTESTED, Analysis, MiB
@@ -86,6 +89,12 @@ def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
         "designName": paper.latex_escape(str(getattr(exp, "design", "full"))),
         "nNotSteadyRuns": _count(runs, "steady_reason", lambda s: s == "drift"),
         "nUntestedRuns": _count(runs, "steady_reason", lambda s: s.isin(UNTESTED)),
+        "nUndeterminedRuns": _count(runs, "steady_reason", lambda s: s == "undetermined"),
+        "nStableRuns": _count(runs, "steady_reason", lambda s: s == ""),
+        "steadyTrimMethod": _trim_methods(runs),
+        "stableBandPct": fmt_num(STABLE_BAND_PCT, 0),
+        "driftMinSeconds": str(MIN_DRIFT_SAMPLES),
+        "driftCiPct": fmt_num(DRIFT_CONFIDENCE * 100, 0),
         "nNoisyCells": str(int(a.noise["noisy"].astype(bool).sum())) if "noisy" in a.noise else "--",
         "noiseMaxCvPct": fmt_num(getattr(getattr(exp, "noise", None), "max_cv_pct", 10.0), 0),
     }
@@ -130,6 +139,14 @@ def _design_macros(exp: Experiment, runs: pd.DataFrame) -> dict[str, str]:
         "nDesignCells": str(info["cells"]),
         "nFullCells": str(int(np.prod([len(exp.factors[f]) for f in varied])) if varied else "1"),
     }
+
+
+def _trim_methods(runs: pd.DataFrame) -> str:
+    """The warm-up truncation(s) the runs used, e.g. 'MSER-2' ('none' when no run was truncated)."""
+    if "trim_method" not in runs.columns:
+        return "--"
+    used = sorted({str(m) for m in runs["trim_method"].dropna() if str(m) != "none"})
+    return paper.latex_escape(" and ".join(used) if used else "none")
 
 
 def _count(df: pd.DataFrame, col: str, pred: Any) -> str:
