@@ -504,7 +504,8 @@ def campaign_lines(study: Study) -> list[str]:
     """What `dbmatrix plan` and `status` print about the campaigns of the study's results directory."""
     states = campaign_states_of(study.store, study.experiment)
     lines = [f"  {s.describe()}" for s in states] or ["  no campaign yet"]
-    return [f"campaigns in {study.store.root}:", *lines,
+    return [f"campaigns in {study.store.root} (run ids above are campaign 1's; campaign k >= 2 appends -camp<k> "
+            "and shuffles with its own seed):", *lines,
             f"  --campaign auto would run {choose('auto', states).line()}",
             f"  --campaign last would run {choose('last', states).line()}"]
 
