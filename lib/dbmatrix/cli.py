@@ -186,7 +186,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _plan_one(study)
         if study.experiment.name in checks:
             print(_checked_line(checks[study.experiment.name]))
-        for line in campaign_lines(study):
+        for line in campaign_lines(study, plan_note=True):
             print(line)
     if len(studies) > 1:
         total = sum(summarize_study(s).estimated_wall_s for s in studies)
@@ -217,10 +217,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     for study in _studies(args):
         st = study_status(study)
-        print(f"{st['experiment']} campaign {st['campaign']}: {st['ok']}/{st['planned']} runs done, "
-              f"{len(st['failed'])} failed, "
+        print(f"{st['experiment']}: {st['ok']}/{st['planned']} runs done, {len(st['failed'])} failed, "
               f"{st['pending']} not started; ~{format_duration(st['estimated_remaining_s'])} left "
-              f"({st['results_dir']})")
+              f"({st['results_dir']}); "
+              + (f"campaign {st['campaign']} of {len(st['campaigns'])}" if st["campaigns"] else "no campaign yet"))
         for run_id in st["failed"]:
             print(f"  failed: {run_id}")
         if len(st["per_host"]) > 1 or st["lost_hosts"]:

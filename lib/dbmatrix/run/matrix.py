@@ -500,12 +500,14 @@ def campaign_table(store: ResultStore, states: Sequence[CampaignState]) -> list[
             for s in states]
 
 
-def campaign_lines(study: Study) -> list[str]:
-    """What `dbmatrix plan` and `status` print about the campaigns of the study's results directory."""
+def campaign_lines(study: Study, plan_note: bool = False) -> list[str]:
+    """What `dbmatrix plan` and `status` print about the campaigns of the study's results directory
+    (`plan_note`: say that the run ids of the plan printed above are campaign 1's)."""
     states = campaign_states_of(study.store, study.experiment)
     lines = [f"  {s.describe()}" for s in states] or ["  no campaign yet"]
-    return [f"campaigns in {study.store.root} (run ids above are campaign 1's; campaign k >= 2 appends -camp<k> "
-            "and shuffles with its own seed):", *lines,
+    note = (" (run ids above are campaign 1's; campaign k >= 2 appends -camp<k> and shuffles with its own "
+            "seed)") if plan_note else ""
+    return [f"campaigns in {study.store.root}{note}:", *lines,
             f"  --campaign auto would run {choose('auto', states).line()}",
             f"  --campaign last would run {choose('last', states).line()}"]
 
