@@ -224,7 +224,7 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
     for name in {run.cell.medium, run.cell.log_medium} - {"same"}:
         state = ctx.media[name]
         if isinstance(state, Exception):
-                return record_early_failure(store, exp, run, ctx.host.name, "medium", state, ctx.facts.get("boot_id"))
+            return record_early_failure(store, exp, run, ctx.host.name, "medium", state, ctx.facts.get("boot_id"))
     key = exp.dataset_key(run.cell).name
     if key not in datasets:
         try:
