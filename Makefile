@@ -9,6 +9,9 @@ PROFILE ?= quick
 # DATA: a data root holding one directory per experiment (e.g. DATA=data/reference). Empty: per experiment
 # data/runs/<experiment> when it has completed runs, else the committed data/reference/<experiment>.
 DATA ?=
+# CAMPAIGN: which campaign (one run of the whole matrix on one boot) reproduce/run measure: auto = a new
+# campaign when the latest one is complete, else resume it; last = resume the latest; new; or a number.
+CAMPAIGN ?= auto
 LAB_PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
@@ -27,6 +30,7 @@ help:
 	@echo "make test       setup, lint (ruff, mypy), then unit, integration, browser and notebook tests (smoke profile)"
 	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel"
 	@echo "DATA=dir        read data from dir/<experiment> (default: data/runs, else data/reference)"
+	@echo "CAMPAIGN=auto   reproduce/run: auto (new campaign if the latest is complete), last (resume), new, or K"
 
 setup: $(PY_STAMP) $(OS_STAMP)
 
@@ -48,11 +52,11 @@ $(OS_STAMP): $(PY_STAMP) lib/dbmatrix/hosts/setup.py
 
 # New runs go to data/runs/<experiment>/ (resumable), never into the committed data/reference/.
 reproduce: setup
-	$(BIN)/dbmatrix notebooks --profile $(PROFILE) $(DATA_ARG)
+	$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
 	$(MAKE) --no-print-directory paper
 
 run: setup
-	$(BIN)/dbmatrix run --profile $(PROFILE) $(DATA_ARG)
+	$(BIN)/dbmatrix run --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
 
 # ---- figures and paper: real file targets, rebuilt only when stale ---------------------------------------
 # $(GEN)/sources.mk says which data directory each study of the profile reads and holds one rule per study:

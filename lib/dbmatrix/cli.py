@@ -176,7 +176,7 @@ def _checked_line(checks: list) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from dbmatrix.run.matrix import format_duration, summarize_study
+    from dbmatrix.run.matrix import campaign_lines, format_duration, summarize_study
 
     studies = _studies(args, access=True)
     checks = _preflight(studies, skip=args.no_host_check)
@@ -186,6 +186,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _plan_one(study)
         if study.experiment.name in checks:
             print(_checked_line(checks[study.experiment.name]))
+        for line in campaign_lines(study, plan_note=True):
+            print(line)
     if len(studies) > 1:
         total = sum(summarize_study(s).estimated_wall_s for s in studies)
         print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all")
@@ -201,7 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for study in studies:
         kwargs = {"host_name": args.host} if args.host else {}
         counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs,
-                           allow_lost_hosts=args.allow_lost_hosts, **kwargs)
+                           allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign, **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts}))
         failed += counts.get("failed", 0)
         if (msg := lost_hosts_message(counts)) is not None:
@@ -211,13 +213,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from dbmatrix.run.matrix import format_duration, study_status, time_accounting
+    from dbmatrix.run.matrix import campaign_lines, format_duration, study_status, time_accounting
 
     for study in _studies(args):
         st = study_status(study)
         print(f"{st['experiment']}: {st['ok']}/{st['planned']} runs done, {len(st['failed'])} failed, "
               f"{st['pending']} not started; ~{format_duration(st['estimated_remaining_s'])} left "
-              f"({st['results_dir']})")
+              f"({st['results_dir']}); "
+              + (f"campaign {st['campaign']} of {len(st['campaigns'])}" if st["campaigns"] else "no campaign yet"))
         for run_id in st["failed"]:
             print(f"  failed: {run_id}")
         if len(st["per_host"]) > 1 or st["lost_hosts"]:
@@ -229,6 +232,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                   "time left above is wall-clock, hosts in parallel)")
         if st.get("host_check"):
             print(f"  {st['host_check']}")
+        for line in campaign_lines(study):
+            print(line)
         t = time_accounting(study.store)
         if t["total_s"]:
             steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
@@ -357,7 +362,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def notebook_parameters(profile: str, results: str | None = None, spec: str | None = None,
-                        inventory: str | None = None, data: str | None = None) -> dict[str, object]:
+                        inventory: str | None = None, data: str | None = None,
+                        campaign: str | None = None) -> dict[str, object]:
     """What papermill injects: the profile, and the overrides given. Paths given are made absolute here,
     relative to the current directory (the notebooks run in notebooks/); the profile's own inventory
     stays as its params file says (relative to the repository)."""
@@ -367,17 +373,19 @@ def notebook_parameters(profile: str, results: str | None = None, spec: str | No
     for k, v in (("results_dir", results), ("data", data), ("spec", spec), ("inventory", inventory)):
         if v:
             injected[k] = str(Path(v).resolve())
+    if campaign:  # notebook 10's campaign choice (its own default: last)
+        injected["campaign"] = str(campaign)
     return injected
 
 
 def run_notebooks(profile: str, names: Sequence[str], results: str | None = None,
                   spec: str | None = None, inventory: str | None = None,
-                  data: str | None = None) -> list[Path]:
+                  data: str | None = None, campaign: str | None = None) -> list[Path]:
     """Execute notebooks in order with papermill. The executed copies (with papermill's provenance)
     go to data/notebooks/<profile>/ (or <results>/notebooks/ for a single study's directory)."""
     import papermill as pm
 
-    injected = notebook_parameters(profile, results, spec, inventory, data)
+    injected = notebook_parameters(profile, results, spec, inventory, data, campaign)
     out_dir = Path(results) / "notebooks" if results else paths.notebooks_dir(profile)
     out_dir.mkdir(parents=True, exist_ok=True)
     nb_dir = paths.repo_root() / "notebooks"
@@ -386,7 +394,8 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
         src = nb_dir / f"{name}.ipynb"
         dst = out_dir / f"{name}.ipynb"
         print(f"papermill {src.relative_to(paths.repo_root())} -> {dst}", flush=True)
-        pm.execute_notebook(str(src), str(dst), parameters=injected, cwd=str(nb_dir), kernel_name="python3",
+        params = {k: v for k, v in injected.items() if k != "campaign" or name.startswith("10-")}
+        pm.execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
                             progress_bar=False, log_output=True)
         done.append(dst)
     return done
@@ -394,7 +403,8 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
 
 def cmd_notebooks(args: argparse.Namespace) -> int:
     names = NOTEBOOKS if not args.only else tuple(n for n in NOTEBOOKS if n.split("-")[0] in args.only.split(","))
-    run_notebooks(args.profile, names, args.results, args.spec, args.inventory, args.data)
+    run_notebooks(args.profile, names, args.results, args.spec, args.inventory, args.data,
+                  None if args.campaign is None else str(args.campaign))
     return 0
 
 
@@ -441,6 +451,20 @@ def cmd_media(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+CAMPAIGN_HELP = ("which campaign (one run of the whole matrix on one boot) to run: auto = continue the latest "
+                 "if incomplete, else start a new one; new = start a new one; last = continue the latest "
+                 "(nothing to run if complete); K = continue campaign K.")
+
+
+def _campaign_arg(value: str) -> str | int:
+    from dbmatrix.campaigns import parse_option
+
+    try:
+        return parse_option(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dbmatrix", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -469,6 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--allow-lost-hosts", action="store_true",
                     help="go on when a host is lost: the others take its whole blocks not yet started "
                          "(default: the line stops and the command fails)")
+    sp.add_argument("--campaign", type=_campaign_arg, default="last", metavar="auto|new|last|K",
+                    help=CAMPAIGN_HELP + " Default here: last (resume; `make reproduce` and `make run` pass "
+                         "CAMPAIGN, default auto)")
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("status", help="done, failed and pending runs")
     study_args(sp)
@@ -481,6 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("notebooks", help="execute the notebooks with papermill")
     study_args(sp)
     sp.add_argument("--only", help="comma list of notebook numbers, e.g. 20,30")
+    sp.add_argument("--campaign", type=_campaign_arg, metavar="auto|new|last|K",
+                    help=CAMPAIGN_HELP + " Passed to notebook 10 (its default: last; `make reproduce` passes "
+                         "CAMPAIGN, default auto)")
     sp.set_defaults(func=cmd_notebooks)
     sp = sub.add_parser("media", help="plan, verify, ensure (apply) or tear down storage media")
     sp.add_argument("action", choices=("plan", "verify", "ensure", "teardown"))

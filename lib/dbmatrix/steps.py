@@ -78,20 +78,27 @@ def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
 
 
 def run_matrix(study: Study, progress: bool = True,
-               on_interval: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+               on_interval: Callable[[str, dict[str, Any]], None] | None = None,
+               campaign: str | int = "last") -> dict[str, Any]:
     """Step 10: run or resume one study's matrix; returns counts and the status afterwards.
 
     `on_interval(run_id, interval)` receives each parsed sysbench per-second line while a run measures
     (e.g. ``explore.LiveThroughput.on_interval``)."""
-    counts = run_study(study, progress=progress, on_interval=on_interval)
+    counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign)
     return {**counts, **study_status(study)}
 
 
 def run_all(studies: Sequence[Study], progress: bool = True,
-            on_interval: Callable[[str, dict[str, Any]], None] | None = None) -> pd.DataFrame:
-    """Step 10 for every study of the profile, one after the other; one row of counts per study."""
-    return pd.DataFrame([{"experiment": s.experiment.name, **run_matrix(s, progress, on_interval)}
-                         for s in studies])
+            on_interval: Callable[[str, dict[str, Any]], None] | None = None,
+            campaign: str | int = "last") -> pd.DataFrame:
+    """Step 10 for every study of the profile, one after the other; one row of counts per study.
+    `campaign`: auto, new, last or a number (:mod:`dbmatrix.campaigns`)."""
+    rows = []
+    for s in studies:
+        r = run_matrix(s, progress, on_interval, campaign)
+        r["campaigns"] = len(r.get("campaigns") or [])  # one cell per study: the table is in study_status
+        rows.append({"experiment": s.experiment.name, **r})
+    return pd.DataFrame(rows)
 
 
 def analyse_study(study: Study) -> Analysis:

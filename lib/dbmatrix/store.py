@@ -4,6 +4,7 @@ Layout under a results directory (``data/<profile>/``)::
 
     plan.json                  the planned runs in their randomised order, and the seed
     hosts/<host>.json          host facts
+    campaigns/<k>.json         campaign k: start, finish, hosts and boot ids, git, datasets used
     datasets/<host>/<key>.json dataset sizes and prepare times
     raw/<run_id>/              manifest.json + raw outputs of a finished run (ok or failed)
     failed/<run_id>@<utc>/     earlier failed attempts, kept when a rerun retries them
@@ -27,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from dbmatrix.campaigns import boot_id_of, campaign_of
 from dbmatrix.hosts.collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
 from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS
 from dbmatrix.workload import sysbench
@@ -86,6 +88,26 @@ class ResultStore:
 
     def dataset_file(self, host: str, key: str) -> Path:
         return self.root / "datasets" / host / f"{key}.json"
+
+    # -- campaigns ----------------------------------------------------------------------------
+    def campaign_file(self, campaign: int) -> Path:
+        return self.root / "campaigns" / f"{campaign}.json"
+
+    def campaign_record(self, campaign: int) -> dict[str, Any] | None:
+        p = self.campaign_file(campaign)
+        return json.loads(p.read_text()) if p.is_file() else None
+
+    def write_campaign_record(self, record: dict[str, Any]) -> None:
+        write_json_atomic(self.campaign_file(int(record["campaign"])), record)
+
+    def campaigns(self) -> list[dict[str, Any]]:
+        """The campaign records (campaigns/<k>.json), by campaign number. A directory measured before
+        campaigns existed has none: its runs are campaign 1 (see :func:`load_runs`' ``campaign``)."""
+        d = self.root / "campaigns"
+        if not d.is_dir():
+            return []
+        recs = [json.loads(p.read_text()) for p in d.glob("*.json") if p.stem.isdigit()]
+        return sorted(recs, key=lambda r: int(r["campaign"]))
 
     # -- runs ---------------------------------------------------------------------------------
     def manifest(self, run_id: str) -> dict[str, Any] | None:
@@ -160,7 +182,8 @@ class ResultStore:
                                      err.read_text() if err.is_file() else "")
 
     def load_runs(self, include_failed: bool = False) -> pd.DataFrame:
-        """One row per run: identity, factor levels, sizes, and the sysbench summary."""
+        """One row per run: identity (with its ``campaign``, 1 for manifests older than campaigns, and the
+        host's ``boot_id``), factor levels, sizes, and the sysbench summary."""
         rows = []
         classes = False
         for m in self.iter_manifests():
@@ -168,6 +191,7 @@ class ResultStore:
                 continue
             row: dict[str, Any] = {
                 "run_id": m["run_id"], "experiment": m["experiment"], "cell_id": m["cell_id"],
+                "campaign": campaign_of(m), "boot_id": boot_id_of(m),
                 **{f: m["cell"].get(f, FACTOR_DEFAULTS[f]) for f in FACTORS},
                 "repetition": m["repetition"], "block": m["block"], "order": m["order"],
                 "host": m["host"], "status": m["status"], "emulated": m.get("medium", {}).get("emulates"),

@@ -161,8 +161,9 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
         class experiment:
             name = "e"
 
-    def with_hook(study: Any, *, progress: bool = True, on_interval: Any = None) -> dict[str, Any]:
-        calls.append({"progress": progress, "on_interval": on_interval})
+    def with_hook(study: Any, *, progress: bool = True, on_interval: Any = None,
+                  campaign: Any = None) -> dict[str, Any]:
+        calls.append({"progress": progress, "on_interval": on_interval, "campaign": campaign})
         if on_interval:
             for i in intervals(2, 10):
                 on_interval("r1", i)
@@ -173,8 +174,9 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
     live = explore.LiveThroughput()
     df = steps.run_all([S()], on_interval=live.on_interval)
     assert df["ok"].tolist() == [1] and calls[-1]["on_interval"] == live.on_interval and live.updates == 2
-    steps.run_all([S()])
-    assert calls[-1]["on_interval"] is None
+    assert calls[-1]["campaign"] == "last"  # notebook 10's default: resume the latest campaign
+    steps.run_all([S()], campaign="auto")
+    assert calls[-1]["on_interval"] is None and calls[-1]["campaign"] == "auto"
 
 
 

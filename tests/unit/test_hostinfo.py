@@ -83,6 +83,7 @@ def test_captured_host_facts() -> None:
     assert facts["os_pretty"] == "Debian GNU/Linux 12 (bookworm)" and facts["os_id"] == "debian"
     assert facts["kernel"] == "6.18.44-fc-v669" and facts["arch"] == "x86_64"
     assert facts["kernel_cmdline"].startswith("mitigations=auto")
+    assert facts["boot_id"] == "3f0c2a9e-5b7d-4e61-9a0f-2c8d1e4b7a65"  # which boot: campaigns compare it
     # CPU: /proc/cpuinfo and lscpu agree on this VM.
     assert facts["cpu_model"] == "Intel(R) Xeon(R) Processor"
     assert facts["online_cpus"] == facts["logical_cpus"] == 2

@@ -330,6 +330,7 @@ COMMANDS: dict[str, str] = {
     "uname_m": "uname -m",
     "hostname": "hostname",
     "cmdline": "cat /proc/cmdline",
+    "boot_id": "cat /proc/sys/kernel/random/boot_id",
     "cpuinfo": "cat /proc/cpuinfo",
     "nproc": "nproc",
     "lscpu": "lscpu -J",
@@ -383,7 +384,9 @@ def os_facts(s: Sections) -> Facts:
             "os_version": rel.get("VERSION_ID"), "kernel": _text(s, "uname_r").strip() or None,
             "kernel_build": _text(s, "uname_v").strip() or None,
             "kernel_cmdline": parse_cmdline(_text(s, "cmdline")),
-            "arch": _text(s, "uname_m").strip() or None, "hostname": _text(s, "hostname").strip() or None}
+            "arch": _text(s, "uname_m").strip() or None, "hostname": _text(s, "hostname").strip() or None,
+            # Changes at every boot: runs with the same boot id shared one boot (dbmatrix.campaigns).
+            "boot_id": (_text(s, "boot_id").strip() or None) if "boot_id" in s else None}
 
 
 def cpu_facts(s: Sections) -> Facts:
@@ -463,7 +466,7 @@ class Collector:
 
 
 COLLECTORS: dict[str, Collector] = {
-    "os": Collector(("os_release", "uname_r", "uname_v", "uname_m", "hostname", "cmdline"), os_facts),
+    "os": Collector(("os_release", "uname_r", "uname_v", "uname_m", "hostname", "cmdline", "boot_id"), os_facts),
     "cpu": Collector(("cpuinfo", "nproc", "lscpu"), cpu_facts),
     "numa": Collector(("numa", "lscpu"), numa_facts),
     "cpufreq": Collector(("cpufreq",), cpufreq_facts),

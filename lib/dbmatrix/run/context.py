@@ -99,7 +99,7 @@ def run_manifest(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: Da
     requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
     placement = exp.cpu_placement
     return {
-        **base_manifest(exp, run, ctx.host.name), "host_facts": ctx.facts,
+        **base_manifest(exp, run, ctx.host.name), "boot_id": ctx.facts.get("boot_id"), "host_facts": ctx.facts,
         "medium": ctx.spec.media[cell.medium].to_dict(), "media_state": media_state,
         "versions": {"mariadb": ctx.facts.get("mariadb_version"),
                      "sysbench": ctx.facts.get("sysbench_version")},

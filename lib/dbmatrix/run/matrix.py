@@ -17,8 +17,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbmatrix.campaigns import (
+    CampaignOption,
+    CampaignState,
+    Choice,
+    campaign_of,
+    campaign_states,
+    campaigns_found,
+    choose,
+    merge_record,
+)
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import RunInterrupted
+from dbmatrix.paths import git_state
 from dbmatrix.run.context import HostContext, connect_host
 from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
@@ -213,7 +224,7 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
     for name in {run.cell.medium, run.cell.log_medium} - {"same"}:
         state = ctx.media[name]
         if isinstance(state, Exception):
-            return record_early_failure(store, exp, run, ctx.host.name, "medium", state)
+            return record_early_failure(store, exp, run, ctx.host.name, "medium", state, ctx.facts.get("boot_id"))
     key = exp.dataset_key(run.cell).name
     if key not in datasets:
         try:
@@ -227,7 +238,7 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
             datasets[key] = exc
     ds = datasets[key]
     if isinstance(ds, Exception):
-        return record_early_failure(store, exp, run, ctx.host.name, "prepare_dataset", ds)
+        return record_early_failure(store, exp, run, ctx.host.name, "prepare_dataset", ds, ctx.facts.get("boot_id"))
     return measure(store, exp, run, topology_for(ctx, exp, run, ds, peers or {}), on_interval)
 
 
@@ -241,9 +252,55 @@ def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
     return [inv.host(n) for n in plan_hosts(study)]
 
 
+def campaign_states_of(store: ResultStore, exp: Experiment) -> list[CampaignState]:
+    """Every campaign of the results directory (with a manifest or a record) and how complete it is."""
+    manifests = list(store.iter_manifests())
+    numbers = campaigns_found(manifests, (int(r["campaign"]) for r in store.campaigns()))
+    planned = {k: [r.run_id for r in exp.plan(k)] for k in numbers}
+    return campaign_states(planned, manifests)
+
+
+def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:
+    """The campaign `option` (auto, new, last or a number; :mod:`dbmatrix.campaigns`) selects in the
+    study's results directory."""
+    try:
+        return choose(option, campaign_states_of(study.store, study.experiment))
+    except ValueError as exc:
+        raise SpecError(f"{exc} (results in {study.store.root})") from None
+
+
+def _campaign_started(store: ResultStore, campaign: int) -> str | None:
+    """When a campaign without a record began: its earliest run (campaign 1 of a directory measured
+    before campaigns were recorded)."""
+    starts = [str(m["started_utc"]) for m in store.iter_manifests()
+              if campaign_of(m) == campaign and m.get("started_utc")]
+    return min(starts) if starts else None
+
+
+def _record_campaign(study: Study, campaign: int, session_started: str, fleet: Fleet | None) -> dict[str, Any]:
+    """Write campaigns/<k>.json: at the campaign's start (`fleet` None), and after each session with the
+    hosts' boot ids and the datasets used; finished_utc once every planned run of the campaign is ok."""
+    exp, store = study.experiment, study.store
+    states = {s.number: s for s in campaign_states_of(store, exp)}
+    state = states.get(campaign) or CampaignState(campaign, len(exp.plan(campaign)), 0)
+    hosts: dict[str, str | None] = {}
+    datasets: list[dict[str, Any]] = []
+    for w in (fleet.workers if fleet else []):
+        for c in [w.ctx, *w.peers.values()]:
+            if c is not None:
+                hosts[c.spec.name] = c.facts.get("boot_id")
+        datasets += [d.to_dict() for d in w.datasets.values() if isinstance(d, DatasetInfo)]
+    rec = merge_record(store.campaign_record(campaign), campaign=campaign, experiment=exp.name,
+                       campaign_started_utc=_campaign_started(store, campaign) or session_started,
+                       session_started_utc=session_started, now_utc=utc_now(), hosts=hosts, datasets=datasets,
+                       git=git_state(), spec_digest=exp.digest(), state=state, session=fleet is not None)
+    store.write_campaign_record(rec)
+    return rec
+
+
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
               host_name: str | None = None, on_interval: IntervalCallback | None = None,
-              allow_lost_hosts: bool = False) -> dict[str, Any]:
+              allow_lost_hosts: bool = False, campaign: CampaignOption = "last") -> dict[str, Any]:
     """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
     several, each host its own replicate blocks; see :mod:`dbmatrix.run.fleet` and
     :mod:`dbmatrix.spec.assignment`); returns counts. Safe to call again to resume.
@@ -252,18 +309,26 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     in ``lost_hosts``; the caller fails (``dbmatrix run`` exits 4). With `allow_lost_hosts` the other
     hosts go on, taking the lost host's whole blocks not yet started; ``not_run`` lists what was not
     measured and why. `on_interval(run_id, row)` receives each per-second sysbench row of a measured
-    window as it comes."""
+    window as it comes.
+
+    `campaign` (:mod:`dbmatrix.campaigns`): ``last`` continues the latest campaign (nothing to run
+    when it is complete), ``auto`` starts a new one when the latest is complete, ``new`` always starts one,
+    a number continues that campaign. Only the chosen campaign's runs are pending; the line saying which
+    campaign and why is printed and returned as ``campaign_reason``."""
     exp, store = study.experiment, study.store
     specs = fleet_hosts(study, host_name)
     hosts = plan_hosts(study)
     record_plan(store, exp)
     store.clean_staging()
-    plan = exp.plan()
+    choice = choose_campaign(study, campaign)
+    print(f"{exp.name}: {choice.line()}", flush=True)
+    plan = exp.plan(choice.number)
     block_hosts = study_assignment(study, hosts)
     record_assignment(store, exp, hosts, block_hosts)
     assignment = assign_runs(plan, block_hosts, hosts)
     pending = [r for r in plan if store.status(r.run_id) != "ok"]
-    counts: dict[str, Any] = {"planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0,
+    counts: dict[str, Any] = {"campaign": choice.number, "campaign_reason": choice.line(),
+                              "planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0,
                               "failed": 0, "adaptive": 0, "not_attempted": 0}
     if host_name and len(hosts) > 1:  # one host's share of the blocks
         counts["other_hosts_runs"] = sum(assignment[r.run_id] != host_name for r in pending)
@@ -272,6 +337,9 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         pending = pending[:max_runs]
     if not pending and not exp.noise.adaptive:
         return counts
+    session_started = utc_now()
+    if store.campaign_record(choice.number) is None:  # a started campaign is visible at once
+        _record_campaign(study, choice.number, session_started, None)
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
@@ -304,7 +372,8 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             if not fleet.halted:
                 left += fleet.run([r for r in pending if r.cell.open_loop], assignment)
             if exp.noise.adaptive and max_runs is None and not left and not fleet.halted:
-                while (live := [w.spec.name for w in fleet.alive()]) and (extra := adaptive_runs(store, exp)):
+                while (live := [w.spec.name for w in fleet.alive()]) and \
+                        (extra := adaptive_runs(store, exp, choice.number)):
                     bar.total += len(extra)
                     bar.refresh()
                     left += fleet.run(extra, assign_runs(extra, {}, live))
@@ -322,6 +391,8 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             if fleet.moves:
                 moved = {int(m["block"]): str(m["to"]) for m in fleet.moves}
                 record_assignment(store, exp, hosts, {**block_hosts, **moved}, fleet.moves)
+            rec = _record_campaign(study, choice.number, session_started, fleet)
+    counts["campaign_complete"] = rec["complete"]
     counts["not_attempted"] = len(left)
     if left:
         counts["not_run"] = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
@@ -351,12 +422,15 @@ def lost_hosts_message(counts: Mapping[str, Any]) -> str | None:
             "blocks")
 
 
-def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
-    """The next round of the adaptive mode: one more repetition of every cell whose CI is still too wide
-    (until the cap); empty when every cell meets the target or reached the cap."""
+def adaptive_runs(store: ResultStore, exp: Experiment, campaign: int = 1) -> list[PlannedRun]:
+    """The next round of the adaptive mode within `campaign`: one more repetition of every cell whose CI
+    (over that campaign's runs) is still too wide (until the cap); empty when every cell meets the target
+    or reached the cap."""
     from dbmatrix.analyse.stats import adaptive_additions
 
     runs = store.load_runs()
+    if not runs.empty:
+        runs = runs[runs["campaign"] == campaign]
     target, cap = exp.noise.target_halfwidth_pct, exp.noise.max_repetitions
     if runs.empty or target is None or cap is None:
         return []
@@ -364,7 +438,7 @@ def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
     cells = exp.cells()
     by_id = {c.cell_id: c for c in cells}
     done = runs.groupby("cell_id")["repetition"].max().to_dict()
-    manifests = list(store.iter_manifests())
+    manifests = [m for m in store.iter_manifests() if campaign_of(m) == campaign]
     attempted = {m["run_id"] for m in manifests}
     first_order = len(cells) * exp.repetitions + sum(bool(m.get("adaptive")) for m in manifests) + 1
     extra: list[PlannedRun] = []
@@ -372,11 +446,12 @@ def adaptive_runs(store: ResultStore, exp: Experiment) -> list[PlannedRun]:
         if more[cell_id] <= 0 or cell_id not in by_id:
             continue
         rep = int(done.get(cell_id, exp.repetitions)) + 1
-        while f"{cell_id}-r{rep}" in attempted:
+        while PlannedRun(by_id[cell_id], rep, rep, 0, campaign=campaign).run_id in attempted:
             rep += 1  # a failed adaptive attempt is not retried forever: move on to the next number
         if rep > cap:
             continue
-        extra.append(PlannedRun(by_id[cell_id], rep, rep, first_order + len(extra), adaptive=True))
+        extra.append(PlannedRun(by_id[cell_id], rep, rep, first_order + len(extra), adaptive=True,
+                                campaign=campaign))
     return extra
 
 
@@ -415,6 +490,28 @@ def lost_hosts(store: ResultStore) -> dict[str, str]:
     return {h: why for h, why in sorted(state.items()) if why is not None and h}
 
 
+def campaign_table(store: ResultStore, states: Sequence[CampaignState]) -> list[dict[str, Any]]:
+    """One row per campaign: its runs, completeness, boots and times (from its record, when it has one)."""
+    recs = {int(r["campaign"]): r for r in store.campaigns()}
+    return [{"campaign": s.number, "complete": s.complete, "planned": s.planned, "ok": s.ok, "failed": s.failed,
+             "boot_ids": list(s.boot_ids) or list(recs.get(s.number, {}).get("boot_ids") or []),
+             "started_utc": recs.get(s.number, {}).get("started_utc"),
+             "finished_utc": recs.get(s.number, {}).get("finished_utc"), "recorded": s.number in recs}
+            for s in states]
+
+
+def campaign_lines(study: Study, plan_note: bool = False) -> list[str]:
+    """What `dbmatrix plan` and `status` print about the campaigns of the study's results directory
+    (`plan_note`: say that the run ids of the plan printed above are campaign 1's)."""
+    states = campaign_states_of(study.store, study.experiment)
+    lines = [f"  {s.describe()}" for s in states] or ["  no campaign yet"]
+    note = (" (run ids above are campaign 1's; campaign k >= 2 appends -camp<k> and shuffles with its own "
+            "seed)") if plan_note else ""
+    return [f"campaigns in {study.store.root}{note}:", *lines,
+            f"  --campaign auto would run {choose('auto', states).line()}",
+            f"  --campaign last would run {choose('last', states).line()}"]
+
+
 def study_status(study: Study) -> dict[str, Any]:
     """Counts of done/failed/pending runs and the estimated time left, in total and per host.
 
@@ -422,9 +519,14 @@ def study_status(study: Study) -> dict[str, Any]:
     host's share), ``estimated_remaining_machine_s`` the time summed over hosts. ``per_host`` gives each
     host's runs (planned, ok, failed, pending), its busy time (``busy_s``: the seconds its runs took,
     its own clock) and its remaining estimate; ``busy_s_total`` adds them over hosts (machine time, not
-    wall time). ``lost_hosts`` names hosts the last run command lost."""
+    wall time). ``lost_hosts`` names hosts the last run command lost.
+
+    The counts are the latest campaign's (what ``--campaign last`` continues); ``campaigns`` lists every
+    campaign with its completeness and boots, and ``next_auto`` what ``--campaign auto`` would do."""
     exp, store = study.experiment, study.store
-    plan = exp.plan()
+    states = campaign_states_of(store, exp)
+    current = choose("last", states)
+    plan = exp.plan(current.number)
     statuses = {r.run_id: store.status(r.run_id) for r in plan}
     pending = [r for r in plan if statuses[r.run_id] != "ok"]
     failed = sorted(k for k, v in statuses.items() if v == "failed")
@@ -434,6 +536,8 @@ def study_status(study: Study) -> dict[str, Any]:
     ran_on: dict[str, str] = {}
     busy: dict[str, float] = {}
     for m in store.iter_manifests():
+        if campaign_of(m) != current.number:
+            continue
         h = str(m.get("host"))
         ran_on[m["run_id"]] = h
         busy[h] = busy.get(h, 0.0) + float(m.get("duration_s") or sum((m.get("steps") or {}).values()))
@@ -448,7 +552,9 @@ def study_status(study: Study) -> dict[str, Any]:
         }
     lost = lost_hosts(store)
     return {
-        "results_dir": str(store.root), "experiment": exp.name, "planned": len(plan),
+        "results_dir": str(store.root), "experiment": exp.name, "campaign": current.number,
+        "campaigns": campaign_table(store, states), "next_auto": choose("auto", states).line(),
+        "planned": len(plan),
         "ok": sum(v == "ok" for v in statuses.values()), "failed": failed,
         "pending": sum(v is None for v in statuses.values()),
         "estimated_remaining_s": summary.estimated_wall_s if summary else 0.0,

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from dbmatrix.campaigns import campaign_of
 from dbmatrix.hosts import collect
 from dbmatrix.hosts.remote import CommandResult, Host, RunInterrupted
 from dbmatrix.paths import git_state
@@ -115,27 +116,30 @@ def base_manifest(exp: Experiment, run: PlannedRun, host: str) -> dict[str, Any]
     return {
         "run_id": run.run_id, "experiment": exp.name, "spec_digest": exp.digest(), "spec": exp.to_dict(),
         "cell_id": run.cell.cell_id, "cell": run.cell.levels(), "repetition": run.repetition,
-        "block": run.block, "order": run.order, "adaptive": run.adaptive, "host": host, "git": git_state(),
+        "block": run.block, "order": run.order, "adaptive": run.adaptive, "campaign": run.campaign,
+        "host": host, "git": git_state(),
         "started_utc": utc_now(),
     }
 
 
 def record_early_failure(store: ResultStore, exp: Experiment, run: PlannedRun, host: str, step: str,
-                         exc: BaseException) -> dict[str, Any]:
+                         exc: BaseException, boot_id: str | None = None) -> dict[str, Any]:
     """Commit a failed run that never started (its medium, dataset or host failed first)."""
     staging = store.begin_run(run.run_id)
     write_text_atomic(staging / "traceback.txt", "".join(traceback.format_exception(exc)))
-    manifest = {**base_manifest(exp, run, host), "status": "failed", "failed_step": step,
+    manifest = {**base_manifest(exp, run, host), "boot_id": boot_id, "status": "failed", "failed_step": step,
                 "error": f"{type(exc).__name__}: {exc}", "finished_utc": utc_now()}
     store.commit_run(staging, manifest)
     return manifest
 
 
-def open_loop_rate(store: ResultStore, cell: Cell) -> tuple[int, float]:
-    """--rate for an open-loop cell: its fraction of the mean tps measured by its closed-loop twin."""
+def open_loop_rate(store: ResultStore, cell: Cell, campaign: int = 1) -> tuple[int, float]:
+    """--rate for an open-loop cell: its fraction of the mean tps measured by its closed-loop twin in
+    the same campaign."""
     twin = cell.closed_loop_twin().cell_id
     tps = [m["summary"]["tps"] for m in store.iter_manifests()
-           if m.get("status") == "ok" and m.get("cell_id") == twin and (m.get("summary") or {}).get("tps")]
+           if m.get("status") == "ok" and m.get("cell_id") == twin and (m.get("summary") or {}).get("tps")
+           and campaign_of(m) == campaign]
     if not tps:
         raise RunFailed(f"open loop: no completed closed-loop run of {twin} to take the peak throughput from")
     peak = sum(tps) / len(tps)
@@ -407,7 +411,7 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
 
     try:
         if s.cell.open_loop:
-            s.rate, peak = open_loop_rate(s.store, s.cell)
+            s.rate, peak = open_loop_rate(s.store, s.cell, s.run.campaign)
             s.manifest.update(rate_tps=s.rate, closed_loop_peak_tps=round(peak, 3))
         mode = window_mode((s.manifest.get("versions") or {}).get("sysbench"), s.exp.warmup_s)
         if mode == "one_process" and topo.window_opens_idle and not os.environ.get(WINDOW_MODE_ENV):

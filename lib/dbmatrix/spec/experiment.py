@@ -157,10 +157,13 @@ class PlannedRun:
     block: int  # replicate block (1-based): every cell once per block
     order: int  # 1-based position in the whole plan
     adaptive: bool = False  # added by the adaptive mode beyond the spec's repetitions
+    campaign: int = 1  # the run of the whole matrix it belongs to (dbmatrix.campaigns)
 
     @property
     def run_id(self) -> str:
-        return f"{self.cell.cell_id}-r{self.repetition}"
+        """``<cell_id>-r<rep>``; campaign k >= 2 appends ``-camp<k>`` (campaign 1 keeps the old ids)."""
+        base = f"{self.cell.cell_id}-r{self.repetition}"
+        return base if self.campaign == 1 else f"{base}-camp{self.campaign}"
 
 
 @dataclass(frozen=True)
@@ -269,20 +272,24 @@ class Experiment:
         size = self.workload.warehouses if schema == "tpcc" else self.workload.table_size
         return DatasetKey(cell.engine, cell.block_size, cell.compression, self.workload.tables, size, schema)
 
-    def plan(self) -> list[PlannedRun]:
+    def plan(self, campaign: int = 1) -> list[PlannedRun]:
         """Replicate blocks, each a seeded shuffle of all cells (the order is part of the design).
 
         Open-loop cells need their closed-loop twin's measured peak, so their blocks come after all
-        closed-loop blocks."""
+        closed-loop blocks. Campaign k >= 2 shuffles with its own seed string (campaign 1's order is the
+        one every study had before campaigns)."""
+        if campaign < 1:
+            raise ValueError(f"plan: campaign must be >= 1, got {campaign}")
         cells = self.cells()
         runs: list[PlannedRun] = []
+        camp = "" if campaign == 1 else f"camp{campaign}:"
         for phase, group in (("", [c for c in cells if not c.open_loop]),
                              ("open:", [c for c in cells if c.open_loop])):
             for block in range(1, self.repetitions + 1):
                 order = list(group)
-                random.Random(f"{self.seed}:{phase}{block}").shuffle(order)
+                random.Random(f"{self.seed}:{camp}{phase}{block}").shuffle(order)
                 for cell in order:
-                    runs.append(PlannedRun(cell, block, block, len(runs) + 1))
+                    runs.append(PlannedRun(cell, block, block, len(runs) + 1, campaign=campaign))
         return runs
 
     def baseline_cell(self, cell: Cell) -> Cell:

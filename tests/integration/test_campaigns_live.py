@@ -1,0 +1,69 @@
+"""Campaigns through the command line: the smoke spec run twice with `--campaign auto` into one results
+directory gives two complete campaigns (the second's run ids end in -camp2), each with its record on
+this boot; `--campaign last` afterwards runs nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbmatrix import paths
+from dbmatrix.store import ResultStore
+
+pytestmark = pytest.mark.integration
+
+
+def dbmatrix_run(workdir: Path, results: Path, campaign: str) -> tuple[str, dict[str, Any]]:
+    env = {**os.environ, "PYTHONPATH": str(paths.repo_root() / "lib"), "DBMATRIX_WORKDIR": str(workdir)}
+    r = subprocess.run([sys.executable, "-m", "dbmatrix", "run", "--profile", "smoke", "--spec",
+                        str(paths.repo_root() / "specs" / "smoke.yaml"), "--results", str(results),
+                        "--no-progress", "--campaign", campaign],
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout, r.stderr[-3000:])
+    return r.stdout, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_two_auto_invocations_make_two_campaigns_on_one_boot(tmp_path: Path) -> None:
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    work, results = tmp_path / "w", tmp_path / "results"
+    out1, c1 = dbmatrix_run(work, results, "auto")
+    assert "campaign 1 (new: no campaign yet)" in out1
+    assert (c1["campaign"], c1["failed"], c1["campaign_complete"]) == (1, 0, True) and c1["ok"] == c1["planned"] > 0
+    out2, c2 = dbmatrix_run(work, results, "auto")
+    assert f"campaign 2 (new: auto: campaign 1 complete on boot {boot[:8]})" in out2, out2
+    assert (c2["campaign"], c2["already_done"], c2["failed"], c2["campaign_complete"]) == (2, 0, 0, True)
+    assert c2["ok"] == c1["ok"]
+
+    store = ResultStore(results)
+    runs = store.load_runs()
+    assert sorted(runs["campaign"].unique().tolist()) == [1, 2]
+    two = runs[runs["campaign"] == 2]
+    assert len(two) == c2["ok"] and two["run_id"].str.endswith("-camp2").all()
+    assert not runs[runs["campaign"] == 1]["run_id"].str.contains("-camp").any()
+    assert set(runs["boot_id"]) == {boot}
+    seeds = {m["run_id"]: m["sysbench_seed"] for m in store.iter_manifests()}
+    assert len(set(seeds.values())) == len(seeds)  # every run, in either campaign, its own sysbench seed
+
+    recs = store.campaigns()
+    assert [r["campaign"] for r in recs] == [1, 2]
+    assert (results / "campaigns" / "1.json").is_file() and (results / "campaigns" / "2.json").is_file()
+    for r in recs:
+        assert r["complete"] and r["finished_utc"] and r["boot_ids"] == [boot], r
+        assert r["hosts"] == {"localhost": [boot]} and r["git"]["commit"] and r["spec_digest"]
+        assert r["datasets"] and len(r["sessions"]) == 1
+    assert recs[0]["finished_utc"] <= recs[1]["started_utc"]
+    # the second campaign restored the snapshots the first one prepared (same workdir): a reader sees it
+    assert all(d["reused"] for d in recs[1]["datasets"]) and not any(d["reused"] for d in recs[0]["datasets"])
+    assert {(d["key"], d["created_utc"]) for d in recs[0]["datasets"]} == \
+        {(d["key"], d["created_utc"]) for d in recs[1]["datasets"]}
+
+    out3, c3 = dbmatrix_run(work, results, "last")
+    assert "campaign 2 (continued: last: campaign 2 complete" in out3 and "nothing to run" in out3
+    assert (c3["campaign"], c3["ok"], c3["failed"], c3["already_done"]) == (2, 0, 0, c2["ok"])
+    assert len(store.load_runs()) == len(runs)
