@@ -30,7 +30,7 @@ import pandas as pd
 
 from dbmatrix.campaigns import boot_id_of, campaign_of
 from dbmatrix.hosts.collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
-from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS
+from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS, LEGACY_CACHE_BASIS
 from dbmatrix.workload import sysbench
 
 MANIFEST = "manifest.json"
@@ -200,8 +200,13 @@ class ResultStore:
                 "cache_clamped_to_minimum": m.get("cache_clamped_to_minimum"),
                 "rate_tps": m.get("rate_tps"),
                 "adaptive": bool(m.get("adaptive", False)),
+                # cache_pct is of this size; a manifest without cache_basis was sized on the physical size
+                "cache_basis": m.get("cache_basis") or LEGACY_CACHE_BASIS,
                 "data_physical_bytes": m.get("dataset", {}).get("data_physical_bytes"),
                 "data_logical_bytes": m.get("dataset", {}).get("data_logical_bytes"),
+                # before logical_method, data_logical_bytes was the apparent size (for MyRocks compressed)
+                "data_apparent_bytes": m.get("dataset", {}).get(
+                    "data_apparent_bytes", m.get("dataset", {}).get("data_logical_bytes")),
                 "started_utc": m.get("started_utc"),
                 # Exact counter deltas over the measured window (None where not measurable).
                 **{k: (m.get("system") or {}).get(k) for k in SYSTEM_COUNTERS},

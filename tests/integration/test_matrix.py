@@ -4,6 +4,7 @@ killed mid-run is recorded as failed with its logs, and the rerun resumes only t
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from dbmatrix.hosts import collect, media
+from dbmatrix.run.datasets import ROCKSDB_LOGICAL
 from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study
@@ -108,10 +110,33 @@ def test_myrocks_and_compression_ran_with_their_options(study, first_pass):
             assert variables["rocksdb_flush_log_at_trx_commit"] == "1"
             # MyRocks size is its SST files after flush + compaction.
             assert m["dataset"]["data_physical_bytes"] > 0
+            assert m["dataset"]["logical_method"] == ROCKSDB_LOGICAL
         else:
             assert variables["innodb_buffer_pool_size"] == str(m["cache_bytes"])
             assert "rocksdb_flush_log_at_trx_commit" not in m["server_constants"]
         assert m["summary"]["tps"] > 0
+
+
+def test_cache_is_a_share_of_the_uncompressed_size(study, first_pass):
+    """cache_basis logical (the default): lz4 tables are larger uncompressed than on disk (InnoDB: the
+    holes page compression punches; MyRocks: the SST properties' key and value bytes), and the cache is
+    cache_pct of that size, whatever the engine's share of it on disk."""
+    ok = [m for m in study.store.iter_manifests() if m["status"] == "ok"]
+    seen = set()
+    for m in ok:
+        ds, cell = m["dataset"], m["cell"]
+        assert m["cache_basis"] == "logical" and m["cache_basis_bytes"] == ds["data_logical_bytes"]
+        assert m["cache_bytes_requested"] == int(cell["cache_pct"] / 100 * ds["data_logical_bytes"])
+        minimum = 6 * 2**20 if cell["engine"] == "innodb" else 1024
+        assert m["cache_bytes"] == max(minimum, m["cache_bytes_requested"] // 2**20 * 2**20)
+    assert study.store.load_runs()["cache_basis"].eq("logical").all()
+    # every dataset is recorded, also the killed run's
+    for p in (study.store.root / "datasets").glob("*/*.json"):
+        ds = json.loads(p.read_text())
+        if ds["compression"] == "lz4":
+            assert ds["data_logical_bytes"] > ds["data_physical_bytes"], ds
+            seen.add(ds["engine"])
+    assert seen == {"innodb", "myrocks"}
 
 
 def test_collectors_ran_during_every_measured_run(study, first_pass):

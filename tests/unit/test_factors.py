@@ -346,7 +346,12 @@ def test_reference_data_cell_ids_and_digests_are_reproduced() -> None:
         if spec not in profile and not (REPO / "data" / "reference" / exp.name).is_dir():
             continue  # a quick spec outside the profile (e.g. quick-scaleout) may have no reference data
         plan = json.loads((REPO / "data" / "reference" / exp.name / "plan.json").read_text())
-        assert exp.digest() == plan["spec_digest"], spec
+        # Reference data recorded before cache_basis is physical-basis (its spec has no key); the spec,
+        # read at that basis, must give the recorded digest, and its manifests must say that basis.
+        basis = plan["spec"].get("cache_basis", experiment.LEGACY_CACHE_BASIS)
+        assert dataclasses.replace(exp, cache_basis=basis).digest() == plan["spec_digest"], spec
+        for p in (REPO / "data" / "reference" / exp.name / "raw").glob("*/manifest.json"):
+            assert json.loads(p.read_text()).get("cache_basis", experiment.LEGACY_CACHE_BASIS) == basis, p
         assert [r.run_id for r in exp.plan()] == [o["run_id"] for o in plan["order"]], spec
 
 

@@ -207,3 +207,12 @@ def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) 
     assert "Host class & big & small \\\\" in tex
     assert "Media & disk: dir (ext4 on vda) & disk: dir (ext4 on vda) \\\\" in tex  # from the manifests
     assert tex.count("p{2.30cm}") == 2
+
+
+def test_cache_basis_text_says_which_size_cache_pct_is_of() -> None:
+    from dbmatrix.publish.paper_inputs import cache_basis_text
+
+    assert cache_basis_text(pd.DataFrame({"cache_basis": ["logical", "logical"]})) == "logical (uncompressed)"
+    assert cache_basis_text(pd.DataFrame({"tps": [1.0]})) == "physical (on-disk)"  # runs from before the key
+    assert cache_basis_text(pd.DataFrame({"cache_basis": ["physical", "logical"]})) == (
+        "logical (uncompressed) or physical (on-disk) (runs differ)")

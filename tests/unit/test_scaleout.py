@@ -139,7 +139,7 @@ def _ctx(name: str, host: ScriptedHost, tmp: Path, address: str = "local", cpus:
 
 def _dataset() -> DatasetInfo:
     return DatasetInfo("k", "h", "/snap", "innodb", "16k", "none", 1, 1000, 10 * 2**20, 10 * 2**20, 2**27, 2**27,
-                       1.0, "now")
+                       1.0, "now", logical_method="apparent size")
 
 
 def _session(tmp: Path, exp: Any, run: Any) -> RunSession:

@@ -699,3 +699,26 @@ def test_tpcc_isolation_myrocks_allows_rc_and_rr_only() -> None:
     raw["factors"] = {**raw["factors"], "engine": ["innodb", "myrocks"]}
     assert spec_error(raw).startswith("workload.isolation: SER is not supported by MyRocks; allowed with "
                                       "engine myrocks: RC, RR")
+
+
+def test_cache_basis_defaults_to_logical_and_refuses_other_values() -> None:
+    assert parse_experiment(base_raw()).cache_basis == "logical"
+    raw = base_raw()
+    raw["cache_basis"] = "physical"
+    assert parse_experiment(raw).cache_basis == "physical"
+    for bad in ("du", "Logical", 1, None):
+        raw["cache_basis"] = bad
+        assert spec_error(raw).startswith(f"cache_basis: {bad!r} is not a cache basis; allowed: logical, physical")
+
+
+def test_cache_basis_digest_keeps_physical_specs_and_moves_logical_ones() -> None:
+    """Results recorded before the key were physical-basis: a physical spec keeps that digest, the logical
+    default (a different meaning of cache_pct) gets its own, so it never resumes physical-basis results."""
+    logical = parse_experiment(base_raw())
+    raw = base_raw()
+    raw["cache_basis"] = "physical"
+    physical = parse_experiment(raw)
+    assert "cache_basis" not in physical.to_dict() and logical.to_dict()["cache_basis"] == "logical"
+    assert logical.digest() != physical.digest()
+    before = {k: v for k, v in logical.to_dict().items() if k != "cache_basis"}  # the dict before the key
+    assert physical.to_dict() == before

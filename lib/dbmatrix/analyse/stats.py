@@ -497,7 +497,8 @@ def efficiency(runs: pd.DataFrame, *, tables: int, table_size: int,
         "dev_util_pct": c("dev_io_ms") / 10.0 / window,
         "host_iowait_cpus": c("host_cpu_iowait_s") / window,
         "space_amp": c("data_physical_bytes") / user_bytes,
-        "apparent_space_amp": c("data_logical_bytes") / user_bytes,
+        "apparent_space_amp": c("data_apparent_bytes" if "data_apparent_bytes" in runs.columns
+                                else "data_logical_bytes") / user_bytes,
         "write_amp": c("dev_write_bytes") / logical_w,
         "write_amp_proc": c("proc_write_bytes") / logical_w,
     }, index=runs.index)

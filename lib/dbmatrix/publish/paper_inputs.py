@@ -54,6 +54,19 @@ def _headline_row(a: Analysis) -> pd.Series | None:
                       "ci_hi": low["ci_hi"], "held": None, "pooled_over": None})
 
 
+CACHE_BASIS_TEXT = {"logical": "logical (uncompressed)", "physical": "physical (on-disk)"}
+
+
+def cache_basis_text(runs: pd.DataFrame) -> str:
+    """What the runs' cache_pct is a percentage of, in words (runs without the column: physical, as
+    manifests without cache_basis were)."""
+    col = runs["cache_basis"] if "cache_basis" in runs.columns else pd.Series(["physical"] * len(runs))
+    bases = sorted(set(col.fillna("physical")))
+    if len(bases) == 1:
+        return CACHE_BASIS_TEXT.get(bases[0], paper.latex_escape(bases[0]))
+    return " or ".join(CACHE_BASIS_TEXT.get(b, paper.latex_escape(b)) for b in bases) + " (runs differ)"
+
+
 def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
                  data_sha: str) -> dict[str, str]:
     """Every number the paper's text quotes."""
@@ -85,6 +98,7 @@ def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
         "threadsUsed": ", ".join(str(t) for t in exp.factors["threads"]),
         "dataPhysMiB": fmt_num(runs["data_physical_bytes"].median() / MiB, 0),
         "dataLogicalMiB": fmt_num(runs["data_logical_bytes"].median() / MiB, 0),
+        "cacheBasis": cache_basis_text(runs),
         "maxCvPct": fmt_num(a.cells["cv"].max() * 100, 1) if a.cells["cv"].notna().any() else "--",
         "designName": paper.latex_escape(str(getattr(exp, "design", "full"))),
         "nNotSteadyRuns": _count(runs, "steady_reason", lambda s: s == "drift"),

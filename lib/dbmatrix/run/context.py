@@ -10,9 +10,9 @@ from dbmatrix.hosts import media
 from dbmatrix.hosts.facts import collect_facts
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
-from dbmatrix.run.datasets import DatasetInfo
+from dbmatrix.run.datasets import DatasetInfo, cache_sizing
 from dbmatrix.run.guard import Guard
-from dbmatrix.run.mysqld import cache_bytes, constants_for, requested_cache_bytes, server_user
+from dbmatrix.run.mysqld import constants_for, server_user
 from dbmatrix.run.ports import Owner, this_process
 from dbmatrix.run.session import base_manifest, sysbench_seed
 from dbmatrix.spec.experiment import Experiment, PlannedRun
@@ -95,16 +95,13 @@ def run_manifest(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: Da
     server, or of node 1): identity, host facts, medium, dataset, cache sizing, server constants, CPU
     placement and the sysbench seed; `steps` is filled by the session's step clock."""
     cell = run.cell
-    cache = cache_bytes(cell, dataset.data_physical_bytes)
-    requested = requested_cache_bytes(cell, dataset.data_physical_bytes)
     placement = exp.cpu_placement
     return {
         **base_manifest(exp, run, ctx.host.name), "boot_id": ctx.facts.get("boot_id"), "host_facts": ctx.facts,
         "medium": ctx.spec.media[cell.medium].to_dict(), "media_state": media_state,
         "versions": {"mariadb": ctx.facts.get("mariadb_version"),
                      "sysbench": ctx.facts.get("sysbench_version")},
-        "dataset": dataset.to_dict(), "cache_pct": cell.cache_pct, "cache_bytes": cache,
-        "cache_bytes_requested": requested, "cache_clamped_to_minimum": cache > requested,
+        "dataset": dataset.to_dict(), **cache_sizing(cell, dataset, exp.cache_basis),
         "server_constants": constants_for(cell, exp.server_options),
         "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
         "sysbench_seed": sysbench_seed(exp.seed, run.run_id), "steps": {}, "adaptive": run.adaptive,

@@ -19,7 +19,7 @@ from dbmatrix.analyse.wsrep import parse_samples, summarize_samples, wsrep_delta
 from dbmatrix.hosts import media
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.run.context import HostContext, run_manifest
-from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, restore
+from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, restore
 from dbmatrix.run.galera_cluster import (
     PORTS_PER_NODE,
     GaleraCluster,
@@ -34,7 +34,7 @@ from dbmatrix.run.galera_cluster import (
     plan_nodes,
     run_as_user,
 )
-from dbmatrix.run.mysqld import PortInUse, cache_bytes
+from dbmatrix.run.mysqld import PortInUse
 from dbmatrix.run.ports import PortBlock, bind_failed, lease_block
 from dbmatrix.run.session import RunFailed, RunSession
 from dbmatrix.run.topology import Topology
@@ -137,7 +137,7 @@ class Galera(Topology):
         self._sockets = client_sockets(self.nodes, cell.write_to)
         self.name = cluster_name(s.run.run_id, base)
         run_as = [self.run_as_by_host[c.host.name] for c in ctxs]
-        cache = cache_bytes(cell, self.dataset.data_physical_bytes)
+        cache = cache_sizing(cell, self.dataset, self.exp.cache_basis)["cache_bytes"]
         options = [node_options(cell, self.nodes, n.index, user=run_as[n.index - 1] or ctxs[n.index - 1].user,
                                 cache=cache, constants=self.exp.server_options, name=self.name,
                                 sst_method=topo.sst_method) for n in self.nodes]

@@ -27,8 +27,8 @@ from typing import Any
 from dbmatrix.hosts import media
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.run.context import HostContext, run_manifest
-from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, prepare_dataset, restore
-from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, cache_bytes, render_options
+from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, prepare_dataset, restore
+from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, render_options
 from dbmatrix.run.ports import PortBlock, lease_block
 from dbmatrix.run.session import RunFailed, RunSession
 from dbmatrix.run.topology import Topology
@@ -253,7 +253,7 @@ class Instances(Topology):
             self.block = lease_block([(g.ctx.host, g.ctx.owner()) for g in self.groups.values()],
                                      max(per_host.values()), start=min(starts) if starts else None)
             base = self.block.base
-        cache = cache_bytes(cell, self.dataset.data_physical_bytes)
+        cache = cache_sizing(cell, self.dataset, self.exp.cache_basis)["cache_bytes"]
         for h, g in self.groups.items():
             spec = g.ctx.spec
             cpus = [int(c) for c in (g.ctx.facts.get("online_cpu_list") or [])] or \

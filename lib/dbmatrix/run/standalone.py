@@ -7,8 +7,8 @@ from typing import Any
 
 from dbmatrix.hosts import media
 from dbmatrix.run.context import HostContext, run_manifest
-from dbmatrix.run.datasets import DatasetInfo, drop_os_caches, restore
-from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, cache_bytes, render_options
+from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, restore
+from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, render_options
 from dbmatrix.run.session import RunSession
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun
@@ -32,7 +32,7 @@ class Standalone(Topology):
         self.log_dir = None if cell.log_medium == "same" else f"{hostspec.media[cell.log_medium].path}/logdir"
         self.paths = ServerPaths.under(f"{hostspec.workdir}/run", self.datadir, "bench")
         self.options = render_options(cell, self.paths, user=ctx.user,
-                                      cache=cache_bytes(cell, dataset.data_physical_bytes),
+                                      cache=cache_sizing(cell, dataset, exp.cache_basis)["cache_bytes"],
                                       constants=exp.server_options, log_dir=self.log_dir)
         placement = exp.cpu_placement
         self.server = MariaDBServer(ctx.host, self.paths, self.options,

@@ -61,6 +61,14 @@ PLACEMENT_TOOLS = ("taskset", "numactl")
 # tps kill/clean 1.05 [0.97, 1.14]: the results agree, so kill is the default.
 STOP_MODES = ("clean", "kill")
 DEFAULT_STOP_MODE = "kill"
+# What a cell's cache_pct is a percentage of: the tables' logical (uncompressed) size, which is what the
+# InnoDB buffer pool and the RocksDB block cache hold, or their physical (du) size on the medium.
+# Results recorded before this key existed used "physical" (a manifest without cache_basis means that), so
+# the digest leaves the key out at "physical": old results stay bound to physical-basis specs, and a spec at
+# the new default gets a new digest instead of resuming (and mixing with) physical-basis runs.
+CACHE_BASES = ("logical", "physical")
+DEFAULT_CACHE_BASIS = "logical"
+LEGACY_CACHE_BASIS = "physical"
 
 # Server options set by a factor or by the harness itself: a spec may not hold them constant.
 HARNESS_OPTIONS = frozenset({
@@ -77,7 +85,7 @@ HARNESS_OPTIONS = frozenset({
 TOP_LEVEL_KEYS = (
     "experiment", "description", "workload", "factors", "repetitions", "seed", "warmup_s",
     "measure_s", "server_options", "baseline", "run_timeout_s", "design", "comparisons", "noise",
-    "cpu_placement", "topology", "stop_mode",
+    "cpu_placement", "topology", "stop_mode", "cache_basis",
 )
 
 
@@ -250,6 +258,7 @@ class Experiment:
     cpu_placement: CpuPlacement = field(default_factory=CpuPlacement)
     topology: Topology = field(default_factory=Topology)
     stop_mode: str = DEFAULT_STOP_MODE
+    cache_basis: str = DEFAULT_CACHE_BASIS
 
     def cells(self) -> list[Cell]:
         """The design's cells in spec order (the last factor varies fastest): every combination of the
@@ -329,6 +338,8 @@ class Experiment:
             del d["workload"]["warehouses"], d["workload"]["isolation"]
         if self.stop_mode == DEFAULT_STOP_MODE:  # how servers stop does not change what is measured
             del d["stop_mode"]
+        if self.cache_basis == LEGACY_CACHE_BASIS:  # what results without the key measured (see CACHE_BASES)
+            del d["cache_basis"]
         return d
 
     def digest(self) -> str:
@@ -548,6 +559,7 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         cpu_placement=_parse_placement(raw.get("cpu_placement")),
         topology=_parse_topology(raw.get("topology")),
         stop_mode=_parse_stop_mode(raw.get("stop_mode", DEFAULT_STOP_MODE)),
+        cache_basis=_parse_cache_basis(raw.get("cache_basis", DEFAULT_CACHE_BASIS)),
     )
     _check_topology(exp)
     if ("tpcc" in factors["workload"] and "myrocks" in factors["engine"]
@@ -562,6 +574,14 @@ def _parse_stop_mode(raw: Any) -> str:
     if raw not in STOP_MODES:
         raise SpecError(f"stop_mode: {raw!r} is not a stop mode; allowed: {', '.join(STOP_MODES)} (kill: SIGKILL "
                         "the servers after the measured window, their datadirs are thrown away anyway)")
+    return str(raw)
+
+
+def _parse_cache_basis(raw: Any) -> str:
+    if raw not in CACHE_BASES:
+        raise SpecError(f"cache_basis: {raw!r} is not a cache basis; allowed: {', '.join(CACHE_BASES)} (logical: "
+                        "cache_pct of the tables' uncompressed size, what the buffer pool or block cache holds; "
+                        "physical: of their du size on the medium)")
     return str(raw)
 
 
