@@ -101,13 +101,16 @@ DESIGNS = {d.name: d for d in (_storage(), _threads(), _two_cell())}
 
 
 def simulate_runs(design: Design, k: int, reps: int, sd_u: float, sd_e: float,
-                  rng: np.random.Generator, sd_b: float = SD_B) -> pd.DataFrame:
-    """One study: `k` campaigns of every cell with `reps` repetitions (run ids as the runner names them)."""
+                  rng: np.random.Generator, sd_b: float = SD_B, hetero: float = 1.0) -> pd.DataFrame:
+    """One study: `k` campaigns of every cell with `reps` repetitions (run ids as the runner names them).
+    `hetero`: the campaign x cell SD of the cells at the compared level `a` is `hetero` times sd_u (the
+    pooled model assumes one SD for every cell; this breaks it on purpose)."""
     rows = []
     for camp in range(1, k + 1):
         shift = rng.normal(0, sd_b)
         for c in design.cells:
-            mu = design.log_mean(c) + shift + rng.normal(0, sd_u)
+            scale = hetero if c[design.factor] == design.a else 1.0
+            mu = design.log_mean(c) + shift + rng.normal(0, sd_u * scale)
             cid = "-".join(str(v) for v in c.values())
             for r in range(1, reps + 1):
                 run_id = f"{cid}-r{r}" + (f"-camp{camp}" if camp > 1 else "")
@@ -129,7 +132,8 @@ def estimates(design: Design, runs: pd.DataFrame, methods: tuple[str, ...] = MET
 
 
 def coverage(design: Design, k: int, trials: int, *, reps: int = 3, sd_u: float = 0.05, sd_e: float = 0.03,
-             sd_b: float = SD_B, seed: int = 14, methods: tuple[str, ...] = METHODS) -> dict[str, Any]:
+             sd_b: float = SD_B, hetero: float = 1.0, seed: int = 14,
+             methods: tuple[str, ...] = METHODS) -> dict[str, Any]:
     """Share of `trials` whose 95 % interval covers the truth, per method, and the median width ratio."""
     rng = np.random.default_rng([seed, k, len(design.cells), int(sd_u * 1e4), int(sd_e * 1e4)])
     hits = {m: 0 for m in methods}
@@ -138,7 +142,7 @@ def coverage(design: Design, k: int, trials: int, *, reps: int = 3, sd_u: float 
     basis = ""
     for _ in range(trials):
         try:
-            got = estimates(design, simulate_runs(design, k, reps, sd_u, sd_e, rng, sd_b), methods)
+            got = estimates(design, simulate_runs(design, k, reps, sd_u, sd_e, rng, sd_b, hetero), methods)
         except NotTestable as exc:
             raise RuntimeError(f"{design.name}, K={k}: {exc}") from exc
         done += 1
@@ -147,6 +151,7 @@ def coverage(design: Design, k: int, trials: int, *, reps: int = 3, sd_u: float 
             hits[m] += int(e.ci_lo <= design.truth <= e.ci_hi)
             widths[m].append(e.ci_hi / e.ci_lo)
     return {"design": design.name, "cells": len(design.cells), "K": k, "sd_u": sd_u, "sd_e": sd_e, "sd_b": sd_b,
+            "hetero": hetero,
             "trials": done, **{m: hits[m] / done for m in methods},
             **{f"width {m}": float(np.median(widths[m])) for m in methods}, "basis": basis}
 
@@ -160,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="campaign x cell SD on the log scale (0: campaigns differ only by a shift)")
     ap.add_argument("--sd-e", type=float, default=0.03, help="repetition SD on the log scale")
     ap.add_argument("--sd-b", type=float, default=SD_B, help="campaign shift SD on the log scale")
+    ap.add_argument("--hetero", type=float, default=1.0,
+                    help="campaign x cell SD of the cells at the compared level a, in units of sd_u")
     ap.add_argument("--seed", type=int, default=14)
     args = ap.parse_args(argv)
     rows = []
@@ -168,12 +175,13 @@ def main(argv: list[str] | None = None) -> None:
         for name in args.designs:
             for k in args.k:
                 rows.append(coverage(DESIGNS[name], k, args.trials, sd_u=sd_u, sd_e=args.sd_e, sd_b=args.sd_b,
-                                     seed=args.seed))
+                                     hetero=args.hetero, seed=args.seed))
     table = pd.DataFrame(rows)
     se = math.sqrt(0.95 * 0.05 / args.trials)
     pd.set_option("display.width", 200)
     print(f"coverage of the true ratio by the 95 % interval; {args.trials} trials per row (Monte Carlo SE "
-          f"{100 * se:.1f} points at 95 %); 3 repetitions per campaign and cell; campaign shift SD {args.sd_b}")
+          f"{100 * se:.1f} points at 95 %); 3 repetitions per campaign and cell; campaign shift SD {args.sd_b}"
+          + (f"; campaign x cell SD x{args.hetero:g} at the compared level" if args.hetero != 1 else ""))
     print(table[["design", "cells", "K", "sd_u", "sd_e", *METHODS]].to_string(
         index=False, formatters={m: "{:.1%}".format for m in METHODS}))
     print("\nmedian interval width (hi/lo):")

@@ -72,15 +72,20 @@ def campaign_cell_means(data: pd.DataFrame, metric: str, factors: Sequence[str])
     """Stage 1: one row per campaign and cell (combination of `factors`) with the geometric mean of the
     positive `metric` over that campaign's repetitions (``metric``: exp of the mean log), ``n_runs``, and
     ``campaign``. Cells are keyed by the factors' levels (NaN levels form their own cell)."""
-    y = pd.to_numeric(data[metric], errors="coerce").astype(float)
+    y = pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype=float)
     keep = np.isfinite(y) & (y > 0)
-    frame = data.loc[keep, list(factors)].copy()
-    frame[CAMPAIGN] = campaign_column(data)[keep]
-    frame["_log"] = np.log(y[keep])
-    keys = [CAMPAIGN, *factors]
-    grouped = frame.groupby(keys, sort=True, dropna=False)["_log"]
-    out = grouped.mean().rename("_mean").to_frame().join(grouped.size().rename("n_runs")).reset_index()
-    out[metric] = np.exp(out.pop("_mean"))
+    frame = data.loc[keep, list(factors)]
+    camp = campaign_column(data).to_numpy()[keep]
+    # one integer code per (campaign, cell): factorize each column (NaN its own level), then the rows
+    codes = np.column_stack([camp] + [pd.factorize(frame[f], use_na_sentinel=False)[0] for f in factors])
+    _, first, group = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    logs = np.log(y[keep])
+    n = np.bincount(group)
+    out = frame.iloc[first].reset_index(drop=True)
+    out.insert(0, CAMPAIGN, camp[first])
+    out["n_runs"] = n
+    out[metric] = np.exp(np.bincount(group, weights=logs) / n)
     return out
 
 
