@@ -440,7 +440,7 @@ def _within_campaign(data: pd.DataFrame, metric: str, candidates: Sequence[str],
 
 def _pooled(data: pd.DataFrame, metric: str, candidates: Sequence[str], order: Mapping[str, Sequence[Any]],
             check: _Check, k: int) -> Estimate:
-    """The two-stage campaign model (:mod:`dbmatrix.analyse.campaigns`)."""
+    """The two-stage campaign model (:mod:`dbmatrix.analyse.campaign_model`)."""
     cols = list(dict.fromkeys([f for f in candidates if f in data.columns] + [check.factor, *check.at]))
     means = campaign_cell_means(data, metric, cols)
     n_runs = int(means["n_runs"].sum())
