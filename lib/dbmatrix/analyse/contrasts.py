@@ -1,11 +1,18 @@
 """Estimates of a comparison from the processed runs: matched cells, the factorial model's contrasts,
-dataset-size ratios, shares with Wilson intervals (what the claims and the figures ask of the data)."""
+dataset-size ratios, shares with Wilson intervals (what the claims and the figures ask of the data).
+
+With two or more campaigns (the runs' ``campaign`` column) :func:`ratio_estimate` pools them by the
+two-stage model of :mod:`dbmatrix.analyse.campaign_model` (campaign-level cell means, then OLS with a
+campaign block: the interval comes from the campaign x cell variation); with one campaign it is the
+estimate of that campaign's repetitions (``Estimate.campaigns == 1``; the basis says "within one campaign"
+when asked). Per-campaign estimates and the pooling of estimators that are not models:
+:mod:`dbmatrix.analyse.campaigns`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import combinations, product
 from typing import Any
 
@@ -13,6 +20,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from dbmatrix.analyse.campaign_model import (
+    CAMPAIGN,
+    ONE_CAMPAIGN,
+    alias_note,
+    campaign_cell_means,
+    campaigns_of,
+)
 from dbmatrix.analyse.effects import sum_contrast
 from dbmatrix.analyse.stats import STABLE_BAND_PCT, UNTESTED_REASONS, level_key, welch_log_ratio
 from dbmatrix.spec.factors import (
@@ -32,6 +46,11 @@ METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn
 
 
 
+# A free factor (one the comparison leaves free) whose interaction with the compared factor has p below this
+# in the model is not averaged over: ratio_estimate raises DependsOn with the estimate at each of its levels.
+INTERACTION_ALPHA = 0.05
+
+
 @dataclass
 class Estimate:
     estimate: float
@@ -40,10 +59,32 @@ class Estimate:
     basis: str
     n: int
     compared: str = ""
+    campaigns: int = 1  # campaigns the estimate draws on (its interval includes their variation if >= 2)
+    # The campaign estimates a pooled estimate was made of (campaigns.pool_campaign_estimates), in campaign
+    # order; empty otherwise (campaigns.per_campaign_estimates gives them for any estimator).
+    per_campaign: list[Estimate] = field(default_factory=list)
 
 
 class NotTestable(Exception):
     """The data cannot answer this claim (the message says why)."""
+
+
+class DependsOn(NotTestable):
+    """The compared factor's effect depends on a factor the comparison leaves free (their interaction has
+    p < INTERACTION_ALPHA): no average over it, the estimate at each of its levels instead."""
+
+    def __init__(self, factor: str, p: float, per_level: dict[Any, Estimate], compared: str = ""):
+        self.factor, self.p, self.per_level, self.compared = factor, p, per_level, compared
+        levels = ", ".join(f"{lv}{factor_unit(factor)} {_fmt_estimate(e)}" for lv, e in per_level.items())
+        super().__init__(f"depends on {factor_word(factor)} (interaction p = {p:.2g}): {levels}")
+
+
+def _fmt_estimate(e: Estimate) -> str:
+    if not math.isfinite(e.estimate):
+        return f"not estimable ({e.basis})"
+    if not (math.isfinite(e.ci_lo) and math.isfinite(e.ci_hi)):
+        return f"{e.estimate:.3g}"
+    return f"{e.estimate:.3g} ({e.ci_lo:.3g}-{e.ci_hi:.3g})"
 
 
 def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -85,6 +126,7 @@ class LogModel:
     df_resid: int
     n: int
     name: str
+    blocks: int = 0  # block (campaign) columns after the terms' columns; a row leaves them at 0 (averaged)
 
     def _coded(self, f: str, level: Any) -> np.ndarray:
         keys = [level_key(v) for v in self.levels[f]]
@@ -101,7 +143,29 @@ class LogModel:
         parts = [np.ones(1)]
         for t in self.terms:
             parts.append(coded[t[0]] if len(t) == 1 else np.kron(coded[t[0]], coded[t[1]]))
+        parts.append(np.zeros(self.blocks))
         return np.concatenate(parts)
+
+    def term_columns(self, term: tuple[str, ...]) -> list[int]:
+        """The parameter indices of a term (its coded columns)."""
+        start = 1
+        for t in self.terms:
+            width = int(np.prod([len(self.levels[f]) - 1 for f in t]))
+            if set(t) == set(term):
+                return list(range(start, start + width))
+            start += width
+        raise KeyError(term)
+
+    def term_test(self, term: tuple[str, ...]) -> tuple[float, float]:
+        """Wald F test that every coefficient of `term` is zero (the partial F of OLS): (F, p)."""
+        idx = self.term_columns(term)
+        beta = self.params[idx]
+        cov = self.cov[np.ix_(idx, idx)]
+        try:
+            f = float(beta @ np.linalg.solve(cov, beta)) / len(idx)
+        except np.linalg.LinAlgError:
+            return math.nan, math.nan
+        return f, float(sps.f.sf(f, len(idx), self.df_resid))
 
     def contrast(self, at_a: Mapping[str, Any], at_b: Mapping[str, Any],
                  confidence: float = 0.95) -> tuple[float, float, float]:
@@ -135,9 +199,13 @@ def varied(runs: pd.DataFrame, factors: Sequence[str]) -> list[str]:
 
 def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps", *,
                   interactions: bool = True,
-                  level_order: Mapping[str, Sequence[Any]] | None = None) -> LogModel | None:
+                  level_order: Mapping[str, Sequence[Any]] | None = None,
+                  block: str | None = None) -> LogModel | None:
     """The factorial model of :func:`dbmatrix.analyse.effects.factorial_model` with its covariance kept, so that
-    any contrast can be estimated. None when not estimable (aliased terms or no residual df)."""
+    any contrast can be estimated. None when not estimable (aliased terms or no residual df).
+
+    `block`: a column (the campaign) entered as a sum-coded block effect, additive, not crossed with any
+    factor: contrasts between cells are within blocks and its residual is the block x cell variation."""
     import statsmodels.api as sm
 
     data = positive_values(runs, metric)
@@ -161,12 +229,20 @@ def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps
         else:
             a, b = coded[t[0]], coded[t[1]]
             blocks.append((a[:, :, None] * b[:, None, :]).reshape(y.size, -1))
+    n_block = 0
+    if block is not None and block in data.columns:
+        bkeys = sorted(data[block].map(level_key).unique(), key=_sort_key)
+        if len(bkeys) > 1:
+            codes = np.array([bkeys.index(level_key(v)) for v in data[block]], dtype=int)
+            blocks.append(sum_contrast(len(bkeys))[codes])
+            n_block = len(bkeys) - 1
     X = np.hstack(blocks)
     if np.linalg.matrix_rank(X) < X.shape[1] or y.size - X.shape[1] < 1:
         return None
     fit = sm.OLS(y, X).fit()
     return LogModel(factors, levels, terms, np.asarray(fit.params), np.asarray(fit.cov_params()),
-                    int(fit.df_resid), int(y.size), "main+2way" if interactions and len(factors) > 1 else "main")
+                    int(fit.df_resid), int(y.size), "main+2way" if interactions and len(factors) > 1 else "main",
+                    n_block)
 
 
 # ============================================================================ estimates
@@ -233,9 +309,24 @@ def _condition(runs: pd.DataFrame, at: Mapping[str, Any]) -> pd.DataFrame:
 
 def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
                    at: Mapping[str, Any] | None = None, *, factors: Sequence[str] | None = None,
-                   level_order: Mapping[str, Sequence[Any]] | None = None) -> Estimate:
-    """Ratio a/b of `metric` between two levels of `factor` at the levels `at` (see the module docstring:
-    matched cells, else the two-way model's contrast, else a main-effects model at the conditions)."""
+                   level_order: Mapping[str, Sequence[Any]] | None = None,
+                   design: Mapping[str, Any] | None = None, refuse_interacting: bool = False,
+                   label_campaigns: bool = False) -> Estimate:
+    """Ratio a/b of `metric` between two levels of `factor` at the levels `at`.
+
+    One campaign (see the module docstring): matched cells (Welch), else the two-way model's contrast,
+    else a main-effects model at the conditions; with `label_campaigns` the basis ends "within one
+    campaign". Two or more (``Estimate.campaigns``): the same three paths on the campaign-level cell means
+    with a campaign block (:mod:`dbmatrix.analyse.campaign_model`); matched cells become the additive
+    cell + campaign model over every cell of the study, which lends the study's campaign x cell variation
+    to the two cells. Each campaign's own estimate: :func:`dbmatrix.analyse.campaigns.per_campaign_estimates`.
+
+    With `refuse_interacting`, a model contrast never averages over a free factor whose interaction with
+    `factor` has p < INTERACTION_ALPHA (F test of the interaction's terms in the model): :class:`DependsOn`
+    instead, the most significant such factor with the estimate at each of its levels (by this function,
+    at the claim's levels plus that one). The main-effects path cannot test interactions (its basis says
+    they are aliased). `design` (Experiment.design_info()) adds what a fractional design aliases to the basis of
+    the model paths."""
     at = dict(at or {})
     data = positive_values(runs, metric)
     if data.empty:
@@ -246,36 +337,130 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
         raise NotTestable(f"{factor}: {a} against itself")
     at = {f: resolve_level(data, f, v) for f, v in at.items()}
     compared = _compared(factor, a, b, at)
-    sub = _condition(data, at)
-    sub = sub[sub[factor].map(level_key).isin([level_key(a), level_key(b)])]
-    if not varied(sub, [f for f in candidates if f != factor]) and len(sub):
-        va = sub.loc[sub[factor].map(level_key) == level_key(a), metric].astype(float)
-        vb = sub.loc[sub[factor].map(level_key) == level_key(b), metric].astype(float)
+    order = level_order or {}
+
+    def per_level(f: str, level: Any) -> Estimate:
+        try:
+            return ratio_estimate(runs, metric, factor, a, b, {**at, f: level}, factors=factors,
+                                  level_order=level_order, design=design, refuse_interacting=True,
+                                  label_campaigns=label_campaigns)
+        except NotTestable as exc:
+            return Estimate(math.nan, math.nan, math.nan, str(exc), 0, _compared(factor, a, b, {**at, f: level}))
+
+    check = _Check(factor, a, b, at, compared, per_level if refuse_interacting else None)
+    camps = campaigns_of(data)
+    if len(camps) < 2:
+        est = _within_campaign(data, metric, candidates, order, check)
+        if label_campaigns:
+            est.basis += f"; {ONE_CAMPAIGN}"
+    else:
+        est = _pooled(data, metric, candidates, order, check, len(camps))
+    note = alias_note(dict(design)) if design and est.basis.startswith(("two-way", "main-effects")) else ""
+    if note:
+        est.basis += f"; {note}"
+    return est
+
+
+@dataclass
+class _Check:
+    """What ratio_estimate compares, and how to test and answer a free factor's interaction."""
+
+    factor: str
+    a: Any
+    b: Any
+    at: dict[str, Any]
+    compared: str
+    per_level: Callable[[str, Any], Estimate] | None
+
+    def matched(self, frame: pd.DataFrame, candidates: Sequence[str]) -> pd.DataFrame | None:
+        """The rows of the two matched cells at the conditions (only the compared factor varies), or None."""
+        sub = _condition(frame, self.at)
+        sub = sub[sub[self.factor].map(level_key).isin([level_key(self.a), level_key(self.b)])]
+        if varied(sub, [f for f in candidates if f != self.factor]) or not len(sub):
+            return None
+        return sub
+
+    def side(self, frame: pd.DataFrame, level: Any) -> pd.DataFrame:
+        return frame[frame[self.factor].map(level_key) == level_key(level)]
+
+    def interactions(self, model: LogModel, held: Mapping[str, Any]) -> None:
+        """Raise DependsOn for the free factor whose interaction with the compared one is most significant
+        (p < INTERACTION_ALPHA)."""
+        if self.per_level is None:
+            return
+        tests = []
+        for f in model.factors:
+            if f == self.factor or f in held:
+                continue
+            _, p = model.term_test((self.factor, f))
+            if math.isfinite(p) and p < INTERACTION_ALPHA:
+                tests.append((p, f))
+        if tests:
+            p, f = min(tests)
+            raise DependsOn(f, p, {lv: self.per_level(f, lv) for lv in model.levels[f]}, self.compared)
+
+
+def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
+                    order: Mapping[str, Sequence[Any]], check: _Check, block: str | None,
+                    size: str) -> tuple[float, float, float, str, int]:
+    """The two model paths (two-way model over all rows, else main effects at the conditions): the log
+    contrast, its CI, the basis and the model's rows."""
+    model = fit_log_model(frame, candidates, metric, level_order=order, block=block)
+    if model is not None and model.name == "main+2way" and check.factor in model.factors:
+        held = {f: v for f, v in check.at.items() if f in model.factors}
+        check.interactions(model, held)
+        est, lo, hi = model.contrast({**held, check.factor: check.a}, {**held, check.factor: check.b})
+        avg = [f for f in model.factors if f != check.factor and f not in held]
+        return est, lo, hi, (f"two-way model, {size.format(n=model.n, df=model.df_resid)}"
+                             + (f"; averaged over {', '.join(factor_word(f) for f in avg)}" if avg else "")), model.n
+    sub = _condition(frame, check.at)
+    model = fit_log_model(sub, candidates, metric, interactions=False, level_order=order, block=block)
+    if model is None or check.factor not in model.factors:
+        raise NotTestable(f"{check.factor} {check.a} vs {check.b} is not estimable from the runs at "
+                          f"{_describe(check.at) or 'all levels'}")
+    est, lo, hi = model.contrast({check.factor: check.a}, {check.factor: check.b})
+    others = [f for f in model.factors if f != check.factor]
+    return est, lo, hi, (f"main-effects model, {size.format(n=model.n, df=model.df_resid)} at the conditions "
+                         "(interactions aliased)"
+                         + (f"; averaged over {', '.join(factor_word(f) for f in others)}" if others else "")), model.n
+
+
+def _within_campaign(data: pd.DataFrame, metric: str, candidates: Sequence[str],
+                     order: Mapping[str, Sequence[Any]], check: _Check) -> Estimate:
+    sub = check.matched(data, candidates)
+    if sub is not None:
+        va, vb = check.side(sub, check.a)[metric].astype(float), check.side(sub, check.b)[metric].astype(float)
         if len(va) and len(vb):
             w = welch_log_ratio(va, vb)
             return Estimate(w["ratio"], w["ci_lo"], w["ci_hi"],
-                            f"matched cells, {len(va)}+{len(vb)} runs, Welch", len(va) + len(vb),
-                            compared)
-    order = level_order or {}
-    model = fit_log_model(data, candidates, metric, level_order=order)
-    if model is not None and model.name == "main+2way" and factor in model.factors:
-        held = {f: v for f, v in at.items() if f in model.factors}
-        est, lo, hi = model.contrast({**held, factor: a}, {**held, factor: b})
-        avg = [f for f in model.factors if f != factor and f not in held]
-        return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
-                        f"two-way model, {model.n} runs"
-                        + (f"; averaged over {', '.join(factor_word(f) for f in avg)}" if avg else ""),
-                        model.n, compared)
-    sub = _condition(data, at)
-    model = fit_log_model(sub, candidates, metric, interactions=False, level_order=order)
-    if model is None or factor not in model.factors:
-        raise NotTestable(f"{factor} {a} vs {b} is not estimable from the runs at {_describe(at) or 'all levels'}")
-    est, lo, hi = model.contrast({factor: a}, {factor: b})
-    others = [f for f in model.factors if f != factor]
-    return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
-                    f"main-effects model, {model.n} runs at the conditions (interactions aliased)"
-                    + (f"; averaged over {', '.join(factor_word(f) for f in others)}" if others else ""),
-                    model.n, compared)
+                            f"matched cells, {len(va)}+{len(vb)} runs, Welch", len(va) + len(vb), check.compared)
+    est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, None, "{n} runs")
+    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n, check.compared)
+
+
+def _pooled(data: pd.DataFrame, metric: str, candidates: Sequence[str], order: Mapping[str, Sequence[Any]],
+            check: _Check, k: int) -> Estimate:
+    """The two-stage campaign model (:mod:`dbmatrix.analyse.campaign_model`)."""
+    cols = list(dict.fromkeys([f for f in candidates if f in data.columns] + [check.factor, *check.at]))
+    means = campaign_cell_means(data, metric, cols)
+    n_runs = int(means["n_runs"].sum())
+    size = (f"{{n}} campaign-level cell means of {n_runs} runs in {k} campaigns; campaign x cell variation, "
+            "{df} df")
+    sub = check.matched(means, candidates)
+    if sub is not None and len(check.side(sub, check.a)) and len(check.side(sub, check.b)):
+        cells = varied(means, cols)
+        keyed = means.assign(_cell=means[cells].map(level_key).astype(str).agg("|".join, axis=1))
+        key_a = keyed.loc[check.side(sub, check.a).index, "_cell"].iloc[0]
+        key_b = keyed.loc[check.side(sub, check.b).index, "_cell"].iloc[0]
+        model = fit_log_model(keyed, ["_cell"], metric, interactions=False, block=CAMPAIGN)
+        if model is not None:
+            est, lo, hi = model.contrast({"_cell": key_a}, {"_cell": key_b})
+            n_cells = len(model.levels["_cell"])
+            return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
+                            f"matched cells, additive cell + campaign model over the study's {n_cells} cells: "
+                            + size.format(n=model.n, df=model.df_resid), n_runs, check.compared, k)
+    est, lo, hi, basis, _ = _model_contrast(means, metric, candidates, order, check, CAMPAIGN, size)
+    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n_runs, check.compared, k)
 
 
 def dataset_ratio(runs: pd.DataFrame, factor: str, a: Any, b: Any,
