@@ -66,7 +66,7 @@ def campaign_tables(st: StudyTables) -> dict[int, dict[str, pd.DataFrame]]:
     """Per campaign (two or more only): the Galera effect and runs tables, or the scale-out tables, of
     that campaign's runs alone (the claims need each campaign's own estimate)."""
     from dbmatrix.analyse import replication as repl
-    from dbmatrix.analyse.campaigns import campaign_column, campaigns_of
+    from dbmatrix.analyse.campaign_model import campaign_column, campaigns_of
     from dbmatrix.analyse.scaleout import scaleout_tables
 
     if st.kind == "galera":

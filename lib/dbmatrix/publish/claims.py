@@ -53,13 +53,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbmatrix.analyse.campaigns import campaign_column, campaigns_of
+from dbmatrix.analyse.campaign_model import ONE_CAMPAIGN, campaign_column, campaigns_of
+from dbmatrix.analyse.campaigns import pool_campaign_estimates
 from dbmatrix.analyse.contrasts import (
     DependsOn,
     Estimate,
     NotTestable,
     dataset_ratio,
-    pool_campaign_estimates,
     ratio_estimate,
     replication_estimate,
     steady_share,
@@ -523,7 +523,7 @@ def _estimate_all(claim: Claim, ev: Evidence) -> tuple[Estimate, list[Estimate |
     if len(ks) == 1:
         if per[0] is None:
             return estimate(claim, ev), per, notes  # raises with the reason
-        return replace(per[0], basis=per[0].basis + "; within one campaign"), per, notes
+        return replace(per[0], basis=f"{per[0].basis}; {ONE_CAMPAIGN}"), per, notes
     if _models_campaigns(claim, ev):
         return estimate(claim, ev), per, notes
     got = [e for e in per if e is not None]
