@@ -495,17 +495,52 @@ def campaign_columns(k: int) -> list[str]:
     return [f"c{k}_{f}" for f in CAMPAIGN_FIELDS]
 
 
-def _depends_text(exc: DependsOn, claim: Claim) -> tuple[str, str]:
-    """The verdict shared by every level of the interacting factor (else inconclusive) and the per-level
-    estimates in words."""
-    parts, verdicts = [], []
-    for level, e in exc.per_level:
-        v = verdict(e.ci_lo, e.ci_hi, claim.band, claim.test, claim.null, e.estimate)
+MAX_SPLIT_DEPTH = 3  # nested interactions judged per combination of levels, at most this deep
+
+
+def _split(claim: Claim, ev: Evidence, exc: DependsOn, depth: int = 1
+           ) -> list[tuple[dict[str, Any], Estimate | None, list[Estimate | None], str]]:
+    """The claim judged at each level of the factor it depends on (recursively when the effect at a level
+    depends on a further factor): (the levels held, pooled estimate or None, per-campaign estimates,
+    note)."""
+    out: list[tuple[dict[str, Any], Estimate | None, list[Estimate | None], str]] = []
+    for level in exc.per_level:
+        sub = replace(claim, at={**claim.at, exc.factor: level})
+        held = {exc.factor: level}
+        try:
+            est, per, _ = _estimate_all(sub, ev)
+            out.append((held, est, per, ""))
+        except DependsOn as inner:
+            if depth >= MAX_SPLIT_DEPTH:
+                out.append((held, None, [], str(inner)))
+                continue
+            out += [({**held, **h}, e, p, n) for h, e, p, n in _split(sub, ev, inner, depth + 1)]
+        except NotTestable as inner:
+            out.append((held, None, [], str(inner)))
+    return out
+
+
+def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
+                     checks: Sequence[PremiseCheck]) -> tuple[str, str, int]:
+    """The verdict shared by every combination of levels the effect depends on (else inconclusive), the
+    per-level estimates and verdicts in words, and the runs behind them."""
+    from dbmatrix.spec.factors import factor_unit, factor_word
+
+    parts, verdicts, n = [], [], 0
+    for held, e, per, note in _split(claim, ev, exc):
+        where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in held.items())
+        if e is None:
+            verdicts.append("inconclusive")
+            parts.append(f"{where}: not estimable ({note})")
+            continue
+        v, _ = judge(claim, e, per if len(per) > 1 else [], checks)
         verdicts.append(v)
-        parts.append(f"{level}: {_fmt(e.estimate)} [{_fmt(e.ci_lo)}, {_fmt(e.ci_hi)}] {v}")
+        n += e.n
+        parts.append(f"{where}: {_fmt(e.estimate)} [{_fmt(e.ci_lo)}, {_fmt(e.ci_hi)}] {v}")
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
-    return common, (f"depends on {exc.factor} (interaction p = {exc.p:.2g}), judged per level: "
-                    + "; ".join(parts))
+    within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
+    return common, (f"depends on {factor_word(exc.factor)} (interaction p = {exc.p:.2g}), judged per level: "
+                    + "; ".join(parts) + within), n
 
 
 def _estimate_all(claim: Claim, ev: Evidence) -> tuple[Estimate, list[Estimate | None], list[str]]:
@@ -564,9 +599,9 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             try:
                 est, per, notes = _estimate_all(c, ev)
             except DependsOn as exc:
-                v, text = _depends_text(exc, c)
+                v, text, n = _depends_verdict(c, ev, exc, checks)
                 failed = [ch.value for ch in checks if ch.met is False]
-                row.update(study=ev.experiment, compared=exc.compared, basis=text, n=sum(e.n for _, e in exc.per_level),
+                row.update(study=ev.experiment, compared=exc.compared, basis=text, n=n,
                            verdict="premise not met" if failed else v, reason="; ".join(failed),
                            campaigns=len(ev.campaigns()))
                 _premise_cols(row, checks)
