@@ -322,3 +322,27 @@ def test_a_claim_on_a_metric_nobody_measured_is_not_tested() -> None:
     c = Claim("x", "003", "here", "text", "write_kb_per_txn", (0.4, 1.0), factor="block_size", a="4k", b="16k")
     t = evaluate([Evidence("m", "storage", runs, {})], [c])
     assert t["verdict"].iloc[0] == "not tested" and "KiB written/txn was not measured" in t["reason"].iloc[0]
+
+
+def test_two_campaigns_are_pooled_and_each_is_judged() -> None:
+    """Campaign 2 repeats campaign 1 except that MyRocks' 4k cells at cache 100 run 15 % slower: the block
+    claim agrees in campaign 1 (1.125), disagrees in campaign 2 (0.96), and the pooled verdict may not take
+    a side; with campaign 2 like campaign 1, the pooled interval agrees and says it pools two campaigns."""
+    cells = full_factorial(engine=["innodb", "myrocks"], cache_pct=[25, 100], block_size=["4k", "16k"])
+    c = Claim("blockTest", "003", "here", "4k up to 20 % faster", "tps", (1.0, 1.2), factor="block_size",
+              a="4k", b="16k", at={"engine": "myrocks", "cache_pct": 100})
+    one = synthetic_runs(cells, seed=1).assign(campaign=1)
+    two = synthetic_runs(cells, seed=2).assign(campaign=2)
+    two["run_id"] += "-camp2"
+    slow = (two["engine"] == "myrocks") & (two["cache_pct"] == 100) & (two["block_size"] == "4k")
+    flipped = pd.concat([one, two.assign(tps=two["tps"].where(~slow, two["tps"] * 0.85))], ignore_index=True)
+    t = evaluate([Evidence("m", "storage", flipped, {})], [c]).iloc[0]
+    assert t["campaigns"] == 2
+    assert t["c1_verdict"] == "agree" and t["c2_verdict"] == "disagree"
+    assert t["c1_estimate"] == pytest.approx(1.125, rel=0.03) and t["c2_estimate"] == pytest.approx(0.956, rel=0.03)
+    assert t["verdict"] == "inconclusive"
+    assert claims.flips(pd.DataFrame([t]))["flip"].iloc[0]
+    same = evaluate([Evidence("m", "storage", pd.concat([one, two], ignore_index=True), {})], [c]).iloc[0]
+    assert same["verdict"] == "agree" and "campaign" in same["basis"]
+    assert same["c1_verdict"] == same["c2_verdict"] == "agree"
+    assert not claims.flips(pd.DataFrame([same]))["flip"].iloc[0]
