@@ -143,7 +143,7 @@ def test_per_campaign_estimates_and_pooling() -> None:
 
 
 def test_pool_on_the_linear_scale_for_differences() -> None:
-    es = [Estimate(v, v - 1, v + 1, "x", 3) for v in (-0.4, -0.2, -0.3)]
+    es = [Estimate(v, v - 0.01, v + 0.01, "x", 3) for v in (-0.4, -0.2, -0.3)]
     p = pool_campaign_estimates(es, scale="linear")
     half = sps.t.ppf(0.975, 2) * np.std([-0.4, -0.2, -0.3], ddof=1) / math.sqrt(3)
     assert (p.estimate, p.ci_lo, p.ci_hi) == pytest.approx((-0.3, -0.3 - half, -0.3 + half))
@@ -151,6 +151,18 @@ def test_pool_on_the_linear_scale_for_differences() -> None:
         pool_campaign_estimates(es)
     with pytest.raises(ValueError, match="log, linear"):
         pool_campaign_estimates(es, scale="sqrt")
+
+
+def test_pooled_interval_is_never_narrower_than_the_campaigns_own_pooled_as_one() -> None:
+    """Two campaigns that agree by chance (1.10 and 1.101) must not give an interval narrower than
+    their repetitions allow: the floor is the fixed-effect pool of their own intervals."""
+    es = [Estimate(1.10, 1.0, 1.21, "x", 3), Estimate(1.101, 1.0, 1.2122, "x", 3)]
+    p = pool_campaign_estimates(es)
+    se = math.log(1.21) / (2 * sps.norm.ppf(0.975))
+    floor = sps.norm.ppf(0.975) * se / math.sqrt(2)
+    centre = math.log(p.estimate)
+    assert math.log(p.ci_hi) - centre == pytest.approx(floor, rel=0.01)
+    assert p.ci_lo > 1.0  # and narrower than either campaign's own
 
 
 def test_campaign_cell_means_are_geometric_means_per_campaign() -> None:

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import pandas as pd
+from scipy import stats as sps
 
 from dbmatrix.analyse.campaign_model import ONE_CAMPAIGN, campaign_column, campaigns_of, pooled_t
 from dbmatrix.analyse.contrasts import Estimate, NotTestable
@@ -53,9 +54,34 @@ def pool_campaign_estimates(estimates: Sequence[Estimate], *, scale: str = "log"
     if scale == "log" and any(e.estimate <= 0 for e in estimates):
         raise NotTestable("a campaign's ratio is not positive: cannot pool on the log scale")
     est, lo, hi, df = pooled_t([e.estimate for e in estimates], log=scale == "log", confidence=confidence)
+    floor = _within_floor(estimates, scale == "log", confidence)
+    if floor is not None:  # never narrower than the campaigns' own intervals pooled as if no campaign varied
+        centre = math.log(est) if scale == "log" else est
+        half = max((math.log(hi) - centre) if scale == "log" else hi - centre, floor)
+        lo, hi = ((math.exp(centre - half), math.exp(centre + half)) if scale == "log"
+                  else (centre - half, centre + half))
     each = estimates[0].basis
     each = each.split(": ", 1)[1] if each.startswith("campaign ") and ": " in each else each
     return Estimate(est, lo, hi,
                     f"{len(estimates)} campaigns pooled: t on {df} df from the spread of their estimates"
                     f"{' (log scale)' if scale == 'log' else ''}; each: {each}",
                     sum(e.n for e in estimates), estimates[0].compared, len(estimates), list(estimates))
+
+
+def _within_floor(estimates: Sequence[Estimate], log: bool, confidence: float) -> float | None:
+    """Half-width of the fixed-effect (inverse-variance) pool of the campaigns' own intervals, on the
+    pooling scale, read as normal intervals: the least the pooled interval can claim, since it cannot know
+    the quantity better than all the campaigns' repetitions together (two campaigns that agree by chance
+    would otherwise give a t interval narrower than either's own). None when an interval is missing."""
+    z = float(sps.norm.ppf((1 + confidence) / 2))
+    inv = 0.0
+    for e in estimates:
+        lo, hi = e.ci_lo, e.ci_hi
+        if not (math.isfinite(lo) and math.isfinite(hi)) or (log and lo <= 0):
+            return None
+        width = (math.log(hi) - math.log(lo)) if log else hi - lo
+        se = width / (2 * z)
+        if se <= 0:
+            return None
+        inv += 1 / (se * se)
+    return z / math.sqrt(inv)

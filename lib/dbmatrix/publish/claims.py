@@ -371,9 +371,11 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
 # ============================================================================ estimates
 
 
-def estimate(claim: Claim, ev: Evidence) -> Estimate:
+def estimate(claim: Claim, ev: Evidence, *, refuse_interacting: bool = True) -> Estimate:
     """The claim's estimate from one study's evidence (all its campaigns pooled when it has several;
-    raises NotTestable with the reason, DependsOn when an interacting factor would be averaged over)."""
+    raises NotTestable with the reason, DependsOn when an interacting factor would be averaged over and
+    `refuse_interacting`: the pooled estimate decides whether a claim is split, each campaign's own
+    estimate follows it)."""
     if claim.kind == "share":
         return steady_share(ev.runs)
     if ev.kind == "galera" and claim.metric in ("fc_paused_pct_points", "tps_ratio", "lat_avg_ratio",
@@ -392,7 +394,7 @@ def estimate(claim: Claim, ev: Evidence) -> Estimate:
     if "rate_fraction" in runs.columns:
         runs = runs[pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0) == 0]
     return ratio_estimate(runs, claim.metric, claim.factor, claim.a, claim.b, claim.at,
-                          level_order=ev.level_order, design=ev.design, refuse_interacting=True)
+                          level_order=ev.level_order, design=ev.design, refuse_interacting=refuse_interacting)
 
 
 def _orient(claim: Claim, est: Estimate) -> Estimate:
@@ -521,13 +523,18 @@ def _split(claim: Claim, ev: Evidence, exc: DependsOn, depth: int = 1
 
 
 def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
-                     checks: Sequence[PremiseCheck]) -> tuple[str, str, int]:
+                     checks: Sequence[PremiseCheck]) -> tuple[str, str, int, list[str]]:
     """The verdict shared by every combination of levels the effect depends on (else inconclusive), the
     per-level estimates and verdicts in words, and the runs behind them."""
     from dbmatrix.spec.factors import factor_unit, factor_word
 
     parts, verdicts, n = [], [], 0
-    for held, e, per, note in _split(claim, ev, exc):
+    leaves = _split(claim, ev, exc)
+    per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
+    for held, e, per, note in leaves:
+        for k in range(len(per_camp)):
+            pk = per[k] if len(per) == len(per_camp) else None
+            per_camp[k].append(judge(claim, pk, [], checks)[0] if pk is not None else "inconclusive")
         where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in held.items())
         if e is None:
             verdicts.append("inconclusive")
@@ -539,8 +546,9 @@ def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
         parts.append(f"{where}: {_fmt(e.estimate)} [{_fmt(e.ci_lo)}, {_fmt(e.ci_hi)}] {v}")
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
     within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
+    camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
     return common, (f"depends on {factor_word(exc.factor)} (interaction p = {exc.p:.2g}), judged per level: "
-                    + "; ".join(parts) + within), n
+                    + "; ".join(parts) + within), n, camp_v
 
 
 def _estimate_all(claim: Claim, ev: Evidence) -> tuple[Estimate, list[Estimate | None], list[str]]:
@@ -551,7 +559,7 @@ def _estimate_all(claim: Claim, ev: Evidence) -> tuple[Estimate, list[Estimate |
     notes: list[str] = []
     for k in ks:
         try:
-            per.append(estimate(claim, ev.campaign(k)))
+            per.append(estimate(claim, ev.campaign(k), refuse_interacting=False))
         except NotTestable as exc:
             per.append(None)
             notes.append(f"C{k}: {exc}")
@@ -599,8 +607,10 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             try:
                 est, per, notes = _estimate_all(c, ev)
             except DependsOn as exc:
-                v, text, n = _depends_verdict(c, ev, exc, checks)
+                v, text, n, camp_v = _depends_verdict(c, ev, exc, checks)
                 failed = [ch.value for ch in checks if ch.met is False]
+                if len(camp_v) > 1:
+                    row.update({f"c{k}_verdict": cv for k, cv in zip(ev.campaigns(), camp_v) if k <= n_camp})
                 row.update(study=ev.experiment, compared=exc.compared, basis=text, n=n,
                            verdict="premise not met" if failed else v, reason="; ".join(failed),
                            campaigns=len(ev.campaigns()))
