@@ -368,6 +368,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         written += write_tables(st, generated_dir, st is primary)
     write_csv(table, generated_dir / "claims.csv")
     write_text_atomic(generated_dir / "table-claims.tex", paper.render_claims_table(table))
+    write_text_atomic(generated_dir / "claims-details.tex", paper.render_claims_details(table))
     write_text_atomic(generated_dir / "table-setup.tex", paper.render_setup_table(host_facts_of(studies)))
     fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]
     missing = [f for f in fragments if not (paper_src / f"{f}.tex").is_file()]
@@ -377,7 +378,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     write_text_atomic(generated_dir / "figures.tex",
                       paper.render_inputs(fragments, "The figures drawn from this build's data."))
     tpcc = next((s for s in standard if s.kind == "tpcc"), None)
-    written += [generated_dir / n for n in ("claims.csv", "table-claims.tex", "table-setup.tex", "figures.tex")]
+    written += [generated_dir / n for n in ("claims.csv", "table-claims.tex", "claims-details.tex", "table-setup.tex",
+                                            "figures.tex")]
     written.append(_section(generated_dir, "replication-section.tex", repl_include,
                             "\\section{Replication: Galera applier threads}\nNot run in this build: the profile "
                             "has no Galera study with completed runs (or the replication analysis is not "
