@@ -16,6 +16,7 @@ from dbmatrix.publish.paper import (
     macros_defined,
     macros_used,
     prefixed,
+    render_claims_details,
     render_claims_table,
     render_inputs,
     render_macros,
@@ -161,11 +162,20 @@ def test_claims_table_and_measured_numbers() -> None:
          "ci_lo": float("nan"), "ci_hi": float("nan"), "verdict": "not tested", "compared": "", "basis": "",
          "reason": "no MD RAID", "study": "", "stand_in": "x"},
     ])
+    table.insert(0, "id", ["block", "pause", "raid"])
     tex = render_claims_table(table)
     assert "\\begin{table*}" in tex and "\\label{tab:claims}" in tex
     assert "1.05 [0.98, 1.13]" in tex and "+-30.0" not in tex and "-30.0 [-41.2, -18.5] pts" in tex
     assert "(here: tmpfs for PMEM)" in tex and "\\textbf{not tested}" in tex and "no MD RAID" in tex
-    assert "m: model" in tex  # more than one study: the basis names it
+    assert "(003, slide 13)" in tex  # the seed and where, in the claim's cell
+    details = render_claims_details(table)
+    assert "\\section{The claims in detail}" in details and "Study m; model" in details  # the basis, per study
+    assert "\\item[raid] (seed 004, \\textbf{not tested}) no MD RAID." in details
+    two = table.assign(c1_estimate=[1.02, -29.0, float("nan")], c1_verdict=["inconclusive", "agree", ""],
+                       c2_estimate=[1.09, -31.0, float("nan")], c2_verdict=["agree", "agree", ""])
+    tex2 = render_claims_table(two)
+    assert "Measured & C1 & C2 & Verdict" in tex2 and "& inconcl. & agree &" in tex2
+    assert "C1 1.02 (inconclusive), C2 1.09 (agree)" in render_claims_details(two)
     assert claim_measured({"kind": "share", "estimate": 0.96, "ci_lo": 0.9, "ci_hi": 1.0}) == \
         "96\\,\\% [90\\,\\%, 100\\,\\%]"
     assert claim_measured({"kind": "ratio", "estimate": float("nan")}) == "--"
