@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbmatrix.analyse.campaign_model import ONE_CAMPAIGN, campaign_column, campaigns_of
+from dbmatrix.analyse.campaign_model import ONE_CAMPAIGN, alias_note, campaign_column, campaigns_of
 from dbmatrix.analyse.campaigns import pool_campaign_estimates
 from dbmatrix.analyse.contrasts import (
     DependsOn,
@@ -545,6 +545,8 @@ def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
         parts.append(f"{where}: {_fmt(e.estimate)} [{_fmt(e.ci_lo)}, {_fmt(e.ci_hi)}] {v}")
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
     within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
+    aliased = alias_note(dict(ev.design)) if ev.design else ""
+    within += f"; {aliased}" if aliased else ""
     camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
     return common, (f"depends on {factor_word(exc.factor)} (interaction p = {exc.p:.2g}), judged per level: "
                     + "; ".join(parts) + within), n, camp_v
