@@ -271,9 +271,9 @@ def render_claims_table(table: pd.DataFrame) -> str:
               "premises' measured values and the per-level estimates are in Section~\\ref{sec:claims-detail}. "
               "Emulated media and other stand-ins are named under the claim.}"),
              "\\label{tab:claims}",
-             ("\\begin{tabular}{>{\\raggedright\\arraybackslash}p{%.1fcm}>{\\raggedright\\arraybackslash}p{2.7cm}"
-              "l%sl>{\\raggedright\\arraybackslash}p{%.1fcm}}" % (5.6 - 0.3 * len(ks), "l" * len(ks),
-                                                                   4.0 - 0.3 * len(ks))),
+             (f"\\begin{{tabular}}{{>{{\\raggedright\\arraybackslash}}p{{{5.6 - 0.3 * len(ks):.1f}cm}}"
+              f">{{\\raggedright\\arraybackslash}}p{{2.7cm}}l{'l' * len(ks)}l"
+              f">{{\\raggedright\\arraybackslash}}p{{{4.0 - 0.3 * len(ks):.1f}cm}}}}"),
              "\\toprule",
              f"Claim (paraphrased; seed, where) & Compared here & Measured{camp_head} & Verdict & Note \\\\",
              "\\midrule"]
