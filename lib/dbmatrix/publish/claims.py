@@ -530,10 +530,11 @@ def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
     parts, verdicts, n = [], [], 0
     leaves = _split(claim, ev, exc)
     per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
+    camp_checks = [_campaign_checks(claim, ev, k, checks) for k in ev.campaigns()]
     for held, e, per, note in leaves:
         for k in range(len(per_camp)):
             pk = per[k] if len(per) == len(per_camp) else None
-            per_camp[k].append(judge(claim, pk, [], checks)[0] if pk is not None else "inconclusive")
+            per_camp[k].append(judge(claim, pk, [], camp_checks[k])[0] if pk is not None else "inconclusive")
         where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in held.items())
         if e is None:
             verdicts.append("inconclusive")
@@ -631,7 +632,7 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                 if e is None or k > n_camp:
                     continue
                 row.update({f"c{k}_estimate": e.estimate, f"c{k}_ci_lo": e.ci_lo, f"c{k}_ci_hi": e.ci_hi,
-                            f"c{k}_verdict": judge(c, e, [], checks)[0]})
+                            f"c{k}_verdict": judge(c, e, [], _campaign_checks(c, ev, k, checks))[0]})
             _premise_cols(row, checks)
             if several:
                 row["hosts"] = hosts
@@ -643,6 +644,15 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
     columns = [*VERDICT_COLUMNS, *[col for k in range(1, n_camp + 1) for col in campaign_columns(k)],
                *(["hosts"] if several else [])]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _campaign_checks(c: Claim, ev: Evidence, k: int, pooled: Sequence[PremiseCheck]) -> list[PremiseCheck]:
+    """The premises on campaign `k`'s own runs (a premise can hold in one campaign and not in another;
+    where a campaign alone cannot tell, the pooled check stands)."""
+    if len(ev.campaigns()) < 2:
+        return list(pooled)
+    own = [check_premise(p, c, ev.campaign(k)) for p in c.premises]
+    return [o if o.met is not None else q for o, q in zip(own, pooled)]
 
 
 def _premise_cols(row: dict[str, Any], checks: Sequence[PremiseCheck]) -> None:
