@@ -517,3 +517,22 @@ def test_split_samples_keeps_the_warm_up_apart() -> None:
     assert warm == "1000.50 node1 wsrep_local_recv_queue 0\n"
     assert window.splitlines() == ["1001.50 node1 wsrep_local_recv_queue 2", "1002.50 node1 wsrep_local_recv_queue 1"]
     assert split_samples("", 1.0) == ("", "")
+
+
+def test_each_campaign_checks_the_premise_on_its_own_runs(analysed) -> None:
+    """Campaign 1 pauses 64 % of the time with one applier, campaign 2 (the same runs) never waits: campaign
+    2's verdict is "premise not met", campaign 1's is not."""
+    from dbmatrix.analyse import replication as repl
+    from dbmatrix.publish.claims import CLAIMS, Evidence, evaluate
+
+    _, exp, t = analysed
+    one = t["runs"].assign(campaign=1)
+    two = t["runs"].assign(campaign=2, fc_paused_pct=0.3, run_id=t["runs"]["run_id"] + "-camp2")
+    both = pd.concat([one, two], ignore_index=True)
+    per = {k: {"replication-runs": r, "replication-effects": repl.effects(r.reset_index(drop=True))}
+           for k, r in ((1, one), (2, two))}
+    ev = Evidence(exp.name, "galera", pd.DataFrame({"campaign": [1, 2]}), replication=repl.effects(both),
+                  extra={"replication-runs": both}, campaign_extra=per)
+    row = evaluate([ev], [c for c in CLAIMS if c.id == "applierTps"]).iloc[0]
+    assert row["campaigns"] == 2 and row["c2_verdict"] == "premise not met"
+    assert row["c1_verdict"] != "premise not met"
