@@ -22,10 +22,9 @@ from scipy import stats as sps
 
 from dbmatrix.analyse.contrasts import LogModel, NotTestable, fit_log_model, positive_values
 from dbmatrix.analyse.effects import (
-    PAIRWISE_COLUMNS,
     check_comparison,
     comparison_label,
-    holm,
+    comparisons_frame,
     pairwise_comparisons,
 )
 from dbmatrix.analyse.stats import level_key
@@ -108,16 +107,7 @@ def model_pairwise_comparisons(runs: pd.DataFrame, comparisons: Sequence[Any], f
                          "ratio_of_means": np.nan, "ratio": np.nan, "ci_lo": np.nan, "ci_hi": np.nan,
                          "t": np.nan, "df": np.nan, "p": np.nan, "hedges_g": np.nan, "averaged_over": "",
                          "basis": f"not estimable: {f} {a} vs {b} not both in the model"})
-    cols = [*PAIRWISE_COLUMNS[:6], *factors, *PAIRWISE_COLUMNS[6:]]
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return pd.DataFrame(columns=cols)
-    df["p_holm"] = holm(df["p"].to_numpy(dtype=float))
-    df["significant"] = df["p_holm"] < alpha
-    for x in factors:
-        if x not in df.columns:
-            df[x] = None
-    return df[cols]
+    return comparisons_frame(rows, factors, alpha)
 
 
 def _position(model: LogModel, f: str, key: Any) -> int:

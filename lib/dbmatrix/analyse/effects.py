@@ -109,7 +109,13 @@ def pairwise_comparisons(runs: pd.DataFrame, comparisons: Sequence[Any], factors
             rows.append({"comparison": label, "factor": f, "a": a, "b": b, "within": ",".join(within),
                          "pooled_over": "", **welch_log_ratio([], []), "ratio_of_means": np.nan,
                          "averaged_over": "", "basis": "no runs at either level"})
-    cols = [*PAIRWISE_COLUMNS[:6], *[x for x in factors], *PAIRWISE_COLUMNS[6:]]
+    return comparisons_frame(rows, factors, alpha)
+
+
+def comparisons_frame(rows: list[dict[str, Any]], factors: Sequence[str], alpha: float) -> pd.DataFrame:
+    """The comparisons table from its rows: the columns in order, Holm-adjusted p over every row (one
+    family per study) and whether each is significant at `alpha`."""
+    cols = [*PAIRWISE_COLUMNS[:6], *factors, *PAIRWISE_COLUMNS[6:]]
     df = pd.DataFrame(rows)
     if df.empty:
         return pd.DataFrame(columns=cols)
