@@ -63,15 +63,18 @@ def test_the_paper_builds_and_names_its_runs(built: dict[str, object], data: Pat
     assert set(others) >= {"threads-quick", "tpcc-quick", "galera-quick"}
     assert prov["not_run"] == others and prov["data"] == str(data)
     study = prov["studies"][0]
-    assert study["experiment"] == REFERENCE and study["n_runs"] == 48 == len(study["run_dirs"])
+    assert study["experiment"] == REFERENCE and study["n_runs"] == 96 == len(study["run_dirs"])  # two campaigns
     assert all(Path(d).name.startswith(("innodb-", "myrocks-")) for d in study["run_dirs"])
     pdf = built["pdf"]
     assert isinstance(pdf, Path) and pdf.read_bytes().startswith(b"%PDF")
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     flat = " ".join(text.split())
     for phrase in ("Comparison with the seeds", "Threats to validity", "Provenance", REFERENCE, "agree",
-                   "threads-quick", "(not run)", "Not run in this build"):
+                   "threads-quick", "The claims in detail", "Not run in this build"):
         assert phrase in flat, phrase
+    # the studies without data are named (in the two-column text pdftotext may interleave the words)
+    assert "without data in this build (not run): \\texttt{threads-quick}" in \
+        (paths.generated_dir() / "provenance.tex").read_text()
     log = pdf.with_suffix(".log").read_text(errors="replace")
     assert not re.search(r"LaTeX Warning: (Reference|Citation) .* undefined", log)
     assert "??" not in text, "an unresolved reference"
@@ -148,7 +151,10 @@ def _copy_repo(dst: Path) -> None:
     for f in (REPO / "paper").glob("*.tex"):
         shutil.copy2(f, dst / "paper" / f.name)
     shutil.copytree(REPO / "lib" / "dbmatrix", dst / "lib" / "dbmatrix", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(paths.reference_dir(REFERENCE), dst / "data" / "reference" / REFERENCE)
+    # campaign 1 only (runs of later campaigns end in -camp<k>): what make rebuilds does not depend on how
+    # many campaigns there are, and half the runs halve the analysis this test waits for
+    shutil.copytree(paths.reference_dir(REFERENCE), dst / "data" / "reference" / REFERENCE,
+                    ignore=shutil.ignore_patterns("*-camp[0-9]*", "notebooks"))
     (dst / "data" / "reference" / REFERENCE / "processed" / "analysis.json").unlink(missing_ok=True)
 
 
