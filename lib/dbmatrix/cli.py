@@ -319,8 +319,7 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         print(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
     tested = int((table["campaigns"] > 1).sum())
     print(f"claims judged on two or more campaigns: {tested}; flipping between campaigns: {int(flips['flip'].sum())}")
-    opposite = [r["id"] for _, r in flips.iterrows() if r["pooled"] in ("agree", "disagree") and any(
-        isinstance(r[k], str) and r[k] in ("agree", "disagree") and r[k] != r["pooled"] for k in ks)]
+    opposite = flips.loc[flips["contradicted"], "id"].tolist()
     print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
     if args.csv:
         table.to_csv(args.csv, index=False)

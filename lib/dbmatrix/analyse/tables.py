@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.comparisons import model_pairwise_comparisons
-from dbmatrix.analyse.contrasts import NotTestable, fit_log_model, ordered_levels
+from dbmatrix.analyse.contrasts import INTERACTION_ALPHA, NotTestable, fit_log_model, ordered_levels
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
 from dbmatrix.analyse.hosts import host_check, multi_host
 from dbmatrix.analyse.stats import (
@@ -240,7 +240,7 @@ def reference_levels(exp: Experiment, runs: pd.DataFrame, factors: list[str]) ->
 HEADLINE_COLUMNS = ("factor", "by", "by_level", "low", "high", "low_cell_id", "high_cell_id", "held",
                     "pooled_over", "n_low", "n_high", "low_mean", "high_mean", "ratio", "ci_lo", "ci_hi", "ratio_gm",
                     "welch_ci_lo", "welch_ci_hi", "welch_p")
-HEADLINE_ALPHA = 0.05  # an interaction with the cache at this p (unadjusted: stricter against averaging)
+HEADLINE_ALPHA = INTERACTION_ALPHA  # the claims' rule: never average over an interaction this significant
 
 
 def interacting_factors(anova: pd.DataFrame | None, factor: str = "cache_pct",

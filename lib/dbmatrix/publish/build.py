@@ -94,9 +94,13 @@ def campaign_tables(st: StudyTables) -> dict[int, dict[str, pd.DataFrame]]:
 
 def claims_macros(table: pd.DataFrame) -> dict[str, str]:
     """Per claim: its verdict, estimate, interval and the estimate with its interval; and the counts."""
-    from dbmatrix.publish.claims import VERDICTS, flips
+    from dbmatrix.analyse.contrasts import INTERACTION_ALPHA
+    from dbmatrix.publish.claims import COMPRESSES, FC_PAUSED, SATURATED, VERDICTS, flips
 
-    m: dict[str, str] = {"nClaims": str(len(table))}
+    m: dict[str, str] = {"nClaims": str(len(table)), "interactionAlpha": f"{INTERACTION_ALPHA:g}",
+                         "premiseFcPausedPct": f"{FC_PAUSED.threshold:g}",
+                         "premiseCompressesX": f"{COMPRESSES.threshold:g}",
+                         "premiseSaturatedPct": f"{SATURATED.threshold * 100:g}"}
     for v in VERDICTS:
         m[paper.macro_name("n", "claims", v)] = str(int((table["verdict"] == v).sum()))
     camps = pd.to_numeric(table["campaigns"], errors="coerce").fillna(0) if "campaigns" in table else pd.Series()

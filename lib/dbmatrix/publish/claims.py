@@ -293,7 +293,7 @@ def _num_col(df: pd.DataFrame, name: str) -> pd.Series:
     return pd.to_numeric(df[name], errors="coerce") if name in df.columns else pd.Series(np.nan, index=df.index)
 
 
-def _claim_level(claim: Claim, ev: Evidence, factor: str, spec: Any) -> Any:
+def _level(ev: Evidence, factor: str, spec: Any) -> Any:
     from dbmatrix.analyse.contrasts import resolve_level
 
     return resolve_level(ev.runs, factor, spec)
@@ -341,7 +341,7 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
     if p.kind == "saturated":
         if claim.factor != "threads":
             raise NotTestable("the saturation premise needs a thread comparison")
-        lv = [_claim_level(claim, ev, "threads", s) for s in (claim.a, claim.b)]
+        lv = [_level(ev, "threads", s) for s in (claim.a, claim.b)]
         lower = min(lv, key=float)
         runs = _at_runs(claim, ev, threads=lower)
         cpus = runs["host"].map(lambda h: ev.host_cpus.get(str(h), math.nan)) if "host" in runs else None
@@ -353,9 +353,8 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
         return PremiseCheck(bool(busy >= p.threshold),
                             f"CPUs {busy * 100:.0f} % busy at {lower} threads (needs {p.threshold * 100:.0f} %)")
     if p.kind == "cache_below_data":
-        cache_spec = (claim.a if claim.factor == "cache_pct" and claim.a in ("min",) else
-                      claim.b if claim.factor == "cache_pct" else claim.at.get("cache_pct", "min"))
-        level = _claim_level(claim, ev, "cache_pct", cache_spec)
+        specs = (claim.a, claim.b) if claim.factor == "cache_pct" else (claim.at.get("cache_pct", "min"),)
+        level = min((_level(ev, "cache_pct", s) for s in specs), key=float)  # the claim's low cache level
         runs = _at_runs(claim, ev, cache_pct=level)
         share = (_num_col(runs, "cache_bytes_effective") / _num_col(runs, "data_logical_bytes")).mean()
         if not np.isfinite(share):
@@ -494,6 +493,12 @@ CAMPAIGN_FIELDS = ("estimate", "ci_lo", "ci_hi", "verdict")
 
 def campaign_columns(k: int) -> list[str]:
     return [f"c{k}_{f}" for f in CAMPAIGN_FIELDS]
+
+
+def campaign_numbers(table: pd.DataFrame) -> list[int]:
+    """The campaigns a claims table has columns for (c<k>_verdict), in order."""
+    return sorted(int(c[1:-len("_verdict")]) for c in table.columns
+                  if c.startswith("c") and c.endswith("_verdict") and c[1:-len("_verdict")].isdigit())
 
 
 MAX_SPLIT_DEPTH = 3  # nested interactions judged per combination of levels, at most this deep
@@ -666,13 +671,15 @@ def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
 
 
 def flips(table: pd.DataFrame) -> pd.DataFrame:
-    """Per claim tested in two or more campaigns: each campaign's verdict, the pooled one, and whether the
-    campaigns' verdicts differ (a flip)."""
-    vcols = sorted((c for c in table.columns if c.startswith("c") and c.endswith("_verdict")),
-                   key=lambda c: int(c[1:].split("_")[0]))
+    """Per claim: each campaign's verdict, the pooled one, whether the campaigns' verdicts differ (a flip)
+    and whether a campaign says the opposite of a pooled agree/disagree (which the rule forbids)."""
+    ks = campaign_numbers(table)
     rows = []
     for _, r in table.iterrows():
-        per = [str(r[c]) for c in vcols if isinstance(r[c], str) and r[c]]
-        rows.append({"id": r["id"], "seed": r["seed"], **{c.split("_")[0].upper(): r[c] for c in vcols},
-                     "pooled": r["verdict"], "flip": len(per) > 1 and len(set(per)) > 1})
+        own = {f"C{k}": r[f"c{k}_verdict"] for k in ks}
+        per = [str(v) for v in own.values() if isinstance(v, str) and v]
+        rows.append({"id": r["id"], "seed": r["seed"], **own, "pooled": r["verdict"],
+                     "flip": len(per) > 1 and len(set(per)) > 1,
+                     "contradicted": r["verdict"] in ("agree", "disagree") and any(
+                         v in ("agree", "disagree") and v != r["verdict"] for v in per)})
     return pd.DataFrame(rows)

@@ -22,6 +22,7 @@ from dbmatrix.analyse.replication import (
 )
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
+from dbmatrix.publish.claims import FC_PAUSED
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
 
@@ -85,9 +86,10 @@ MACRO_NAMES = tuple(
 
 # The seed's claims in this section -> their ids in the claims registry (publish.claims.CLAIMS).
 CLAIM_IDS = {"paused": "applierPause", "tps": "applierTps", "lat": "applierLatency"}
-VERDICT_RULE = ("the rule of the claims table (Section 2): a premise checked first (flow control must pause "
-                "the nodes at least 20 % of the time with one applier, as the seed's did), then the 95 % CI "
-                "against the claimed band, and with several campaigns every campaign on the same side")
+VERDICT_RULE = ("the rule of the claims table (Method): a premise checked first (flow control must pause "
+                f"the nodes at least {FC_PAUSED.threshold:g} % of the time with one applier, as the seed's did), "
+                "then the 95 % CI against the claimed band, and with several campaigns every campaign on the same "
+                "side")
 
 
 def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None = None,
