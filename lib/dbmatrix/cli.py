@@ -104,8 +104,10 @@ def _plan_one(study) -> None:
     exp = study.experiment
     s = summarize_study(study)
     print(f"experiment {exp.name} (spec {study.spec_path}, digest {exp.digest()}), seed {exp.seed}")
-    print(f"workload {exp.workload.name}: {exp.workload.tables} tables x {exp.workload.table_size} rows, "
-          f"rand-type {exp.workload.rand_type}; warm-up {exp.warmup_s}s, measure {exp.measure_s}s")
+    w = exp.workload
+    size = (f"{w.tables} table set(s) x {w.warehouses} warehouse(s), isolation {w.isolation}, {w.strings} strings"
+            if w.name == "tpcc" else f"{w.tables} tables x {w.table_size} rows")
+    print(f"workload {w.name}: {size}, rand-type {w.rand_type}; warm-up {exp.warmup_s}s, measure {exp.measure_s}s")
     varied = exp.varied_factors()
     print(f"{len(exp.cells())} cells (varied: {', '.join(varied) or 'none'}) x {exp.repetitions} "
           f"repetitions = {len(s.runs)} runs on {', '.join(h.name for h in study.inventory.hosts)}")
@@ -114,6 +116,15 @@ def _plan_one(study) -> None:
         print(f"design: {info['fraction']} fraction of resolution {info['resolution']} "
               f"(generators {', '.join(info['generators'])}; "
               + ", ".join(f"{k}={v}" for k, v in info["letters"].items()) + ")")
+    elif info["design"] != "full":
+        from dbmatrix.spec.experiment import design_text
+
+        print(f"design: {design_text(info)}")
+    cal = exp.topology.calibrate
+    if cal is not None:
+        print(f"calibration before each campaign: {cal.limit} of medium {cal.medium} from "
+              f"{', '.join(map(str, cal.candidates))} (mildest first), one applier, {cal.warmup_s}s + "
+              f"{cal.measure_s}s per candidate, until flow control pauses >= {cal.target_fc_paused_pct:g} %")
     if exp.topology.instances:
         t = exp.topology
         print(f"topology: instances {', '.join(map(str, exp.factors['instances']))} per run on "

@@ -24,6 +24,7 @@ from dbmatrix.publish.paper_inputs import macro_prefixes
 from dbmatrix.publish.registry import Published
 from dbmatrix.run.context import host_facts
 from dbmatrix.run.matrix import run_study, study_status, summarize_plan
+from dbmatrix.spec.experiment import design_text
 from dbmatrix.store import write_json_atomic, write_text_atomic
 from dbmatrix.study import ANALYSIS_STAMP as STAMP
 from dbmatrix.study import Study, studies_with_data
@@ -70,8 +71,7 @@ def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
     exp = study.experiment
     s = summarize_plan(exp)
     info = exp.design_info()
-    design = (f"{info['fraction']} fraction, resolution {info['resolution']} ({', '.join(info['generators'])})"
-              if info["design"] == "fractional" else "full factorial")
+    design = design_text(info)
     return pd.DataFrame(s.table()), (f"{exp.name}: {len(exp.cells())} cells ({design}) x {exp.repetitions} "
                                      f"repetitions = {len(s.runs)} runs, datasets {', '.join(s.datasets)}, "
                                      f"estimated {format_duration(s.estimated_s)}")

@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.campaigns import boot_id_of, campaign_of
+from dbmatrix.hosts import cache_counters
 from dbmatrix.hosts.collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
 from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS, LEGACY_CACHE_BASIS
 from dbmatrix.workload import sysbench
@@ -219,6 +220,7 @@ class ResultStore:
                 for k in ("tps", "qps", "transactions", "ignored_errors", "reconnects", "total_time_s",
                           "lat_avg_ms", "lat_pct_ms", "lat_max_ms", "threads"):
                     row[k] = s.get(k)
+                row.update(self.cache_counters(m))
             rows.append(row)
         df = pd.DataFrame(rows)
         if classes:
@@ -226,6 +228,17 @@ class ResultStore:
         if not df.empty:
             df = df.sort_values("run_id", kind="stable").reset_index(drop=True)
         return df
+
+    def cache_counters(self, m: dict[str, Any]) -> dict[str, float]:
+        """The engine's cache hit ratio over the window (:mod:`dbmatrix.analyse.cache`), from the status
+        snapshots a single-server run saves around its window; NaN for runs without them."""
+        d = self.raw / m["run_id"]
+        before, after = d / "status-before.tsv", d / "status-after.tsv"
+        if not (before.is_file() and after.is_file()):
+            return dict.fromkeys(cache_counters.COLUMNS, float("nan"))
+        return cache_counters.cache_counters(m["cell"].get("engine", ""),
+                                             cache_counters.parse_status(before.read_text()),
+                                             cache_counters.parse_status(after.read_text()))
 
     def load_intervals(self) -> pd.DataFrame:
         """Per-second sysbench rows of every completed run (autocorrelated: not replicates)."""

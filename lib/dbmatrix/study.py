@@ -43,6 +43,11 @@ class Study:
         machine's hosts for CPU sets per instance: remote hosts are checked when their run starts)."""
         for h in self.inventory.hosts:
             check_media(self.experiment, h.media, h.name)
+            cal = self.experiment.topology.calibrate
+            if cal is not None and h.media[cal.medium].kind != "throttled":
+                raise SpecError(f"topology.calibrate.medium: {cal.medium!r} on host {h.name!r} is a "
+                                f"{h.media[cal.medium].kind} medium; calibration sets a throttle limit, so it "
+                                "needs kind: throttled")
             placed = self.experiment.topology.hosts
             if h.is_local and (not placed or h.name in placed):
                 check_host_cpus(self.experiment, h.name, len(os.sched_getaffinity(0)))

@@ -43,11 +43,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_factor_lists_derive_from_the_registry_in_order() -> None:
     assert FACTORS == ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload",
-                       "log_medium", "rate_fraction", "slave_threads", "write_to", "instances", "pinning")
+                       "log_medium", "rate_fraction", "slave_threads", "write_to", "follower_medium", "instances",
+                       "pinning")
     assert tuple(f.name for f in REGISTRY) == FACTORS
     assert list(FACTOR_DEFAULTS) == list(FACTORS)
     assert dict(FACTOR_DEFAULTS) == {f.name: f.default for f in REGISTRY}
-    assert GALERA_FACTORS == ("slave_threads", "write_to")
+    assert GALERA_FACTORS == ("slave_threads", "write_to", "follower_medium")
     assert DATASET_FACTORS == ("engine", "block_size", "compression", "workload")
     assert tuple(f for f in FACTORS if f != "rate_fraction") == MODEL_FACTORS
     assert list(BY_NAME) == list(FACTORS) and all(BY_NAME[f.name] is f for f in REGISTRY)
@@ -96,7 +97,7 @@ def test_defaults() -> None:
     assert dict(FACTOR_DEFAULTS) == {
         "engine": "innodb", "cache_pct": 100, "block_size": "16k", "compression": "none", "medium": "disk",
         "threads": 4, "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
-        "slave_threads": 1, "write_to": "node1", "instances": 1, "pinning": "none"}
+        "slave_threads": 1, "write_to": "node1", "follower_medium": "same", "instances": 1, "pinning": "none"}
 
 
 @pytest.mark.parametrize("name", FACTORS)
@@ -128,7 +129,7 @@ GOOD: list[tuple[str, Any, Any]] = [
     ("rate_fraction", 0.5, 0.5), ("rate_fraction", 2, 2), ("rate_fraction", 1.0, 1),
     ("slave_threads", 1, 1), ("slave_threads", 512, 512),
     ("write_to", "node1", "node1"), ("write_to", 3, "node3"), ("write_to", "node12", "node12"),
-    ("write_to", "all", "all"),
+    ("write_to", "all", "all"), ("follower_medium", "same", "same"), ("follower_medium", "slow", "slow"),
     ("instances", 1, 1), ("instances", 16, 16), ("pinning", "none", "none"), ("pinning", None, "none"),
     ("pinning", "instance", "instance"), ("pinning", "numa", "numa"),
 ]
@@ -177,6 +178,8 @@ BAD: list[tuple[str, Any, str]] = [
                         "medium in the inventory")),
     ("log_medium", 0, ("factors.log_medium: 0 must be 'same' (redo log/WAL with the data) or the name of a "
                        "medium in the inventory")),
+    ("follower_medium", "", ("factors.follower_medium: '' must be 'same' (every Galera node on the cell's medium) "
+                             "or the name of a medium in the inventory for nodes 2..N")),
     ("rate_fraction", 3, f"factors.rate_fraction: 3 is not allowed; {RATE_ALLOWED}"),
     ("rate_fraction", -0.5, f"factors.rate_fraction: -0.5 is not allowed; {RATE_ALLOWED}"),
     ("rate_fraction", "open", f"factors.rate_fraction: 'open' is not allowed; {RATE_ALLOWED}"),
@@ -245,7 +248,7 @@ def test_engine_dependent_levels_are_checked_per_cell_not_per_factor() -> None:
 
 def test_galera_only_factors_need_a_galera_topology() -> None:
     for name in GALERA_FACTORS:
-        other = {"slave_threads": 4, "write_to": "all"}[name]
+        other = {"slave_threads": 4, "write_to": "all", "follower_medium": "slow"}[name]
         with pytest.raises(SpecError, match=rf"^factors\.{name}: only applies to a Galera cluster"):
             parse_experiment({"experiment": "x", "factors": {name: [FACTOR_DEFAULTS[name], other]}})
         exp = parse_experiment({"experiment": "x", "topology": {"kind": "galera"},
@@ -260,8 +263,8 @@ def test_table_labels() -> None:
     assert {f: factor_label(f) for f in FACTORS} == {
         "engine": "Engine", "cache_pct": "Cache %", "block_size": "Page", "compression": "Compr.",
         "medium": "Medium", "threads": "Thr.", "workload": "Workload", "log_medium": "Log medium",
-        "rate_fraction": "Rate", "slave_threads": "slave_threads", "write_to": "write_to", "instances": "Inst.",
-        "pinning": "Pinning"}
+        "rate_fraction": "Rate", "slave_threads": "slave_threads", "write_to": "write_to",
+        "follower_medium": "Followers", "instances": "Inst.", "pinning": "Pinning"}
     assert factor_label("residual") == "residual"  # not a factor: as it is
 
 
@@ -270,7 +273,7 @@ def test_claim_wording() -> None:
         "engine": "engine", "cache_pct": "cache", "block_size": "block", "compression": "compression",
         "medium": "medium", "threads": "threads", "workload": "workload", "log_medium": "log_medium",
         "rate_fraction": "rate_fraction", "slave_threads": "appliers", "write_to": "write_to",
-        "instances": "instances", "pinning": "pinning"}
+        "follower_medium": "followers' medium", "instances": "instances", "pinning": "pinning"}
     assert {f: factor_unit(f) for f in FACTORS if factor_unit(f)} == {"cache_pct": " %"}
     assert factor_word("tps") == "tps" and factor_unit("tps") == ""
 
@@ -328,7 +331,7 @@ def test_cell_id_tags() -> None:
     assert Cell("myrocks", 12.5, "8k", "zstd", "tmpfs", 16, "oltp_read_only", "nvme", 0.5, 8, "all").cell_id \
         == "myrocks-c12p5-b8k-zstd-tmpfs-t16-ro-lognvme-o50-st8-wall"
     # factors added after the first studies leave no tag at their default
-    for name in ("workload", "log_medium", "rate_fraction", "slave_threads", "write_to"):
+    for name in ("workload", "log_medium", "rate_fraction", "slave_threads", "write_to", "follower_medium"):
         assert factor(name).tag(FACTOR_DEFAULTS[name]) is None, name
 
 

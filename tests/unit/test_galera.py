@@ -502,9 +502,12 @@ def test_the_galera_specs() -> None:
 
     root = Path(__file__).resolve().parents[2] / "specs"
     quick = load_spec(root / "quick-galera.yaml")
-    assert quick.name == "galera-quick" and quick.topology == Topology("galera", 3, (), "rsync")
-    assert quick.factors["slave_threads"] == (1, 16) and quick.factors["workload"] == ("oltp_write_only",)
-    assert quick.repetitions >= 3 and len(quick.plan()) == 2 * quick.repetitions
+    assert quick.name == "galera-quick" and quick.topology.kind == "galera" and quick.topology.nodes == 3
+    assert quick.factors["slave_threads"] == (1, 4, 16) and quick.factors["workload"] == ("oltp_write_only",)
+    assert quick.factors["follower_medium"] == ("same", "slow")  # unthrottled beside throttled followers
+    cal = quick.topology.calibrate
+    assert cal is not None and cal.medium == "slow" and cal.target_fc_paused_pct >= 20
+    assert quick.repetitions >= 2 and len(quick.plan()) == 6 * quick.repetitions
     full = load_spec(root / "full-galera.yaml")
     assert full.topology.hosts == ("galera1", "galera2", "galera3")
     assert full.factors["slave_threads"] == (1, 2, 4, 8, 16, 32) and full.workload.table_size == 10_000_000

@@ -114,7 +114,9 @@ def test_localhost_inventory_offers_disk_and_emulated_pmem() -> None:
     inv = localhost_inventory("/w")
     (h,) = inv.hosts
     assert h.name == "localhost" and h.is_local and h.workdir == "/w"
-    assert list(h.media) == ["disk", "tmpfs", "ramblock"]
+    assert list(h.media) == ["disk", "tmpfs", "ramblock", "slow"]
+    slow = h.media["slow"]
+    assert slow.kind == "throttled" and slow.base is not None and slow.base.kind == "ram-block"
     disk, tmpfs, rb = h.media["disk"], h.media["tmpfs"], h.media["ramblock"]
     assert (disk.kind, disk.path, disk.emulates) == ("dir", "/w/media/disk", None)
     assert (tmpfs.kind, tmpfs.emulates, tmpfs.options["size"]) == ("tmpfs", "pmem-fsdax", 4 * 2**30)

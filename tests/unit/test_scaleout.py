@@ -85,7 +85,7 @@ def test_existing_spec_digests_do_not_change() -> None:
 def test_the_scaleout_specs_plan() -> None:
     quick = load_spec(ROOT / "specs" / "quick-scaleout.yaml")
     full = load_spec(ROOT / "specs" / "full-scaleout.yaml")
-    assert len(quick.plan()) == 2 * 3 * 3
+    assert len(quick.plan()) == 2 * 3 * quick.repetitions
     assert max(full.factors["instances"]) == 16 and max(full.factors["threads"]) == 1024
     assert full.factors["pinning"] == ("numa",) and full.cpu_placement.tool == "numactl"
     assert (full.warmup_s, full.measure_s) == (120, 300)

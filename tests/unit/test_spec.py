@@ -86,7 +86,8 @@ def test_parse_valid_mapping() -> None:
         "engine": ("innodb",), "cache_pct": (25, 100), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
-        "slave_threads": (1,), "write_to": ("node1",), "instances": (1,), "pinning": ("none",),
+        "slave_threads": (1,), "write_to": ("node1",), "follower_medium": ("same",), "instances": (1,),
+        "pinning": ("none",),
     }
     assert exp.repetitions == 3 and exp.seed == 20261122
     assert (exp.warmup_s, exp.measure_s) == (10, 30)
@@ -108,7 +109,8 @@ def test_defaults_fill_missing_factors_and_workload() -> None:
         "engine": ("innodb",), "cache_pct": (100,), "block_size": ("16k",),
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
-        "slave_threads": (1,), "write_to": ("node1",), "instances": (1,), "pinning": ("none",),
+        "slave_threads": (1,), "write_to": ("node1",), "follower_medium": ("same",), "instances": (1,),
+        "pinning": ("none",),
     }
     assert exp.repetitions == 3
     assert len(exp.cells()) == 1
@@ -365,7 +367,7 @@ def test_cell_id_and_levels() -> None:
     assert cell.levels() == {"engine": "innodb", "cache_pct": 12.5, "block_size": "16k",
                              "compression": "lz4", "medium": "disk", "threads": 8,
                              "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
-                             "slave_threads": 1, "write_to": "node1", "instances": 1,
+                             "slave_threads": 1, "write_to": "node1", "follower_medium": "same", "instances": 1,
                              "pinning": "none"}
     assert set(cell.levels()) == set(FACTORS)
 
@@ -587,7 +589,7 @@ def test_fractional_design_errors_name_the_field() -> None:
     raw["design"] = "fractional"
     assert spec_error(raw).startswith("design: fractional needs 5 to 9 varied two-level factors")
     raw["design"] = "half"
-    assert spec_error(raw) == "design: unknown design 'half'; allowed: full, fractional"
+    assert spec_error(raw) == "design: unknown design 'half'; allowed: full, fractional, crossed"
 
 
 def test_comparisons_noise_and_cpu_placement() -> None:

@@ -117,6 +117,13 @@ def alias_note(design: dict[str, object] | None) -> str:
     """What a fractional design aliases, from its resolution (Experiment.design_info()): in a resolution R
     fraction an effect of order i is aliased with effects of order R - i; the note names the aliasing a
     two-way model leans on. '' for a full factorial or no design."""
+    if design and design.get("design") == "crossed":
+        aliases = design.get("aliases")
+        crossed = design.get("crossed_with")
+        return (f"{design.get('fraction')} half fraction crossed with "
+                f"{', '.join(str(c) for c in crossed) if isinstance(crossed, list) else ''}: "
+                + "; ".join(str(a) for a in (aliases if isinstance(aliases, list) else []))
+                + " (the model leaves the second of each pair out)")
     if not design or design.get("design") != "fractional":
         return ""
     res = int(str(design.get("resolution", 0)) or 0)

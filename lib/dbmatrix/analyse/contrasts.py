@@ -146,6 +146,9 @@ class LogModel:
         parts.append(np.zeros(self.blocks))
         return np.concatenate(parts)
 
+    def has_term(self, term: tuple[str, ...]) -> bool:
+        return any(set(t) == set(term) for t in self.terms)
+
     def term_columns(self, term: tuple[str, ...]) -> list[int]:
         """The parameter indices of a term (its coded columns)."""
         start = 1
@@ -222,13 +225,18 @@ def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps
     terms: list[tuple[str, ...]] = [(f,) for f in factors]
     if interactions:
         terms += list(combinations(factors, 2))
-    blocks = [np.ones((y.size, 1))]
-    for t in terms:
+
+    def columns(t: tuple[str, ...]) -> np.ndarray:
         if len(t) == 1:
-            blocks.append(coded[t[0]])
-        else:
-            a, b = coded[t[0]], coded[t[1]]
-            blocks.append((a[:, :, None] * b[:, None, :]).reshape(y.size, -1))
+            return coded[t[0]]
+        a, b = coded[t[0]], coded[t[1]]
+        return (a[:, :, None] * b[:, None, :]).reshape(y.size, -1)
+
+    blocks = [np.ones((y.size, 1)), *(columns(t) for t in terms)]
+    if interactions and np.linalg.matrix_rank(np.hstack(blocks)) < sum(b.shape[1] for b in blocks):
+        terms, blocks = _estimable_terms(terms, columns, y.size)
+        if not any(len(t) == 2 for t in terms):  # every interaction aliased with a main effect
+            return None
     n_block = 0
     if block is not None and block in data.columns:
         bkeys = sorted(data[block].map(level_key).unique(), key=_sort_key)
@@ -243,6 +251,22 @@ def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps
     return LogModel(factors, levels, terms, np.asarray(fit.params), np.asarray(fit.cov_params()),
                     int(fit.df_resid), int(y.size), "main+2way" if interactions and len(factors) > 1 else "main",
                     n_block)
+
+
+def _estimable_terms(terms: list[tuple[str, ...]], columns: Callable[[tuple[str, ...]], np.ndarray],
+                     n: int) -> tuple[list[tuple[str, ...]], list[np.ndarray]]:
+    """The main effects and every two-way interaction that is not aliased with a main effect: in a crossed
+    half fraction (I = ABC crossed with the medium) A x B is C's column and is left out, medium x A stays.
+    Interactions aliased with each other (a resolution-IV fraction) are all kept, so the model stays
+    rank-deficient and the caller falls back to main effects: no silent choice between two aliases."""
+    mains: list[tuple[str, ...]] = [t for t in terms if len(t) == 1]
+    base = np.hstack([np.ones((n, 1)), *(columns(t) for t in mains)])
+    rank = np.linalg.matrix_rank(base)
+    kept = list(mains)
+    for t in terms:
+        if len(t) > 1 and np.linalg.matrix_rank(np.hstack([base, columns(t)])) > rank:
+            kept.append(t)
+    return kept, [np.ones((n, 1)), *(columns(t) for t in kept)]
 
 
 # ============================================================================ estimates
@@ -392,6 +416,8 @@ class _Check:
         for f in model.factors:
             if f == self.factor or f in held:
                 continue
+            if not model.has_term((self.factor, f)):
+                continue  # aliased in the design (left out of the model): nothing to test
             _, p = model.term_test((self.factor, f))
             if math.isfinite(p) and p < INTERACTION_ALPHA:
                 tests.append((p, f))
@@ -540,20 +566,25 @@ def steady_share(runs: pd.DataFrame) -> Estimate:
     return Estimate(k / (k + f), lo, hi, basis, n, "share of runs that settled")
 
 
-def replication_estimate(table: pd.DataFrame, metric: str) -> Estimate:
-    """A row of the replication study's effect table (``replication-effects.csv``)."""
+def replication_estimate(table: pd.DataFrame, metric: str, within: str | None = None) -> Estimate:
+    """A row of the replication study's effect table (``replication-effects.csv``); `within` picks one
+    setting (its ``within`` column) when the study has several."""
     rows = table[table["metric"] == metric] if "metric" in table.columns else table.iloc[0:0]
+    if within is not None and "within" in rows.columns and within != "all":
+        rows = rows[rows["within"].astype(str) == within]
     if rows.empty:
-        raise NotTestable(f"the replication study has no {metric}")
+        raise NotTestable(f"the replication study has no {metric}" + (f" at {within}" if within else ""))
     la, lb = pd.to_numeric(rows["level_a"], errors="coerce"), pd.to_numeric(rows["level_b"], errors="coerce")
     rows = rows[(la == la.max()) & (lb == lb.min())] if la.notna().any() and lb.notna().any() else rows
     rows = rows.assign(_n=pd.to_numeric(rows.get("n_a"), errors="coerce").fillna(0)
                        + pd.to_numeric(rows.get("n_b"), errors="coerce").fillna(0))
     r = rows.sort_values("_n", ascending=False, kind="stable").iloc[0]  # the highest level against the lowest
     n = int(r["_n"])
+    setting = str(r.get("within", "all"))
     return Estimate(float(r["estimate"]), float(r["ci_lo"]), float(r["ci_hi"]),
                     f"replication study, Welch ({n} runs)", n,
-                    f"appliers {_level(r.get('level_a'))}/{_level(r.get('level_b'))}")
+                    f"appliers {_level(r.get('level_a'))}/{_level(r.get('level_b'))}"
+                    + ("" if setting in ("all", "nan") else f" at {setting.replace('_', ' ')}"))
 
 
 def _level(v: Any) -> str:

@@ -227,6 +227,14 @@ def factorial_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "t
         terms = _terms(factors, with_inter) + [(b,) for b in block_terms]
         X, cols = _design(coded, terms, y.size)
         rank = np.linalg.matrix_rank(X)
+        if with_inter and rank < X.shape[1]:  # a crossed half fraction: keep the two-way terms not aliased
+            kept = _unaliased_terms(coded, _terms(factors, True), y.size)
+            if any(len(t) == 2 for t in kept):
+                terms = kept + [(b,) for b in block_terms]
+                X, cols = _design(coded, terms, y.size)
+                rank = np.linalg.matrix_rank(X)
+                note = "two-way interactions aliased with main effects left out: " + ", ".join(
+                    " x ".join(t) for t in _terms(factors, True) if len(t) == 2 and t not in terms) + "; "
         if rank == X.shape[1] and y.size - X.shape[1] >= 1:
             break
         why = "aliased terms" if rank < X.shape[1] else "no residual degrees of freedom"
@@ -264,6 +272,17 @@ def _block_ratios(fit: Any, block_terms: list[str], cols: dict[tuple[str, ...], 
 def _terms(factors: list[str], with_inter: bool) -> list[tuple[str, ...]]:
     terms = [(f,) for f in factors]
     return terms + (list(combinations(factors, 2)) if with_inter else [])
+
+
+def _unaliased_terms(coded: dict[str, np.ndarray], terms: list[tuple[str, ...]], n: int) -> list[tuple[str, ...]]:
+    """Main effects plus each two-way term not aliased with a main effect (see
+    :func:`dbmatrix.analyse.contrasts.fit_log_model`: interactions aliased with each other all stay, and
+    the model is then not estimable)."""
+    mains: list[tuple[str, ...]] = [t for t in terms if len(t) == 1]
+    base, _ = _design(coded, mains, n)
+    rank = np.linalg.matrix_rank(base)
+    return mains + [t for t in terms if len(t) == 2
+                    and np.linalg.matrix_rank(np.hstack([base, _design(coded, [t], n)[0]])) > rank]
 
 
 def _design(coded: dict[str, np.ndarray], terms: list[tuple[str, ...]],

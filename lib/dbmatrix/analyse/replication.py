@@ -14,13 +14,17 @@ see :func:`dbmatrix.run.galera_cluster.wsrep_deltas`; ``manifest["summary"]``: s
   paused share difference in points (Welch CI), throughput and latency ratios of geometric means
   (Welch CIs on logs);
 * ``replication-samples.csv`` the per-second receive queue and paused share of every node;
-* ``replication-failed.csv`` failed runs with their step and error.
+* ``replication-failed.csv`` failed runs with their step and error;
+* ``replication-calibration.csv`` the calibration of a throttled follower medium (one row per calibration
+  run: the limit, the paused share it gave, whether it was chosen; :mod:`dbmatrix.run.calibration`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +37,9 @@ from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
 
 # Factors that can vary besides slave_threads in a replication study; settings are compared within them.
-WITHIN = ("write_to", "threads", "workload")
+WITHIN = ("follower_medium", "write_to", "threads", "workload")
+# Where a study's calibration of its throttled follower medium is kept (dbmatrix.run.calibration).
+CALIBRATION_DIR = "calibration"
 LEVEL = "slave_threads"
 # Per-setting summaries: metric -> unit.
 SETTING_METRICS = {
@@ -91,6 +97,7 @@ def run_row(m: dict[str, Any]) -> dict[str, Any]:
     window = _mean_over(w, "window_s")
     return {
         "run_id": m["run_id"], "cell_id": m["cell_id"], LEVEL: int(cell.get(LEVEL, 1)),
+        "follower_medium": cell.get("follower_medium", "same"),
         "write_to": cell.get("write_to", "node1"), "threads": cell.get("threads"),
         "workload": cell.get("workload"), "repetition": m.get("repetition"), "block": m.get("block"),
         "order": m.get("order"), "host": m.get("host"), "campaign": int(m.get("campaign") or 1),
@@ -109,6 +116,26 @@ def run_row(m: dict[str, Any]) -> dict[str, Any]:
         "cluster_start_s": (m.get("cluster") or {}).get("start_s"),
         "sst_s": float(np.mean(sst)) if sst else None, "join_s": float(np.mean(join)) if join else None,
     }
+
+
+def load_calibration(root: Path) -> pd.DataFrame:
+    """Every campaign's calibration of the followers' throttled medium (``<results>/calibration/``): one row
+    per calibration run (campaign, limit, paused share, throughput, chosen, reached)."""
+    d = root / CALIBRATION_DIR
+    rows = []
+    for p in sorted(d.glob("campaign-*.json")) if d.is_dir() else []:
+        rec = json.loads(p.read_text())
+        for r in rec.get("runs", []):
+            rows.append({"campaign": int(rec.get("campaign", 0)), "medium": rec.get("medium"),
+                         "limit_kind": rec.get("limit"), "limit": r.get("limit"), "status": r.get("status"),
+                         "fc_paused_pct": r.get("fc_paused_pct"), "tps": r.get("tps"),
+                         "target_pct": rec.get("target_fc_paused_pct"),
+                         "window_s": rec.get("window_s"), "chosen": r.get("limit") == rec.get("chosen"),
+                         "reached": bool(rec.get("reached"))})
+    cols = ["campaign", "medium", "limit_kind", "limit", "status", "fc_paused_pct", "tps",
+            "target_pct", "window_s", "chosen", "reached"]
+    return pd.DataFrame(rows, columns=cols).sort_values(["campaign", "limit"], ascending=[True, False],
+                                                        kind="stable").reset_index(drop=True)
 
 
 def node_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
@@ -211,6 +238,35 @@ def effects(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
+def pressured_setting(runs: pd.DataFrame) -> str:
+    """The setting (the effect table's ``within``: "follower_medium=slow", or "all" when nothing else varies)
+    where flow control paused the cluster most at the lowest applier level: the one that has the seed's
+    premise (its appliers were the bottleneck), so the seed's claims are judged there."""
+    if runs.empty or "fc_paused_pct" not in runs.columns:
+        return "all"
+    keys = group_keys(runs)
+    if not keys:
+        return "all"
+    level = pd.to_numeric(runs[LEVEL], errors="coerce")
+    low = runs[level == level.min()]
+    paused = low.groupby(keys, sort=True, dropna=False)["fc_paused_pct"].apply(
+        lambda x: float(pd.to_numeric(x, errors="coerce").mean()))
+    best = paused.idxmax()
+    key = best if isinstance(best, tuple) else (best,)
+    return ", ".join(f"{k}={v}" for k, v in zip(keys, key))
+
+
+def setting_runs(runs: pd.DataFrame, within: str) -> pd.DataFrame:
+    """The runs of one setting (a ``within`` string of the effect table)."""
+    if within == "all" or runs.empty:
+        return runs
+    mask = pd.Series(True, index=runs.index)
+    for part in within.split(", "):
+        k, _, v = part.partition("=")
+        mask &= runs[k].astype(str) == v
+    return runs[mask]
+
+
 def seed_position(lo: float, hi: float, seed_value: float) -> str:
     """Where the seed's value lies relative to our CI."""
     if pd.isna(lo) or pd.isna(hi):
@@ -241,9 +297,11 @@ def load_samples(store: ResultStore, manifests: Sequence[dict[str, Any]]) -> pd.
         s.insert(0, "run_id", m["run_id"])
         s.insert(1, LEVEL, int(m["cell"].get(LEVEL, 1)))
         s.insert(2, "write_to", m["cell"].get("write_to", "node1"))
-        s.insert(3, "repetition", m.get("repetition"))
+        s.insert(3, "follower_medium", m["cell"].get("follower_medium", "same"))
+        s.insert(4, "repetition", m.get("repetition"))
         frames.append(s)
-    cols = ["run_id", LEVEL, "write_to", "repetition", "t_s", "node", "recv_queue", "send_queue", "paused_frac"]
+    cols = ["run_id", LEVEL, "write_to", "follower_medium", "repetition", "t_s", "node", "recv_queue",
+            "send_queue", "paused_frac"]
     if not frames:
         return pd.DataFrame(columns=cols)
     return pd.concat(frames, ignore_index=True)[cols]
@@ -277,7 +335,7 @@ def analyse_replication(store: ResultStore, exp: Experiment) -> dict[str, pd.Dat
     settings = setting_summary(runs)
     eff = effects(runs)
     tables = {"runs": runs, "nodes": nodes, "settings": settings, "effects": eff,
-              "samples": load_samples(store, ok), "failed": failed}
+              "samples": load_samples(store, ok), "failed": failed, "calibration": load_calibration(store.root)}
     out = store.processed
     out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
@@ -289,7 +347,7 @@ def analyse_replication(store: ResultStore, exp: Experiment) -> dict[str, pd.Dat
 def load_replication(store: ResultStore) -> dict[str, pd.DataFrame]:
     """The processed tables written by :func:`analyse_replication`."""
     out = {}
-    for name in ("runs", "nodes", "settings", "effects", "samples", "failed"):
+    for name in ("runs", "nodes", "settings", "effects", "samples", "failed", "calibration"):
         p = store.processed / f"replication-{name}.csv"
         out[name] = pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else pd.DataFrame()
     return out

@@ -406,7 +406,7 @@ def declared_comparisons(runs: pd.DataFrame, exp: Experiment, factors: list[str]
     which."""
     comparisons = getattr(exp, "comparisons", ()) or ()
     design = exp.design_info()["design"] if hasattr(exp, "design_info") else "full"
-    if design == "fractional":
+    if design in ("fractional", "crossed"):
         return model_pairwise_comparisons(closed_loop(runs), comparisons, factors, level_order=exp.factors)
     return pairwise_comparisons(runs, comparisons, factors)
 

@@ -176,8 +176,9 @@ class Inventory:
 
 
 def localhost_inventory(workdir: str | None = None) -> Inventory:
-    """This machine with a directory on the root file system plus two RAM media that stand in for
-    PMEM (only the media a spec names are ever built, so the unused ones cost nothing)."""
+    """This machine with a directory on the root file system, two RAM media that stand in for PMEM and a
+    throttled RAM block device for slow Galera followers (only the media a spec names are ever built, so
+    the unused ones cost nothing)."""
     wd = workdir or default_workdir()
     raw = {
         "disk": {"kind": "dir", "description": "directory on the root file system"},
@@ -187,6 +188,11 @@ def localhost_inventory(workdir: str | None = None) -> Inventory:
                      "emulates": "pmem-sector",
                      "description": "XFS on a loop device over a tmpfs file: RAM behind the block "
                                     "layer, standing in for PMEM in sector mode"},
+        "slow": {"kind": "throttled", "base": {"kind": "ram-block", "size": "1G", "fstype": "xfs",
+                                               "block_size": 4096},
+                 "write_iops": 1000,
+                 "description": "XFS on a RAM-backed loop device under a blkio write-IOPS limit (the Galera "
+                                "study's calibration sets the limit): the followers' slow disk"},
     }
     media = {n: parse_medium(r, host="localhost", name=n, workdir=wd) for n, r in raw.items()}
     return Inventory((HostSpec("localhost", workdir=wd, media=media),))

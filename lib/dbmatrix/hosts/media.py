@@ -471,6 +471,44 @@ def teardown_plan(medium: Medium) -> list[str]:
     return [s.command for s in teardown_steps(medium)]
 
 
+def limit_command(throttle: Mapping[str, Any], key: str, value: int) -> str:
+    """The shell command that sets one limit (read_iops, write_iops, read_bps, write_bps) of a throttled
+    medium's cgroup on its disk, from the state :func:`verify` recorded; it takes effect at once for the
+    processes already in the cgroup."""
+    if key not in V1_LIMIT_FILES:
+        raise MediaError(f"throttle limit {key!r}; allowed: {', '.join(V1_LIMIT_FILES)}")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise MediaError(f"throttle limit {key}={value!r}: must be a positive integer")
+    dev, cg = throttle.get("device"), throttle.get("cgroup")
+    if not dev or not cg:
+        raise MediaError(f"throttle state without a device or cgroup ({dict(throttle)}): run media.ensure first")
+    if throttle.get("version") == 2:
+        return f'echo "{dev} {V2_LIMIT_KEYS[key]}={value}" > {q(cg + "/io.max")}'
+    return f'echo "{dev} {value}" > {q(cg + "/" + V1_LIMIT_FILES[key])}'
+
+
+def read_limit(throttle: Mapping[str, Any], key: str, text: str) -> int | None:
+    """The limit `key` on the medium's disk from the text of its cgroup file (v1 ``blkio.throttle.*`` or
+    v2 ``io.max``); None when unset."""
+    dev = str(throttle.get("device"))
+    if throttle.get("version") == 2:
+        return parse_io_max(text).get(dev, {}).get(V2_LIMIT_KEYS[key])
+    return parse_v1_limits(text).get(dev)
+
+
+def set_throttle_limit(host: Host, state: MediumState, key: str, value: int) -> MediumState:
+    """Set one limit of a throttled medium on `host` and read it back; the state with the new value."""
+    if not state.throttle:
+        raise MediaError(f"medium {state.name}: not throttled (kind {state.kind}), no limit to set")
+    t = state.throttle
+    host.run(limit_command(t, key, value))
+    path = f"{t['cgroup']}/io.max" if t.get("version") == 2 else f"{t['cgroup']}/{V1_LIMIT_FILES[key]}"
+    got = read_limit(t, key, host.run(f"cat {q(path)}").stdout)
+    if got != value:
+        raise MediaError(f"medium {state.name}: set {key}={value} on {t.get('device')} but {path} reads {got}")
+    return replace(state, throttle={**t, key: value})
+
+
 def launch_prefix(medium: Medium, state: MediumState | None = None) -> list[str]:
     """Argv to put before the server command so it runs inside the medium's throttle cgroup.
 

@@ -24,7 +24,8 @@ STEMS = {"paused": "replication-paused", "throughput": "replication-throughput-l
 
 
 def _series(settings: pd.DataFrame) -> list[str]:
-    return [k for k in ("write_to", "threads", "workload") if k in settings and settings[k].nunique() > 1]
+    return [k for k in ("follower_medium", "write_to", "threads", "workload")
+            if k in settings and settings[k].nunique() > 1]
 
 
 def _empty(ax: Axes, text: str = "no completed galera runs") -> None:
@@ -100,10 +101,20 @@ def example_runs(samples: pd.DataFrame) -> pd.DataFrame:
     """The series drawn: per applier setting (and write target) the run with the lowest repetition."""
     if samples.empty:
         return samples
-    firsts = (samples[["run_id", LEVEL, "write_to", "repetition"]].drop_duplicates()
-              .sort_values([LEVEL, "write_to", "repetition", "run_id"], kind="stable")
-              .groupby([LEVEL, "write_to"], sort=True).head(1))
+    keys = _sample_keys(samples)
+    firsts = (samples[["run_id", *keys, "repetition"]].drop_duplicates()
+              .sort_values([*keys, "repetition", "run_id"], kind="stable")
+              .groupby(keys, sort=True).head(1))
     return samples[samples["run_id"].isin(firsts["run_id"])]
+
+
+def _sample_keys(samples: pd.DataFrame) -> list[str]:
+    """A setting of the receive-queue panels: the applier level, the write target and (when it varies) the
+    followers' medium."""
+    keys = [LEVEL, "write_to"]
+    if "follower_medium" in samples and samples["follower_medium"].nunique() > 1:
+        keys.append("follower_medium")
+    return keys
 
 
 def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
@@ -111,7 +122,8 @@ def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     per setting, shared axes)."""
     apply_style()
     s = example_runs(samples)
-    keys = sorted(s[[LEVEL, "write_to"]].drop_duplicates().itertuples(index=False, name=None)) if not s.empty else []
+    cols = _sample_keys(s) if not s.empty else [LEVEL, "write_to"]
+    keys = sorted(s[cols].drop_duplicates().itertuples(index=False, name=None)) if not s.empty else []
     n = max(1, len(keys))
     fig, axes = subplots(n, 1, figsize=(COLUMN_WIDTH_IN, 0.25 + 0.95 * n), sharex=True, sharey=True,
                              layout="constrained", squeeze=False)
@@ -121,8 +133,11 @@ def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     nodes = sorted(s["node"].unique())
     palette = sns.color_palette("colorblind")
     runs = []
-    for ax, (level, target) in zip(axes[:, 0], keys):
-        g = s[(s[LEVEL] == level) & (s["write_to"] == target)]
+    for ax, key in zip(axes[:, 0], keys):
+        level, target = key[0], key[1]
+        g = s
+        for c, v in zip(cols, key):
+            g = g[g[c] == v]
         runs.append(str(g["run_id"].iloc[0]))
         for i, node in enumerate(nodes):
             gn = g[g["node"] == node].sort_values("t_s")
@@ -131,6 +146,8 @@ def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
         title = f"{level} applier{'s' if level != 1 else ''}"
         if s["write_to"].nunique() > 1:
             title += f", writes to {target}"
+        if len(key) > 2:
+            title += ", followers on " + ("the same medium" if key[2] == "same" else f"medium {key[2]}")
         ax.set_title(title, loc="left", fontsize=7)
         ax.set_ylabel("Recv. queue")
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)

@@ -86,6 +86,7 @@ def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
         "nTables": str(exp.workload.tables),
         "tableRows": fmt_num(exp.workload.table_size),
         "randType": paper.latex_escape(exp.workload.rand_type),
+        "strings": paper.latex_escape(f"workload.strings: {exp.workload.strings}"),
         "planSeed": str(exp.seed),
         "mariadbVersion": paper.latex_escape(str(facts.get("mariadb_version", "unknown"))),
         "sysbenchVersion": paper.latex_escape(str(facts.get("sysbench_version", "unknown"))),
@@ -138,6 +139,11 @@ def _design_macros(exp: Experiment, runs: pd.DataFrame) -> dict[str, str]:
         text = (f"a $2^{{{k}-{p}}}$ fraction of resolution~{ROMAN.get(info['resolution'], info['resolution'])} "
                 f"(generator{'s' if p > 1 else ''} "
                 + ", ".join(f"${g}$" for g in info["generators"]) + ")")
+    elif info["design"] == "crossed":
+        k = len(info["letters"])
+        text = (f"a $2^{{{k}-1}}$ half fraction of the two-level factors (generator ${info['generators'][0]}$, "
+                "main effects aliased with two-factor interactions) crossed with every level of "
+                + ", ".join(paper.latex_escape(factor_word(f)) for f in info["crossed_with"]))
     else:
         text = "the full factorial"
     media = []

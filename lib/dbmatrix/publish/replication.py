@@ -18,6 +18,7 @@ from dbmatrix.analyse.replication import (
     WITHIN,
     group_keys,
     load_replication,
+    pressured_setting,
     seed_position,
 )
 from dbmatrix.paths import git_state
@@ -74,7 +75,12 @@ MACRO_NAMES = tuple(
                           "ClientThreads", "SstMethod", "Levels", "WriteTo", "FlushAtCommit", "Low", "High",
                           "ClusterStartS", "SstS", "PausedDiff", "PausedDiffLo", "PausedDiffHi",
                           "PausedSeedDiff", "LatPctlRatio", "LatPctlRatioLo", "LatPctlRatioHi",
-                          "PausedNodeSpread", "Premise", "PremiseMet", "Campaigns")]
+                          "PausedNodeSpread", "Premise", "PremiseMet", "Campaigns", "Setting", "CalmSetting",
+                          "CalMedium", "CalLimit", "CalCandidates", "CalTarget", "CalChosen", "CalPausedChosen",
+                          "CalReached", "CalRuns", "CalWindowS", "Calibrated", "FollowersText",
+                          "CalibrationText", "CalmText")]
+    + [f"replCalm{m}{n}" for m in ("Paused", "Tps", "LatAvg") for n in ("Low", "High")]
+    + [f"replCalm{k}{b}" for k in ("PausedDiff", "TpsChangePct", "LatAvgChangePct") for b in ("", "Lo", "Hi")]
     + [f"repl{m}{n}{b}" for m in ("Paused", "Tps", "LatPctl", "LatAvg", "RecvQueue", "FcSent", "CertDeps")
        for n in ("Low", "High") for b in ("", "Lo", "Hi")]
     + [f"replN{n}" for n in ("Low", "High")]
@@ -118,13 +124,19 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
                  replWriteTo=paper.latex_escape(", ".join(exp.factors["write_to"])),
                  replFlushAtCommit=paper.latex_escape(str(exp.server_options.get(
                      "innodb_flush_log_at_trx_commit", "1 (the default)"))))
+    m["replFollowersText"] = "the nodes keep their data on the same disk"
+    m["replCalibrationText"] = ""
+    m["replCalmText"] = ""
     if runs.empty or settings.empty:
         return m
     levels = sorted(int(v) for v in runs[LEVEL].unique())
     low, high = levels[0], levels[-1]
     m.update(replLow=str(low), replHigh=str(high))
-    first = runs.sort_values("run_id", kind="stable").iloc[0]
-    within = {k: first[k] for k in group_keys(runs)}
+    pressured = pressured_setting(runs)
+    within = _within_dict(pressured)
+    m["replSetting"] = paper.latex_escape(_setting_words(pressured))
+    m.update(_calm_macros(runs, settings, eff, pressured, low, high))
+    m.update(calibration_macros(tables.get("calibration", pd.DataFrame())))
     for name, level in (("Low", low), ("High", high)):
         for metric, macro, digits in (("fc_paused_pct", "Paused", 1), ("tps", "Tps", 0),
                                       ("lat_p95_ms", "LatPctl", 2), ("lat_avg_ms", "LatAvg", 2),
@@ -148,6 +160,8 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
     judged = claims.set_index("id") if claims is not None and not claims.empty else pd.DataFrame()
     for claim, c in SEED_CLAIMS.items():
         e = eff[eff["metric"] == c["metric"]] if not eff.empty else eff
+        if not e.empty and pressured != "all":
+            e = e[e["within"].astype(str) == pressured]
         if e.empty:
             continue
         r = e.sort_values(["within", "level_a"], ascending=[True, False], kind="stable").iloc[0]
@@ -176,12 +190,142 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
         m["replPremise"] = paper.latex_escape(str(j.get("premise_value") or "--"))
         m["replPremiseMet"] = {"yes": "met", "no": "not met"}.get(str(j.get("premise_met")), "not checked")
         m["replCampaigns"] = str(int(j.get("campaigns") or 0))
+    m.update(_prose(m))
     p95 = eff[(eff["metric"] == "lat_p95_ratio") & (eff["level_a"] == high) & (eff["level_b"] == low)]
+    if not p95.empty and pressured != "all":
+        p95 = p95[p95["within"].astype(str) == pressured]
     if not p95.empty:
         r = p95.iloc[0]
         m.update(replLatPctlRatio=_f(r["estimate"], 3), replLatPctlRatioLo=_f(r["ci_lo"], 3),
                  replLatPctlRatioHi=_f(r["ci_hi"], 3))
     return m
+
+
+def _prose(m: dict[str, str]) -> dict[str, str]:
+    """The sentences of the section that exist only for a study with throttled followers (LaTeX)."""
+    if m.get("replCalibrated") != "yes":
+        return {}
+    followers = (
+        "node~1 keeps its data on the root disk; in one setting the followers (the other nodes) do too, in "
+        f"the other they keep theirs on medium \\texttt{{{m['replCalMedium']}}} (XFS on a RAM-backed loop "
+        f"device, all followers in one blkio cgroup) under a {m['replCalLimit']} limit chosen by a calibration "
+        "before every campaign (Table~\\ref{tab:repl-calibration}), so that the appliers are the bottleneck "
+        "as in the seed; node~1 is never throttled")
+    calibration = (
+        "\\paragraph{Calibration.} Seed~002's result rests on its appliers being the bottleneck; on one "
+        "machine the followers keep up unless they are slowed. Before a campaign's runs, one run per candidate "
+        f"{m['replCalLimit']} limit ({m['replCalCandidates']}; mildest first), with one applier, "
+        f"{m['replCalWindowS']}\\,s measured, until flow control paused the cluster at least "
+        f"{m['replCalTarget']}\\,\\% of the window: the limit chosen was {m['replCalChosen']} "
+        f"(paused {m['replCalPausedChosen']}\\,\\%; target {m['replCalReached']}). The calibration runs are "
+        "recorded like any other run and are not part of the estimates.")
+    calm = ""
+    if m.get("replCalmSetting", "--") != "--":
+        calm = (
+            f"\\paragraph{{Without throttling.}} With {m['replCalmSetting']}, flow control paused the nodes "
+            f"{m['replCalmPausedLow']}\\,\\% of the window with {m['replLow']} applier and "
+            f"{m['replCalmPausedHigh']}\\,\\% with {m['replHigh']} (difference {m['replCalmPausedDiff']} "
+            f"points, {m['replCalmPausedDiffLo']} to {m['replCalmPausedDiffHi']}); throughput was "
+            f"{m['replCalmTpsLow']} and {m['replCalmTpsHigh']} transactions per second "
+            f"({m['replCalmTpsChangePct']}\\,\\%, {m['replCalmTpsChangeLoPct']} to {m['replCalmTpsChangeHiPct']}) "
+            f"and the average latency changed by {m['replCalmLatAvgChangePct']}\\,\\% "
+            f"({m['replCalmLatAvgChangeLoPct']} to {m['replCalmLatAvgChangeHiPct']}). This cluster never waits "
+            "for its appliers, so it does not have the seed's premise; the seed's claims are judged with the "
+            f"throttled followers ({m['replSetting']}).")
+    return {"replFollowersText": followers, "replCalibrationText": calibration, "replCalmText": calm}
+
+
+def _within_dict(setting: str) -> dict[str, str]:
+    return {} if setting == "all" else dict(part.split("=", 1) for part in setting.split(", "))
+
+
+def _setting_words(setting: str) -> str:
+    """'follower_medium=slow' -> 'the followers on medium slow' (plain text)."""
+    if setting == "all":
+        return "every run"
+    words = []
+    for k, v in _within_dict(setting).items():
+        if k == "follower_medium":
+            words.append("the followers on the writer's medium" if v == "same" else f"the followers on medium {v}")
+        else:
+            words.append(f"{k.replace('_', ' ')} {v}")
+    return ", ".join(words)
+
+
+def _calm_macros(runs: pd.DataFrame, settings: pd.DataFrame, eff: pd.DataFrame, pressured: str, low: int,
+                 high: int) -> dict[str, str]:
+    """The setting beside the pressured one (the unthrottled followers): its paused share, throughput and
+    average latency at the lowest and highest applier level and its effects (macros ``replCalm...``)."""
+    keys = group_keys(runs)
+    others = sorted({", ".join(f"{k}={v}" for k, v in zip(keys, key if isinstance(key, tuple) else (key,)))
+                     for key, _ in runs.groupby(keys, sort=True, dropna=False)} - {pressured}) if keys else []
+    if not others:
+        return {}
+    calm = others[0]
+    within = _within_dict(calm)
+    m = {"replCalmSetting": paper.latex_escape(_setting_words(calm))}
+    for name, level in (("Low", low), ("High", high)):
+        for metric, macro, digits in (("fc_paused_pct", "Paused", 1), ("tps", "Tps", 0), ("lat_avg_ms", "LatAvg", 2)):
+            r = _setting(settings, level, metric, within)
+            if r is not None:
+                m[f"replCalm{macro}{name}"] = _f(r["mean"], digits)
+    e = eff[(eff["within"].astype(str) == calm) & (eff["level_a"] == high) & (eff["level_b"] == low)] \
+        if not eff.empty else eff
+    for metric, key in (("fc_paused_pct_points", "PausedDiff"), ("tps_ratio", "TpsChangePct"),
+                        ("lat_avg_ratio", "LatAvgChangePct")):
+        r = e[e["metric"] == metric]
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        conv = _signed if metric == "fc_paused_pct_points" else _change_pct
+        m.update({f"replCalm{key}": conv(r["estimate"]), f"replCalm{key}Lo": conv(r["ci_lo"]),
+                  f"replCalm{key}Hi": conv(r["ci_hi"])})
+    return m
+
+
+LIMIT_WORDS = {"write_iops": "write IOPS", "read_iops": "read IOPS", "write_bps": "write bytes/s",
+               "read_bps": "read bytes/s"}
+
+
+def calibration_macros(cal: pd.DataFrame) -> dict[str, str]:
+    """The calibration of the followers' throttled medium (macros ``replCal...``; ``replCalibrated`` is
+    'yes' when the study has one)."""
+    if cal is None or cal.empty:
+        return {"replCalibrated": "no"}
+    chosen = cal[cal["chosen"].astype(bool)]
+    per = [f"{int(r['limit']):,}".replace(",", "{,}") + (f" (campaign {int(r['campaign'])})"
+                                                          if cal["campaign"].nunique() > 1 else "")
+           for _, r in chosen.iterrows()]
+    paused = [_f(r["fc_paused_pct"], 1) for _, r in chosen.iterrows()]
+    first = cal.iloc[0]
+    cands = sorted({int(x) for x in cal["limit"]}, reverse=True)
+    reached = cal.groupby("campaign")["reached"].first()
+    return {"replCalibrated": "yes", "replCalMedium": paper.latex_escape(str(first["medium"])),
+            "replCalLimit": paper.latex_escape(LIMIT_WORDS.get(str(first["limit_kind"]), str(first["limit_kind"]))),
+            "replCalCandidates": ", ".join(f"{c:,}".replace(",", "{,}") for c in cands),
+            "replCalTarget": _f(first["target_pct"], 0), "replCalChosen": "; ".join(per) or "--",
+            "replCalPausedChosen": "; ".join(paused) or "--",
+            "replCalReached": "reached" if bool(reached.all()) else "not reached in every campaign",
+            "replCalRuns": str(len(cal)), "replCalWindowS": _f(first["window_s"], 0)}
+
+
+def calibration_table(cal: pd.DataFrame) -> pd.DataFrame:
+    """One row per calibration run: campaign, the limit tried, the paused share and throughput it gave,
+    and whether it was chosen."""
+    if cal is None or cal.empty:
+        return pd.DataFrame(columns=["Campaign", "Limit", "FC paused %", "TPS", "Chosen"])
+    return pd.DataFrame({"Campaign": cal["campaign"].astype(int), "Limit": cal["limit"].astype(int),
+                         "FC paused %": [_plain(x, 1) for x in cal["fc_paused_pct"]],
+                         "TPS": [_plain(x, 0) for x in cal["tps"]],
+                         "Chosen": ["yes" if c else "" for c in cal["chosen"].astype(bool)]})
+
+
+def _plain(x: Any, digits: int) -> str:
+    v = pd.to_numeric(x, errors="coerce")
+    return "--" if pd.isna(v) else f"{float(v):.{digits}f}"
+
+
+HEAD_WORDS = {"follower_medium": "followers"}
 
 
 def settings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -208,7 +352,7 @@ def settings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     table: dict[str, list[str]] = {"Appliers": [label for label, _, _ in rows]}
     for key, g in s.groupby([LEVEL, *keys], sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        head = ", ".join([str(key[0]), *(f"{k} {v}" for k, v in zip(keys, key[1:]))])
+        head = ", ".join([str(key[0]), *(f"{HEAD_WORDS.get(k, k)} {v}" for k, v in zip(keys, key[1:]))])
         table[head] = [cell(g, metric, digits) for _, metric, digits in rows]
     return pd.DataFrame(table)
 
@@ -249,4 +393,15 @@ def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, 
         if len(table.columns) > 3:  # more than two settings: span both columns
             tex = tex.replace("\\begin{table}", "\\begin{table*}", 1).replace("\\end{table}", "\\end{table*}", 1)
     write_text_atomic(generated_dir / "table-replication.tex", tex)
-    return [*written, generated_dir / "replication-macros.tex", generated_dir / "table-replication.tex"]
+    cal = calibration_table(tables.get("calibration", pd.DataFrame()))
+    if cal.empty:
+        ctex = "% Generated by dbmatrix; do not edit.\n% tab:repl-calibration: this study has no calibration\n"
+    else:
+        ctex = paper.render_table(
+            cal, caption="Galera: calibration of the followers' throttled medium before each campaign, one "
+                         "applier, one run per limit (mildest first) until flow control paused the cluster at "
+                         "least the target share of the window.",
+            label="tab:repl-calibration", column_format="rrrrl")
+    write_text_atomic(generated_dir / "table-replication-calibration.tex", ctex)
+    return [*written, generated_dir / "replication-macros.tex", generated_dir / "table-replication.tex",
+            generated_dir / "table-replication-calibration.tex"]

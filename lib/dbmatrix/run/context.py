@@ -54,8 +54,9 @@ def host_facts(host: Host, store: ResultStore) -> dict[str, Any]:
 
 
 def media_used(exp: Experiment) -> list[str]:
-    """Media the plan needs: the data media and any separate log media."""
-    return sorted({*exp.factors["medium"], *(m for m in exp.factors["log_medium"] if m != "same")})
+    """Media the plan needs: the data media, any separate log media and the Galera followers' media."""
+    return sorted({*exp.factors["medium"], *(m for m in exp.factors["log_medium"] if m != "same"),
+                   *(m for m in exp.factors["follower_medium"] if m != "same")})
 
 
 def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, Any]:

@@ -106,21 +106,35 @@ class Galera(Topology):
         self.block: PortBlock | None = None  # the ports leased for this run on every node's host
         self.run_as_by_host: dict[str, str | None] = {}
 
+    def node_medium(self, index: int) -> str:
+        """The medium of node `index` (1-based): node 1 on the cell's medium, the followers on
+        ``follower_medium`` unless it is 'same'."""
+        cell = self.run.cell
+        return cell.medium if index == 1 or cell.follower_medium == "same" else cell.follower_medium
+
+    def _media_states(self) -> dict[str, Any]:
+        out = {}
+        for i, c in enumerate(self.ctxs, start=1):
+            name = self.node_medium(i)
+            to_dict = getattr(c.media.get(name), "to_dict", None)
+            if to_dict is not None and name not in out:
+                out[name] = to_dict()
+        return out
+
     def start_manifest(self) -> dict[str, Any]:
-        to_dict = getattr(self.state1, "to_dict", None)
-        m = run_manifest(self.exp, self.run, self.ctxs[0], self.dataset,
-                         {self.run.cell.medium: to_dict()} if to_dict else {})
+        m = run_manifest(self.exp, self.run, self.ctxs[0], self.dataset, self._media_states())
         m.update(log_dir=None, topology={**asdict(self.exp.topology), "hosts": [c.spec.name for c in self.ctxs]},
                  cluster={"sync_timeout_s": self.timeout}, nodes={}, wsrep={})
         return m
 
     # -------------------------------------------------------------------------------- before the window
     def prepare(self, s: RunSession) -> None:
-        cell, topo, ctxs = s.cell, self.exp.topology, self.ctxs
-        for c in ctxs:
-            state = c.media.get(cell.medium)
+        topo, ctxs = self.exp.topology, self.ctxs
+        for i, c in enumerate(ctxs, start=1):
+            name = self.node_medium(i)
+            state = c.media.get(name)
             if isinstance(state, Exception) or state is None:
-                raise RunFailed(f"medium {cell.medium!r} on host {c.host.name} is not usable: {state}")
+                raise RunFailed(f"medium {name!r} of node{i} on host {c.host.name} is not usable: {state}")
         hosts = _hosts_of(ctxs)
         self.run_as_by_host = {name: run_as_user(h) for name, h in hosts.items()}
         for h in hosts.values():
@@ -133,7 +147,8 @@ class Galera(Topology):
         self.block = lease_block([(c.host, c.owner()) for c in ctxs], PORTS_PER_NODE * topo.nodes,
                                  start=ctxs[0].port, skip=skip)
         base = self.block.base
-        self.nodes = plan_nodes(topo, [c.spec for c in ctxs], [c.spec.media[cell.medium].path for c in ctxs], base)
+        self.nodes = plan_nodes(topo, [c.spec for c in ctxs],
+                                [c.spec.media[self.node_medium(i)].path for i, c in enumerate(ctxs, start=1)], base)
         self._sockets = client_sockets(self.nodes, cell.write_to)
         self.name = cluster_name(s.run.run_id, base)
         run_as = [self.run_as_by_host[c.host.name] for c in ctxs]
@@ -142,7 +157,8 @@ class Galera(Topology):
                                 cache=cache, constants=self.exp.server_options, name=self.name,
                                 sst_method=topo.sst_method) for n in self.nodes]
         placement = self.exp.cpu_placement
-        prefixes = [[*media.launch_prefix(c.spec.media[cell.medium]), *placement.prefix("server")] for c in ctxs]
+        prefixes = [[*media.launch_prefix(c.spec.media[self.node_medium(i)]), *placement.prefix("server")]
+                    for i, c in enumerate(ctxs, start=1)]
         self.cluster = GaleraCluster([c.host for c in ctxs], self.nodes, options, run_as, prefixes)
         m = s.manifest
         m["cluster"].update(name=self.name, base_port=base, run_as=run_as)
@@ -155,8 +171,10 @@ class Galera(Topology):
         return self._sockets
 
     def devices(self) -> list[str]:
-        device = getattr(self.state1, "device", None)
-        return [device] if device else []
+        """Node 1's device and, when the followers have their own medium, theirs (on node 1's host)."""
+        names = dict.fromkeys([self.node_medium(1), self.node_medium(2)])
+        found = [getattr(self.ctxs[0].media.get(n), "device", None) for n in names]
+        return [d for d in dict.fromkeys(found) if d]
 
     def start(self, s: RunSession) -> None:
         """Start the cluster; if a node could not bind one of its ports (something outside dbmatrix took it

@@ -27,9 +27,11 @@ from dbmatrix.campaigns import (
     choose,
     merge_record,
 )
+from dbmatrix.hosts import media
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import RunInterrupted
 from dbmatrix.paths import git_state
+from dbmatrix.run import calibration
 from dbmatrix.run.context import HostContext, connect_host
 from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
@@ -221,7 +223,7 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
                   on_interval: IntervalCallback | None = None) -> dict[str, Any]:
     """Measure a run through its topology, or record why it could not start (its medium or dataset
     failed); the dataset is prepared on first use per host."""
-    for name in {run.cell.medium, run.cell.log_medium} - {"same"}:
+    for name in {run.cell.medium, run.cell.log_medium, run.cell.follower_medium} - {"same"}:
         state = ctx.media[name]
         if isinstance(state, Exception):
             return record_early_failure(store, exp, run, ctx.host.name, "medium", state, ctx.facts.get("boot_id"))
@@ -354,6 +356,8 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         if exp.topology.hosts:  # the other nodes' hosts of a cluster spread over the inventory
             w.peers = {n: connect_host(study.inventory.host(n), exp, store)
                        for n in dict.fromkeys(exp.topology.hosts[1:]) if n != w.spec.name}
+        if exp.topology.calibrate is not None:
+            calibrate_followers(w, exp, store, choice.number)
 
     def execute(w: Worker, run: PlannedRun) -> dict[str, Any]:
         bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(specs) > 1 else run.run_id)
@@ -405,6 +409,27 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     if len(specs) > 1 or lost:
         counts["hosts"] = fleet.summary()
     return counts
+
+
+def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign: int) -> dict[str, Any]:
+    """The campaign's calibration of the followers' throttled medium on the worker's hosts
+    (:mod:`dbmatrix.run.calibration`): its runs go through the study's own run path."""
+    cal = exp.topology.calibrate
+    assert cal is not None
+
+    def set_limit(value: int) -> None:
+        for c in [w.ctx, *w.peers.values()]:
+            state = c.media.get(cal.medium)
+            if state is None:
+                continue
+            if isinstance(state, Exception):
+                raise state
+            c.media[cal.medium] = media.set_throttle_limit(c.host, state, cal.limit, value)
+
+    def run(cexp: Experiment, planned: PlannedRun, sub: ResultStore) -> dict[str, Any]:
+        return run_or_record(w.ctx, cexp, planned, sub, w.datasets, w.peers)
+
+    return calibration.calibrate(exp, store, campaign, w.ctx.media, set_limit, run)
 
 
 def lost_hosts_message(counts: Mapping[str, Any]) -> str | None:

@@ -44,6 +44,9 @@ WHY_NOT = {
     ("myrocks", "row_compressed"): "ROW_FORMAT=COMPRESSED is an InnoDB table format",
 }
 # Workloads that share a table schema share prepared datasets.
+# TPC-C a-strings: random (clause 4.3.2.2; lz4 cannot shrink them) or compressible (slices of one fixed
+# string, see workload/lua/tpcc_lib.lua: lz4 about 3x, as seed 003's data compressed about 4x).
+STRING_MODES = ("random", "compressible")
 WORKLOAD_SCHEMAS = {**{w: "oltp" for w in WORKLOADS}, "tpcc": "tpcc"}
 # Transaction isolation levels of the TPC-C workload (sysbench option --trx_level); the seed used RC.
 ISOLATION_LEVELS = ("RC", "RR", "SER", "RU")
@@ -53,7 +56,7 @@ SST_METHODS = ("rsync", "mariabackup")
 MAX_GALERA_NODES = 9
 MAX_INSTANCES_PER_HOST = 32  # one TCP port each within a host's block of 40 (run.ports.PORTS_PER_HOST)
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
-DESIGNS = ("full", "fractional")
+DESIGNS = ("full", "fractional", "crossed")
 PLACEMENT_TOOLS = ("taskset", "numactl")
 # How a measured run's servers stop: "clean" (mariadb-admin shutdown) or "kill" (SIGKILL: the datadir is
 # thrown away after the run, so a clean shutdown's flushing is wasted time). Measured on the quick matrix's
@@ -99,6 +102,7 @@ class Workload:
     rand_type: str = "uniform"
     warehouses: int = 1  # TPC-C scale: warehouses per table set
     isolation: str = "RC"  # TPC-C transaction isolation (--trx_level)
+    strings: str = "random"  # TPC-C a-strings: random (the standard, incompressible) or compressible
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ class Cell:
     rate_fraction: float = 0
     slave_threads: int = 1
     write_to: str = "node1"
+    follower_medium: str = "same"
     instances: int = 1
     pinning: str = "none"
 
@@ -149,11 +154,13 @@ class DatasetKey:
     tables: int
     table_size: int
     schema: str = "oltp"
+    strings: str = "random"  # TPC-C: what its a-strings are made of (Workload.strings)
 
     @property
     def name(self) -> str:
         scale = f"{self.table_size}w" if self.schema == "tpcc" else f"{self.table_size}"
-        return f"{self.engine}-b{self.block_size}-{self.compression}-{self.schema}-{self.tables}x{scale}"
+        kind = self.schema + ("" if self.strings == "random" else f"-{self.strings}")
+        return f"{self.engine}-b{self.block_size}-{self.compression}-{kind}-{self.tables}x{scale}"
 
 
 @dataclass(frozen=True)
@@ -216,6 +223,20 @@ class CpuPlacement:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """A Galera study's calibration of its followers' throttled medium: before a campaign's runs, one short
+    run per candidate limit (mildest first, one applier, followers on `medium`) until flow control pauses the
+    cluster at least `target_fc_paused_pct` % of the window; that limit then holds for the campaign."""
+
+    medium: str
+    limit: str  # read_iops | write_iops | read_bps | write_bps
+    candidates: tuple[int, ...]
+    target_fc_paused_pct: float = 30.0
+    warmup_s: int = 3
+    measure_s: int = 8
+
+
+@dataclass(frozen=True)
 class Topology:
     """Standalone servers (one per run), a Galera cluster of `nodes` nodes per run, or several server
     instances per run (``instances``: the count is the factor of that name).
@@ -229,6 +250,7 @@ class Topology:
     hosts: tuple[str, ...] = ()
     sst_method: str = "rsync"
     client: str = ""
+    calibrate: Calibration | None = None
 
     @property
     def galera(self) -> bool:
@@ -262,7 +284,8 @@ class Experiment:
 
     def cells(self) -> list[Cell]:
         """The design's cells in spec order (the last factor varies fastest): every combination of the
-        levels for a full design, a resolution-V fraction of them for a fractional one."""
+        levels for a full design, a resolution-V fraction of them for a fractional one, the half fraction of
+        the two-level factors crossed with every level of the others for a crossed one."""
         combos: list[dict[str, Any]] = [{}]
         for name in FACTORS:
             combos = [{**c, name: level} for c in combos for level in self.factors[name]]
@@ -271,6 +294,10 @@ class Experiment:
                 {f: self.factors[f] for f in self.varied_factors()})}
             varied = self.varied_factors()
             combos = [c for c in combos if tuple(sorted((f, c[f]) for f in varied)) in keep]
+        elif self.design == "crossed":
+            two = self.two_level_factors()
+            keep = {tuple(sorted(run.items())) for run in half_fraction_runs({f: self.factors[f] for f in two})}
+            combos = [c for c in combos if tuple(sorted((f, c[f]) for f in two)) in keep]
         cells = [Cell(**c) for c in combos]
         for c in cells:
             check_combination(c)
@@ -279,7 +306,8 @@ class Experiment:
     def dataset_key(self, cell: Cell) -> DatasetKey:
         schema = WORKLOAD_SCHEMAS.get(cell.workload, cell.workload)
         size = self.workload.warehouses if schema == "tpcc" else self.workload.table_size
-        return DatasetKey(cell.engine, cell.block_size, cell.compression, self.workload.tables, size, schema)
+        return DatasetKey(cell.engine, cell.block_size, cell.compression, self.workload.tables, size, schema,
+                          self.workload.strings if schema == "tpcc" else "random")
 
     def plan(self, campaign: int = 1) -> list[PlannedRun]:
         """Replicate blocks, each a seeded shuffle of all cells (the order is part of the design).
@@ -308,11 +336,17 @@ class Experiment:
     def varied_factors(self) -> list[str]:
         return [f for f in FACTORS if len(self.factors[f]) > 1]
 
+    def two_level_factors(self) -> list[str]:
+        return [f for f in self.varied_factors() if len(self.factors[f]) == 2]
+
     def design_info(self) -> dict[str, Any]:
-        """What the design is: full, or the fraction's generators and resolution."""
+        """What the design is: full, or the fraction's generators and resolution (and, for a crossed
+        design, the factors crossed with the fraction and every alias the model leans on)."""
         varied = self.varied_factors()
         if self.design == "full":
             return {"design": "full", "factors": varied, "cells": len(self.cells())}
+        if self.design == "crossed":
+            return crossed_design_info(varied, self.two_level_factors(), len(self.cells()))
         gens = FRACTION_GENERATORS[len(varied)]
         letters = "ABCDEFGHJK"
         return {"design": "fractional", "factors": varied, "cells": len(self.cells()),
@@ -330,12 +364,18 @@ class Experiment:
         if self.topology.galera:
             d["topology"]["hosts"] = list(self.topology.hosts)
             del d["topology"]["client"]  # added with the instances topology: galera digests stay the same
+            if self.topology.calibrate is None:  # added with calibration: digests without it stay the same
+                del d["topology"]["calibrate"]
+            else:
+                d["topology"]["calibrate"]["candidates"] = list(self.topology.calibrate.candidates)
         elif self.topology.instances:
             d["topology"] = {"kind": "instances", "hosts": list(self.topology.hosts), "client": self.topology.client}
         else:
             del d["topology"]
         if "tpcc" not in self.factors["workload"]:
             del d["workload"]["warehouses"], d["workload"]["isolation"]
+        if self.workload.strings == "random":  # added with compressible TPC-C strings: digests stay the same
+            del d["workload"]["strings"]
         if self.stop_mode == DEFAULT_STOP_MODE:  # how servers stop does not change what is measured
             del d["stop_mode"]
         if self.cache_basis == LEGACY_CACHE_BASIS:  # what results without the key measured (see CACHE_BASES)
@@ -389,6 +429,48 @@ def fractional_runs(factors: Mapping[str, tuple[Any, ...]]) -> list[dict[str, An
             code[g] = prod
         runs.append({n: factors[n][0 if c < 0 else 1] for n, c in zip(names, code)})
     return runs
+
+
+def design_text(info: Mapping[str, Any]) -> str:
+    """The design in words (plain text), from :meth:`Experiment.design_info`."""
+    if info["design"] == "fractional":
+        return f"{info['fraction']} fraction, resolution {info['resolution']} ({', '.join(info['generators'])})"
+    if info["design"] == "crossed":
+        letters = ", ".join(f"{k}={v}" for k, v in info["letters"].items())
+        return (f"{info['fraction']} half fraction ({', '.join(info['generators'])}; {letters}) crossed with "
+                f"every level of {', '.join(info['crossed_with'])}; aliased: {'; '.join(info['aliases'])}")
+    return "full factorial"
+
+
+def half_fraction_runs(factors: Mapping[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The half fraction of these two-level factors whose last factor is the product of the others (first
+    level coded -1): defining relation I = ABC... (resolution = the number of factors)."""
+    names = list(factors)
+    k = len(names)
+    runs = []
+    for bits in range(2 ** (k - 1)):
+        code = [1 if bits >> (k - 2 - i) & 1 else -1 for i in range(k - 1)]
+        last = 1
+        for c in code:
+            last *= c
+        runs.append({n: factors[n][0 if c < 0 else 1] for n, c in zip(names, [*code, last])})
+    return runs
+
+
+def crossed_design_info(varied: list[str], two: list[str], cells: int) -> dict[str, Any]:
+    """A crossed design's description: the half fraction 2^(k-1) of the `two`-level factors (I = the word of
+    all of them) crossed with every level of the other varied factors. Aliases: each effect S of the
+    two-level factors with its complement in the word (S x W), and so each interaction of a crossed factor M
+    with S with M x (S x W). With the crossed factors' interactions with each two-level factor in the model,
+    the two-level factors' interactions with each other are the aliased ones left out."""
+    letters = dict(zip(two, "ABCDEFGHJK"))
+    word = "".join(letters[f] for f in two)
+    others = [f for f in varied if f not in two]
+    aliases = [f"{letters[f]}={word.replace(letters[f], '')}" for f in two]
+    aliases += [f"{m} x {letters[f]} = {m} x {word.replace(letters[f], '')}" for m in others for f in two]
+    return {"design": "crossed", "factors": varied, "cells": cells, "letters": letters,
+            "generators": [f"{word[-1]}={word[:-1]}"], "resolution": len(two),
+            "fraction": f"2^({len(two)}-1)", "crossed_with": others, "aliases": aliases}
 
 
 def check_combination(cell: Cell) -> None:
@@ -445,7 +527,7 @@ def parse_workload(raw: Any) -> Workload:
         raw = {"name": raw}
     if not isinstance(raw, dict):
         raise SpecError("workload: must be a workload name or a mapping with name, tables, table_size, rand_type")
-    keys = ("name", "tables", "table_size", "rand_type", "warehouses", "isolation")
+    keys = ("name", "tables", "table_size", "rand_type", "warehouses", "isolation", "strings")
     unknown = set(raw) - set(keys)
     if unknown:
         raise SpecError(f"workload: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(keys)}")
@@ -466,7 +548,13 @@ def parse_workload(raw: Any) -> Workload:
     isolation = str(raw.get("isolation", "RC")).upper()
     if isolation not in ISOLATION_LEVELS:
         raise SpecError(f"workload.isolation: unknown {raw.get('isolation')!r}; allowed: {', '.join(ISOLATION_LEVELS)}")
-    return Workload(names[0], tables, size, rand, warehouses, isolation)
+    strings = str(raw.get("strings", "random"))
+    if strings not in STRING_MODES:
+        raise SpecError(f"workload.strings: unknown {raw.get('strings')!r}; allowed: {', '.join(STRING_MODES)}")
+    if strings != "random" and not tpcc_only:
+        raise SpecError(f"workload.strings: {strings!r} is a TPC-C option (its a-strings); sysbench's oltp "
+                        "tables have fixed random-digit strings; allowed for oltp workloads: random")
+    return Workload(names[0], tables, size, rand, warehouses, isolation, strings)
 
 
 def _workload_levels(raw: Mapping[str, Any], factors_raw: Mapping[str, Any]) -> Any:
@@ -540,6 +628,8 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         raise SpecError(f"design: unknown design {design!r}; allowed: {', '.join(DESIGNS)}")
     if design == "fractional":
         _check_fractional(factors)
+    if design == "crossed":
+        _check_crossed(factors)
     repetitions = _positive_int(raw, "repetitions", 3)
     exp = Experiment(
         name=name,
@@ -590,7 +680,7 @@ def _parse_topology(raw: Any) -> Topology:
         return Topology()
     if isinstance(raw, str):
         raw = {"kind": raw}
-    allowed = ("kind", "nodes", "hosts", "sst_method", "client")
+    allowed = ("kind", "nodes", "hosts", "sst_method", "client", "calibrate")
     if not isinstance(raw, Mapping) or set(raw) - set(allowed):
         raise SpecError(f"topology: must be a mapping with keys among {', '.join(allowed)}")
     kind = raw.get("kind", "standalone")
@@ -602,6 +692,8 @@ def _parse_topology(raw: Any) -> Topology:
                             "or instances")
         return Topology()
     if kind == "instances":
+        if "calibrate" in raw:
+            raise SpecError("topology.calibrate: only applies to kind: galera (it calibrates the followers' medium)")
         return _parse_instances_topology(raw)
     if "client" in raw:
         raise SpecError("topology.client: only applies to kind: instances (a Galera client runs on node 1's host)")
@@ -618,7 +710,39 @@ def _parse_topology(raw: Any) -> Topology:
     sst = raw.get("sst_method", "rsync")
     if sst not in SST_METHODS:
         raise SpecError(f"topology.sst_method: unknown {sst!r}; allowed: {', '.join(SST_METHODS)}")
-    return Topology("galera", nodes, tuple(hosts), sst)
+    return Topology("galera", nodes, tuple(hosts), sst, calibrate=_parse_calibration(raw.get("calibrate")))
+
+
+CALIBRATION_LIMITS = ("read_iops", "write_iops", "read_bps", "write_bps")
+
+
+def _parse_calibration(raw: Any) -> Calibration | None:
+    if raw is None:
+        return None
+    keys = ("medium", "limit", "candidates", "target_fc_paused_pct", "warmup_s", "measure_s")
+    if not isinstance(raw, Mapping) or set(raw) - set(keys):
+        raise SpecError(f"topology.calibrate: must be a mapping with keys among {', '.join(keys)}")
+    medium = raw.get("medium")
+    if not isinstance(medium, str) or not medium:
+        raise SpecError("topology.calibrate.medium: required, the name of the throttled medium of the followers "
+                        "(a level of factors.follower_medium)")
+    limit = raw.get("limit", "write_iops")
+    if limit not in CALIBRATION_LIMITS:
+        raise SpecError(f"topology.calibrate.limit: unknown {limit!r}; allowed: {', '.join(CALIBRATION_LIMITS)}")
+    cands = raw.get("candidates")
+    if not isinstance(cands, list) or not cands or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cands):
+        raise SpecError("topology.calibrate.candidates: required, a list of positive integer limits, mildest "
+                        "first (e.g. [2000, 1000, 500, 250])")
+    if list(cands) != sorted(cands, reverse=True) or len(set(cands)) != len(cands):
+        raise SpecError(f"topology.calibrate.candidates: {cands} must be distinct and in decreasing order "
+                        "(mildest limit first: the calibration stops at the first that reaches the target)")
+    target = raw.get("target_fc_paused_pct", 30.0)
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 100:
+        raise SpecError(f"topology.calibrate.target_fc_paused_pct: {target!r} must be a percentage in (0, 100)")
+    return Calibration(medium, limit, tuple(cands), float(target),
+                       _positive_int(raw, "warmup_s", 3, minimum=0, where="topology.calibrate."),
+                       _positive_int(raw, "measure_s", 8, where="topology.calibrate."))
 
 
 def _parse_instances_topology(raw: Mapping[str, Any]) -> Topology:
@@ -673,6 +797,10 @@ def _check_topology(exp: Experiment) -> None:
         raise SpecError("factors.engine: a Galera cluster replicates InnoDB only; allowed: innodb")
     if list(f["log_medium"]) != ["same"]:
         raise SpecError("factors.log_medium: a Galera topology keeps the redo log with the data; allowed: same")
+    cal = exp.topology.calibrate
+    if cal is not None and cal.medium not in f["follower_medium"]:
+        raise SpecError(f"topology.calibrate.medium: {cal.medium!r} is not a level of factors.follower_medium "
+                        f"({', '.join(f['follower_medium'])}); calibrate the medium the followers use")
     for w in f["write_to"]:
         if w != "all" and int(w[4:]) > exp.topology.nodes:
             raise SpecError(f"factors.write_to: {w!r} is not a node of this {exp.topology.nodes}-node cluster; "
@@ -693,6 +821,21 @@ def _check_fractional(factors: Mapping[str, tuple[Any, ...]]) -> None:
         raise SpecError(f"design: fractional needs {lo} to {hi} varied two-level factors (fewer have no "
                         f"resolution-V fraction smaller than the full design); this spec varies {len(varied)}"
                         f" ({', '.join(varied) or 'none'}); use design: full")
+
+
+def _check_crossed(factors: Mapping[str, tuple[Any, ...]]) -> None:
+    varied = [f for f in FACTORS if len(factors[f]) > 1]
+    two = [f for f in varied if len(factors[f]) == 2]
+    multi = [f for f in varied if len(factors[f]) > 2]
+    if "rate_fraction" in varied:
+        raise SpecError("factors.rate_fraction: open-loop cells need their closed-loop twin in the design; "
+                        "use design: full with open-loop levels")
+    if not 3 <= len(two) <= 6:
+        raise SpecError(f"design: crossed halves the two-level factors and needs 3 to 6 of them; this spec "
+                        f"varies {len(two)} ({', '.join(two) or 'none'}); use design: full")
+    if not multi:
+        raise SpecError("design: crossed needs at least one varied factor with three or more levels to cross "
+                        "the fraction with; with two-level factors only use design: fractional or full")
 
 
 def _parse_comparisons(raw: Any, factors: Mapping[str, tuple[Any, ...]]) -> tuple[Comparison, ...]:
@@ -853,7 +996,8 @@ def check_host_cpus(exp: Experiment, host: str, cpus: int, numa_nodes: int = 1) 
 def check_media(exp: Experiment, media_names: Iterable[str], host: str) -> None:
     names = sorted(media_names)
     for factor, levels in (("medium", exp.factors["medium"]),
-                           ("log_medium", [m for m in exp.factors["log_medium"] if m != "same"])):
+                           ("log_medium", [m for m in exp.factors["log_medium"] if m != "same"]),
+                           ("follower_medium", [m for m in exp.factors["follower_medium"] if m != "same"])):
         for m in levels:
             if m not in names:
                 raise SpecError(f"factors.{factor}: {m!r} is not defined on host {host!r}; "

@@ -155,6 +155,13 @@ def _log_medium(lv: Any) -> Any:
     return lv
 
 
+def _follower_medium(lv: Any) -> Any:
+    if not isinstance(lv, str) or not lv:
+        raise SpecError(f"factors.follower_medium: {lv!r} must be 'same' (every Galera node on the cell's "
+                        "medium) or the name of a medium in the inventory for nodes 2..N")
+    return lv
+
+
 def _rate_fraction(lv: Any) -> Any:
     if lv in ("closed", None):
         lv = 0
@@ -248,6 +255,11 @@ REGISTRY: tuple[Factor, ...] = (
            title="Writes to",
            label="write_to", word="write_to", galera_only=True, digest_omits_default=True,
            doc="galera topology: the node the client writes to ('nodeN'), or 'all' (round robin)"),
+    Factor("follower_medium", "same", _follower_medium, lambda v: None if v == "same" else f"f{v}",
+           title="Follower medium",
+           label="Followers", word="followers' medium", galera_only=True, digest_omits_default=True,
+           doc="galera topology: the medium of nodes 2..N ('same': the cell's medium); a throttled medium "
+               "makes the followers the bottleneck (topology.calibrate sets its limit)"),
     Factor("instances", 1, _instances, lambda v: None if v == 1 else f"i{v}",
            title="Server instances",
            label="Inst.", word="instances", instances_only=True, digest_omits_default=True,

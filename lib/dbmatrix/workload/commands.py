@@ -47,8 +47,9 @@ def command(exp: Experiment, cell: Cell, phase: str, *, socket: str, threads: in
     if cell.workload == "tpcc":
         if not script:
             raise ValueError("the tpcc workload needs the path of its Lua script on the host (install_scripts)")
+        extra = {"strings": w.strings} if w.strings != "random" and phase in ("prepare", "run") else None
         return sysbench.build_command("tpcc", phase, table_size=1, scale=w.warehouses, isolation=w.isolation,
-                                      script=script, **common)
+                                      script=script, extra=extra, **common)
     return sysbench.build_command(cell.workload, phase, table_size=w.table_size, **common)
 
 

@@ -48,6 +48,8 @@ sysbench.cmdline.options = {
       "innodb" },
    use_fk = { "Create the foreign keys of clause 1.3 (InnoDB only)", false },
    conditions = { "Consistency conditions the check command verifies (1-9, or all)", { "1", "2", "3", "4" } },
+   strings = { "a-strings: random (TPC-C 4.3.2.2, incompressible) or compressible (slices of a fixed "
+      .. "256-character string; lz4 about 3x)", "random" },
 }
 
 if sysbench.cmdline.command == nil then
@@ -76,7 +78,9 @@ local function options()
       trx_level = tostring(sysbench.opt.trx_level):upper(),
       engine = sysbench.opt.mysql_storage_engine,
       use_fk = sysbench.opt.use_fk,
+      strings = tostring(sysbench.opt.strings),
    }
+   lib.set_strings(o.strings)
    if lib.ISOLATION[o.trx_level] == nil then
       error("--trx_level must be one of RC, RR, RU, SER, got " .. tostring(sysbench.opt.trx_level), 0)
    end
