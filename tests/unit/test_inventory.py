@@ -37,6 +37,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "blockdev": {"kind": "blockdev", "device": "/dev/nvme0n1", "partition_pct": 60, "sunit": 512, "swidth": 512},
     "mdraid": {"kind": "mdraid", "devices": ["/dev/nvme6n1", "/dev/nvme7n1"], "chunk": "256K"},
     "pmem": {"kind": "pmem", "mode": "fsdax", "align": "2M"},
+    "nvmeof": {"kind": "nvmeof", "transport": "rdma", "address": "192.0.2.10",
+               "nqn": "nqn.2019-08.org.example:pool1"},
     "throttled": {"kind": "throttled", "base": {"kind": "loop", "size": "1G"}, "read_iops": 300,
                   "write_bps": "50M", "emulates": "remote-nvme"},
 }
@@ -159,7 +161,7 @@ def test_human_size() -> None:
 
 
 @pytest.mark.parametrize("raw,field,allowed", [
-    ({"kind": "nvme"}, "kind", "allowed: dir, tmpfs, loop, ram-block, blockdev, mdraid, pmem, throttled"),
+    ({"kind": "nvme"}, "kind", "allowed: dir, tmpfs, loop, ram-block, blockdev, mdraid, pmem, nvmeof, throttled"),
     ({"kind": "tmpfs"}, "size", "required"),
     ({"kind": "tmpfs", "size": "4GB"}, "size", "allowed: a number of bytes"),
     ({"kind": "tmpfs", "size": 1000}, "size", "multiple of 4K"),

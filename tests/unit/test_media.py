@@ -35,6 +35,7 @@ from dbmatrix.hosts.media import (
     prerequisite_problems,
     teardown_plan,
 )
+from dbmatrix.spec.errors import SpecError
 
 WD = "/w"
 LOOKUP = '"$(losetup -nO NAME -j /w/media-backing/m.img)"'
@@ -586,3 +587,96 @@ def test_required_tools_per_kind() -> None:
     assert {"losetup", "fallocate", "parted", "mkfs.xfs", "xfs_info", "blkid"} <= set(tools)
     assert "mkfs.ext4" in media.required_tools(med({"kind": "loop", "size": "64M", "fstype": "ext4"}))
     assert "ndctl" in media.required_tools(med({"kind": "pmem", "mode": "devdax"}))
+
+
+# ---------------------------------------------------------------- NVMe over Fabrics (seed 001's remote NVMe)
+
+NVMEOF_RAW = {"kind": "nvmeof", "transport": "tcp", "address": "192.0.2.10", "service_id": 4420,
+              "nqn": "nqn.2019-08.org.example:pool1", "namespace": 1, "mount_options": ["noatime"]}
+
+
+def test_nvmeof_plan_connects_then_formats_the_looked_up_namespace() -> None:
+    m = med(NVMEOF_RAW)
+    steps = plan(m)
+    assert steps[0] == "modprobe nvme-tcp"
+    assert steps[1] == ("nvme connect -t tcp -a 192.0.2.10 -s 4420 -n nqn.2019-08.org.example:pool1 "
+                        "&& udevadm settle")
+    assert steps[2].startswith("mkfs.xfs -q -b size=4096") and "/sys/class/nvme-subsystem/*" in steps[2]
+    assert steps[3].startswith("mkdir -p /w/media/m && mount -t xfs -o noatime \"$(for s in")
+    assert teardown_plan(m)[-1] == "nvme disconnect -n nqn.2019-08.org.example:pool1"
+    host = med({**NVMEOF_RAW, "transport": "rdma", "host_nqn": "nqn.2014-08.org.nvmexpress:uuid:1234"})
+    assert plan(host)[1].startswith("nvme connect -t rdma") and "--hostnqn nqn.2014-08.org.nvmexpress:uuid:1234" in \
+        plan(host)[1]
+
+
+def test_nvmeof_lookup_finds_the_namespace_of_the_subsystem(tmp_path: Path) -> None:
+    """The lookup shell, run against a fake /sys tree: the connected subsystem's namespace device."""
+    import subprocess
+
+    from dbmatrix.hosts.media import nvmeof_lookup
+
+    root = tmp_path / "sys" / "class" / "nvme-subsystem"
+    for sub, nqn, dev in (("nvme-subsys0", "nqn.2019-08.org.example:other", "nvme0n1"),
+                          ("nvme-subsys3", "nqn.2019-08.org.example:pool1", "nvme3n1")):
+        (root / sub / dev).mkdir(parents=True)
+        (root / sub / "subsysnqn").write_text(nqn + "\n")
+    script = nvmeof_lookup("nqn.2019-08.org.example:pool1", 1).replace("/sys/class", str(tmp_path / "sys" / "class"))
+    got = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+    assert got == "/dev/nvme3n1"
+    missing = nvmeof_lookup("nqn.2019-08.org.example:none", 1).replace("/sys/class", str(tmp_path / "sys" / "class"))
+    assert subprocess.run(["sh", "-c", missing], capture_output=True, text=True).stdout == ""
+
+
+def test_nvmeof_refusals_and_prerequisites() -> None:
+    with pytest.raises(SpecError, match=r"\.transport: required for kind nvmeof"):
+        med({"kind": "nvmeof", "address": "a", "nqn": "nqn.2019-08.org.example:p"})
+    with pytest.raises(SpecError, match="is not an NVMe qualified name"):
+        med({**NVMEOF_RAW, "nqn": "pool1"})
+    with pytest.raises(SpecError, match="transport"):
+        med({**NVMEOF_RAW, "transport": "fc"})
+    problems = prerequisite_problems(med(NVMEOF_RAW), "tool nvme\nno-nvmeof-tcp\n", "h")
+    assert any("cannot load nvme-tcp" in p and "NVMe over Fabrics" in p for p in problems)
+    assert any("nvme (package nvme-cli)" in p for p in problems)
+
+
+NVMEOF_FACTS = """@@mount 0
+{
+   "filesystems": [
+      {"target": "/w/media/m", "source": "/dev/nvme3n1", "fstype": "xfs",
+       "options": "rw,noatime,inode64,logbufs=8,logbsize=32k,noquota", "size": 1063256064}
+   ]
+}
+@@block 0
+device=nvme3n1
+sectors=2097152
+disk=nvme3n1
+disk_sectors=2097152
+devnum=259:3
+dax=0
+loop_backing=
+loop_dio=
+md_level=
+md_chunk_size=
+md_raid_disks=
+@@expected 0
+target=nvme3n1
+@@xfs_info 0
+data     =                       bsize=4096   blocks=262144, imaxpct=25
+         =                       sunit=0      swidth=0 blks
+@@nvmeof 0
+found=yes
+transport=tcp
+state=live
+address=traddr=192.0.2.10,trsvcid=4420,src_addr=192.0.2.1
+"""
+
+
+def test_evaluate_nvmeof_checks_the_fabric_connection() -> None:
+    st = evaluate(med(NVMEOF_RAW), parse_sections(NVMEOF_FACTS), host="h")
+    assert st.device == "nvme3n1" and st.fstype == "xfs"
+    assert {"subsystem nqn.2019-08.org.example:pool1 connected", "over tcp", "controller live",
+            "target 192.0.2.10"} <= set(st.checks)
+    with pytest.raises(MediaError, match="controller state 'connecting' \\(want live\\)"):
+        evaluate(med(NVMEOF_RAW), parse_sections(NVMEOF_FACTS.replace("state=live", "state=connecting")), host="h")
+    with pytest.raises(MediaError, match="connected over rdma, the recipe says tcp"):
+        evaluate(med(NVMEOF_RAW), parse_sections(NVMEOF_FACTS.replace("transport=tcp", "transport=rdma")), host="h")

@@ -28,6 +28,11 @@ binary units; ``sunit``/``swidth`` are in 512-byte sectors, as ``mkfs.xfs -d sun
   ``ndctl create-namespace --force --reconfig``; default ``namespace0.0``), ``size``, ``align``
   (fsdax/devdax), ``map`` (fsdax), ``sector_size`` (sector), file-system options (not for devdax;
   fsdax mounts with ``dax`` by default).
+- ``nvmeof``: an NVMe namespace reached over a fabric (NVMe-oF, seed 001's pooled remote NVMe):
+  ``transport`` (tcp|rdma, required), ``address`` (the target's address, required), ``service_id``
+  (default 4420), ``nqn`` (the subsystem's NQN, required), ``host_nqn`` (optional), ``namespace``
+  (default 1), plus the file-system options. Ensure loads ``nvme-<transport>``, runs ``nvme connect``
+  and formats and mounts the namespace; teardown unmounts and runs ``nvme disconnect``.
 - ``throttled``: a block-backed medium under blkio/io cgroup limits. ``base`` (a mapping with the
   ``kind`` of the wrapped medium, one of loop/ram-block/blockdev/mdraid/pmem, and its options;
   it is built at this medium's path and named after it), ``read_iops``, ``write_iops``,
@@ -50,7 +55,8 @@ import yaml
 from dbmatrix.hosts.remote import Host, LocalHost, SSHHost, SSHTarget, check_ssh_access
 from dbmatrix.spec.experiment import SpecError
 
-MEDIUM_KINDS = ("dir", "tmpfs", "loop", "ram-block", "blockdev", "mdraid", "pmem", "throttled")
+MEDIUM_KINDS = ("dir", "tmpfs", "loop", "ram-block", "blockdev", "mdraid", "pmem", "nvmeof", "throttled")
+NVMEOF_TRANSPORTS = ("tcp", "rdma")
 # What an emulating medium stands in for; figures and the paper say "emulated" next to these.
 EMULATES = ("pmem-fsdax", "pmem-sector", "pmem-devdax", "nvme", "remote-nvme", "cloud-block", "ssd", "hdd")
 FSTYPES = ("xfs", "ext4")
@@ -76,6 +82,7 @@ KIND_OPTIONS: dict[str, tuple[str, ...]] = {
     "blockdev": ("device", "partition_pct", *_FS_KEYS),
     "mdraid": ("devices", "level", "chunk", "partition_pct", *_FS_KEYS),
     "pmem": ("mode", "namespace", "size", "align", "map", "sector_size", *_FS_KEYS),
+    "nvmeof": ("transport", "address", "service_id", "nqn", "host_nqn", "namespace", *_FS_KEYS),
     "throttled": ("base", *THROTTLE_LIMITS, "cgroup"),
 }
 
@@ -474,9 +481,39 @@ def _opts_throttled(raw: dict[str, Any], where: str, name: str, workdir: str | N
     return out
 
 
+_NQN = re.compile(r"nqn\.\d{4}-\d{2}\.[A-Za-z0-9.-]+(:[A-Za-z0-9._:-]+)?\Z")
+_ADDRESS = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:-]*\Z")
+
+
+def _opts_nvmeof(raw: dict[str, Any], where: str, name: str, workdir: str | None) -> dict[str, Any]:
+    for key in ("transport", "address", "nqn"):
+        if key not in raw:
+            raise SpecError(f"{where}.{key}: required for kind nvmeof (transport tcp|rdma, the target's address, "
+                            "the subsystem NQN as `nvme discover` lists it)")
+    address = str(raw["address"])
+    if not _ADDRESS.match(address):
+        raise SpecError(f"{where}.address: {address!r} is not a host name or IP address")
+    out: dict[str, Any] = {
+        "transport": _choice(raw["transport"], NVMEOF_TRANSPORTS, f"{where}.transport"),
+        "address": address,
+        "service_id": _positive_int(raw.get("service_id", 4420), f"{where}.service_id"),
+    }
+    for key in ("nqn", "host_nqn"):
+        v = raw.get(key)
+        if v is None and key == "host_nqn":
+            out[key] = None
+            continue
+        if not isinstance(v, str) or not _NQN.match(v):
+            raise SpecError(f"{where}.{key}: {v!r} is not an NVMe qualified name (nqn.YYYY-MM.reverse.domain:...)")
+        out[key] = v
+    out["namespace"] = _positive_int(raw.get("namespace", 1), f"{where}.namespace")
+    out.update(_fs_options(raw, where, "nvmeof"))
+    return out
+
+
 _KIND_PARSERS = {"dir": _opts_dir, "tmpfs": _opts_tmpfs, "loop": _opts_loop, "ram-block": _opts_ram_block,
                  "blockdev": _opts_blockdev, "mdraid": _opts_mdraid, "pmem": _opts_pmem,
-                 "throttled": _opts_throttled}
+                 "nvmeof": _opts_nvmeof, "throttled": _opts_throttled}
 
 
 def _partition_pct(value: Any, where: str) -> int | float | None:

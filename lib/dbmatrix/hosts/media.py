@@ -70,7 +70,7 @@ TOOL_PACKAGES = {"mkfs.xfs": "xfsprogs", "xfs_info": "xfsprogs", "mkfs.ext4": "e
                  "tune2fs": "e2fsprogs", "parted": "parted", "ndctl": "ndctl", "mdadm": "mdadm",
                  "losetup": "util-linux", "findmnt": "util-linux", "blkid": "util-linux",
                  "lsblk": "util-linux", "mount": "mount", "fallocate": "util-linux",
-                 "truncate": "coreutils"}
+                 "truncate": "coreutils", "nvme": "nvme-cli", "modprobe": "kmod", "udevadm": "udev"}
 
 
 class MediaError(RuntimeError):
@@ -198,10 +198,21 @@ def _loop_lookup_all(file: str) -> str:
             f"awk -v f=\"$(readlink -m {q(file)})\" '$2 == f {{print $1}}'; }} | sort -u)")
 
 
+def nvmeof_lookup(nqn: str, namespace: int) -> str:
+    """Shell that prints the block device (/dev/nvmeXnY) of namespace `namespace` of the connected NVMe
+    subsystem `nqn` (the kernel numbers controllers as they connect, so the name is looked up each time);
+    prints nothing when it is not connected."""
+    return (f"for s in /sys/class/nvme-subsystem/*; do [ \"$(cat \"$s/subsysnqn\" 2>/dev/null)\" = {q(nqn)} ] || "
+            f"continue; for d in \"$s\"/nvme*n{namespace}; do [ -e \"$d\" ] && echo \"/dev/${{d##*/}}\"; done; "
+            "done | head -n 1")
+
+
 def disk_expr(medium: Medium) -> str:
     """A shell word that expands to the whole-disk device of a block-backed medium."""
     m = _fs_medium(medium)
     o = m.options
+    if m.kind == "nvmeof":
+        return f'"$({nvmeof_lookup(o["nqn"], o["namespace"])})"'
     if m.kind in ("loop", "ram-block"):
         return f'"{_loop_lookup(loop_file(m))}"'
     if m.kind == "blockdev":
@@ -316,6 +327,24 @@ def _loop_steps(m: Medium) -> list[Step]:
     return steps + _fs_steps(m)
 
 
+def nvme_connect_command(m: Medium) -> str:
+    o = m.options
+    args = ["nvme", "connect", "-t", o["transport"], "-a", o["address"], "-s", str(o["service_id"]), "-n", o["nqn"]]
+    if o["host_nqn"]:
+        args += ["--hostnqn", o["host_nqn"]]
+    return " ".join(q(a) for a in args)
+
+
+def _steps_nvmeof(m: Medium) -> list[Step]:
+    o = m.options
+    module = f"nvme-{o['transport']}"
+    connected = f'[ -n "$({nvmeof_lookup(o["nqn"], o["namespace"])})" ]'
+    return [Step(f"load {module}", f"modprobe {module}", f"[ -d /sys/module/nvme_{o['transport']} ]"),
+            Step(f"connect to {o['nqn']} at {o['address']}:{o['service_id']} over {o['transport']}",
+                 f"{nvme_connect_command(m)} && udevadm settle", connected),
+            *_fs_steps(m)]
+
+
 def _steps_blockdev(m: Medium) -> list[Step]:
     o = m.options
     steps = []
@@ -411,7 +440,8 @@ def apply_steps(medium: Medium, *, layout: CgroupLayout | None = None, owner: st
     m = checked(medium)
     fs = _fs_medium(m)
     builders = {"dir": _steps_dir, "tmpfs": _steps_tmpfs, "loop": _loop_steps, "ram-block": _loop_steps,
-                "blockdev": _steps_blockdev, "mdraid": _steps_mdraid, "pmem": _steps_pmem}
+                "blockdev": _steps_blockdev, "mdraid": _steps_mdraid, "pmem": _steps_pmem,
+                "nvmeof": _steps_nvmeof}
     steps = builders[fs.kind](fs)
     if fs.kind != "dir" and not (fs.kind == "pmem" and fs.options["mode"] == "devdax"):
         steps += _chown(m.path, owner)
@@ -464,6 +494,9 @@ def teardown_steps(medium: Medium) -> list[Step]:
     if fs.kind == "mdraid":
         md = q(md_device(fs))
         steps.append(Step("stop the RAID array", f"mdadm --stop {md}", f"[ ! -e {md} ]"))
+    if fs.kind == "nvmeof":
+        steps.append(Step(f"disconnect from {o['nqn']}", f"nvme disconnect -n {q(o['nqn'])}",
+                          f'[ -z "$({nvmeof_lookup(o["nqn"], o["namespace"])})" ]'))
     return steps
 
 
@@ -686,6 +719,12 @@ def facts_sections(medium: Medium, layout: CgroupLayout | None = None) -> tuple[
         sec["backing"] = f"[ -f {f} ] && echo \"real=$(readlink -f {f})\" && echo \"bytes=$(stat -c %s {f})\""
     if fs.kind == "ram-block":
         sec["backing_mount"] = f"findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE --mountpoint {q(o['backing_dir'])}"
+    if fs.kind == "nvmeof":
+        sec["nvmeof"] = (f"for s in /sys/class/nvme-subsystem/*; do [ \"$(cat \"$s/subsysnqn\" 2>/dev/null)\" = "
+                         f"{q(o['nqn'])} ] || continue; echo found=yes; for c in \"$s\"/nvme[0-9]*; do "
+                         "[ -e \"$c/transport\" ] || continue; echo \"transport=$(cat \"$c/transport\")\"; "
+                         "echo \"state=$(cat \"$c/state\")\"; echo \"address=$(cat \"$c/address\" | tr -d '\\n')\"; "
+                         "done; done")
     if fs.kind == "pmem":
         sec["ndctl"] = f"ndctl list -n {q(o['namespace'])} 2>&1"
         if o["mode"] == "devdax":
@@ -793,6 +832,16 @@ def _check_block_fs(m: Medium, mnt: Mount, block: Mapping[str, str], sections: M
         _check_partition(o["partition_pct"], block, c)
     if m.kind == "mdraid":
         _check_md(m, block, c)
+    if m.kind == "nvmeof":
+        nv = parse_kv(sections.get("nvmeof", ""))
+        if c.expect(nv.get("found") == "yes", f"subsystem {o['nqn']} connected",
+                    f"subsystem {o['nqn']} is not connected (nvme list-subsys shows it not)"):
+            c.expect(nv.get("transport") == o["transport"], f"over {o['transport']}",
+                     f"connected over {nv.get('transport')}, the recipe says {o['transport']}")
+            c.expect(nv.get("state") == "live", "controller live",
+                     f"controller state {nv.get('state')!r} (want live)")
+            c.expect(f"traddr={o['address']}" in nv.get("address", ""), f"target {o['address']}",
+                     f"connected to {nv.get('address')!r}, the recipe says {o['address']}")
     if m.kind == "pmem":
         mode = _ndctl_mode(sections.get("ndctl", ""))
         c.expect(mode == o["mode"], f"namespace {o['namespace']} in {o['mode']} mode",
@@ -933,6 +982,8 @@ def required_tools(medium: Medium) -> list[str]:
         tools.append("mdadm")
     if fs.kind == "pmem":
         tools.append("ndctl")
+    if fs.kind == "nvmeof":
+        tools += ["nvme", "modprobe", "udevadm"]
     if o.get("partition_pct"):
         tools.append("parted")
     if "fstype" in o:
@@ -953,6 +1004,9 @@ def prerequisite_script(medium: Medium) -> str:
                      f"else echo 'device {d}'; fi")
     if fs.kind == "mdraid":
         lines.append("[ -e /proc/mdstat ] || echo no-md")
+    if fs.kind == "nvmeof":
+        t = o["transport"]
+        lines.append(f"[ -d /sys/module/nvme_{t} ] || modprobe -n nvme-{t} >/dev/null 2>&1 || echo no-nvmeof-{t}")
     if fs.kind == "pmem":
         ns = q(o["namespace"])
         lines.append(
@@ -979,6 +1033,12 @@ def prerequisite_problems(medium: Medium, output: str, host: str) -> list[str]:
         out.append(f"pmem: no PMEM namespace/region on host {host}: `ndctl list -RN` shows none (no "
                    "persistent memory here); emulate it with a tmpfs medium (emulates: pmem-fsdax) or a "
                    "ram-block medium (emulates: pmem-sector)")
+    for ln in output.split():
+        if ln.startswith("no-nvmeof-"):
+            t = ln[len("no-nvmeof-"):]
+            out.append(f"nvmeof: this kernel on host {host} cannot load nvme-{t} (no /sys/module/nvme_{t}, "
+                       f"`modprobe -n nvme-{t}` fails): NVMe over Fabrics needs the nvme-{t} module and nvme-cli; "
+                       "the medium cannot be connected here")
     for ln in output.splitlines():
         if ln.startswith("no-namespace"):
             have = ln[len("no-namespace"):].strip() or "none"

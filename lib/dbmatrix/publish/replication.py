@@ -227,9 +227,9 @@ def _prose(m: dict[str, str]) -> dict[str, str]:
             f"{m['replCalmPausedHigh']}\\,\\% with {m['replHigh']} (difference {m['replCalmPausedDiff']} "
             f"points, {m['replCalmPausedDiffLo']} to {m['replCalmPausedDiffHi']}); throughput was "
             f"{m['replCalmTpsLow']} and {m['replCalmTpsHigh']} transactions per second "
-            f"({m['replCalmTpsChangePct']}\\,\\%, {m['replCalmTpsChangeLoPct']} to {m['replCalmTpsChangeHiPct']}) "
+            f"({m['replCalmTpsChangePct']}\\,\\%, {m['replCalmTpsChangePctLo']} to {m['replCalmTpsChangePctHi']}) "
             f"and the average latency changed by {m['replCalmLatAvgChangePct']}\\,\\% "
-            f"({m['replCalmLatAvgChangeLoPct']} to {m['replCalmLatAvgChangeHiPct']}). This cluster never waits "
+            f"({m['replCalmLatAvgChangePctLo']} to {m['replCalmLatAvgChangePctHi']}). This cluster never waits "
             "for its appliers, so it does not have the seed's premise; the seed's claims are judged with the "
             f"throttled followers ({m['replSetting']}).")
     return {"replFollowersText": followers, "replCalibrationText": calibration, "replCalmText": calm}

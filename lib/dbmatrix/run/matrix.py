@@ -96,10 +96,14 @@ def summarize_plan(exp: Experiment, pending: list[PlannedRun] | None = None,
 
     overhead = topology_class(exp).overhead_s
 
+    cal = exp.topology.calibrate
+    # a calibration before the campaign: at most one short run per candidate (worst case: all of them)
+    calibration_s = len(cal.candidates) * (cal.warmup_s + cal.measure_s + overhead) if cal and runs else 0.0
+
     def estimate(rs: list[PlannedRun]) -> tuple[float, set[DatasetKey]]:
         keys = {exp.dataset_key(r.cell) for r in rs}
         keys = {k for k in keys if k.name not in (prepared or set())}
-        return (len(rs) * (exp.warmup_s + exp.measure_s + overhead)
+        return (len(rs) * (exp.warmup_s + exp.measure_s + overhead) + (calibration_s if rs else 0.0)
                 + sum(DATASET_OVERHEAD_S + load_s(k) for k in keys)), keys
 
     names = tuple(hosts or ())

@@ -63,6 +63,24 @@ return function()
       if s:find("[^%w]") then bad_chr = bad_chr + 1 end
    end
    ok(bad_len == 0 and bad_chr == 0, fmt("a-string [8..16]: %d bad lengths, %d bad chars", bad_len, bad_chr))
+   -- --strings=compressible: a-strings are slices of one fixed corpus (same lengths, same characters)
+   lib.set_strings("compressible")
+   local slices, bad = {}, 0
+   for _ = 1, 2000 do
+      local c = lib.astring(24)
+      if #c ~= 24 or c:find("[^%w]") then bad = bad + 1 end
+      slices[c] = true
+   end
+   local long = lib.astring(300, 500)
+   lib.set_strings("random")
+   local distinct = 0
+   for _ in pairs(slices) do distinct = distinct + 1 end
+   ok(bad == 0 and #long >= 300 and not long:find("[^%w]"), fmt("compressible a-string: %d bad", bad))
+   ok(distinct <= lib.CORPUS_LEN, fmt("compressible a-strings of 24: %d distinct, at most %d (one per offset)",
+      distinct, lib.CORPUS_LEN))
+   ok(long:sub(lib.CORPUS_LEN + 1, lib.CORPUS_LEN + 24) == long:sub(1, 24),
+      "a compressible a-string longer than the corpus repeats it")
+   ok(not pcall(lib.set_strings, "zeros"), "--strings=zeros must be refused")
    local s = lib.nstring(16)
    ok(#s == 16 and not s:find("%D"), "n-string 16: " .. s)
    ok(lib.zip():match("^%d%d%d%d11111$") ~= nil, "zip must be 4 digits and 11111")
