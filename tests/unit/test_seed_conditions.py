@@ -147,6 +147,17 @@ def test_known_interaction_is_recovered_per_cache_level() -> None:
     assert none.ci_lo <= 1.1 <= none.ci_hi  # no interaction: the same 1.1 at both cache levels
 
 
+def test_a_condition_on_an_aliased_interaction_is_refused() -> None:
+    """block x cache is compression's column in the half fraction: 'block size at the minimum cache' would be
+    the same number as at 100 %, so the study cannot answer it (a claim then goes to the next study)."""
+    from dbmatrix.analyse.contrasts import NotTestable
+
+    with pytest.raises(NotTestable, match=r"block x cache is aliased with a main effect in this design"):
+        ratio_estimate(_crossed_runs(2.0), "tps", "block_size", "4k", "16k", {"cache_pct": "min"})
+    per_medium = ratio_estimate(_crossed_runs(2.0), "tps", "block_size", "4k", "16k", {"medium": "tmpfs"})
+    assert per_medium.ci_lo <= math.exp(0.05) <= per_medium.ci_hi  # medium x block is estimable
+
+
 def test_model_contrasts_serve_the_declared_comparisons_of_a_crossed_design() -> None:
     exp = parse_experiment(_tpcc_raw(comparisons=[{"factor": "medium", "levels": ["ramblock", "disk"],
                                                    "within": ["cache_pct"]}]))

@@ -434,6 +434,11 @@ def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
     model = fit_log_model(frame, candidates, metric, level_order=order, block=block)
     if model is not None and model.name == "main+2way" and check.factor in model.factors:
         held = {f: v for f, v in check.at.items() if f in model.factors}
+        aliased = [f for f in held if not model.has_term((check.factor, f))]
+        if aliased:  # a crossed half fraction: the contrast would be the same at every level of these
+            raise NotTestable(f"{factor_word(check.factor)} x {', '.join(factor_word(f) for f in aliased)} is "
+                              "aliased with a main effect in this design, so the comparison cannot be made at "
+                              f"{_describe({f: held[f] for f in aliased})} alone")
         check.interactions(model, held)
         est, lo, hi = model.contrast({**held, check.factor: check.a}, {**held, check.factor: check.b})
         avg = [f for f in model.factors if f != check.factor and f not in held]
