@@ -63,7 +63,7 @@ def test_the_paper_builds_and_names_its_runs(built: dict[str, object], data: Pat
     assert set(others) >= {"threads-quick", "tpcc-quick", "galera-quick"}
     assert prov["not_run"] == others and prov["data"] == str(data)
     study = prov["studies"][0]
-    assert study["experiment"] == REFERENCE and study["n_runs"] == 96 == len(study["run_dirs"])  # two campaigns
+    assert study["experiment"] == REFERENCE and study["n_runs"] == 64 == len(study["run_dirs"])  # two campaigns of 32
     assert all(Path(d).name.startswith(("innodb-", "myrocks-")) for d in study["run_dirs"])
     pdf = built["pdf"]
     assert isinstance(pdf, Path) and pdf.read_bytes().startswith(b"%PDF")

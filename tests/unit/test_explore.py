@@ -120,11 +120,11 @@ def test_explorer_names_unknown_filters(tmp_path: Path) -> None:
 
 def test_explorer_opens_the_committed_reference() -> None:
     ex = explore.Explorer(filters={"engine": "myrocks"}, x="cache_pct", metric="tps", hue="medium")
-    assert ex.path.name == "storage-matrix-quick" and len(ex.selected) == 48  # two campaigns of 24
-    assert ex.table.iloc[0].tolist()[:3] == ["25", "disk", 12] and "(" in ex.table.iloc[0, -1]
+    assert ex.path.name == "storage-matrix-quick" and len(ex.selected) == 32  # two campaigns of 16
+    assert ex.table.iloc[0].tolist()[:3] == ["25", "disk", 8] and "(" in ex.table.iloc[0, -1]
     assert ex.campaign_w.layout.display is None and [v for _, v in ex.campaign_w.options] == ["", "1", "2"]
     ex.campaign_w.value = "2"
-    assert len(ex.selected) == 24 and set(ex.selected["campaign"].astype(str)) == {"2"}
+    assert len(ex.selected) == 16 and set(ex.selected["campaign"].astype(str)) == {"2"}
 
 
 def intervals(n: int, base: float) -> list[dict[str, Any]]:

@@ -243,10 +243,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("remoteNvme", "001", "section 3.1",
           "NVMe pooled over InfiniBand outperforms local NVMe, less so at high concurrency",
           "tps", (1.0, math.inf),
-          not_tested="no network block storage on this machine: the kernel has no nvme-tcp/nvme-rdma, nbd, "
-                     "iSCSI target or NFS server, and no netem to add latency; FUSE over SSH would measure FUSE and "
-                     "SSH, not a pool of remote NVMe faster than the local drive. The NVMe-oF medium "
-                     "(inventories/seed001-remote.yaml) runs the comparison on real hosts"),
+          not_tested="no network block storage here (no nvme-tcp/rdma, nbd, iSCSI target, NFS server or netem; "
+                     "FUSE over SSH would measure itself); inventories/seed001-remote.yaml runs it on real hosts"),
     Claim("applierPause", "002", "flow-control charts",
           "16 applier threads cut flow-control pauses (from 64\\,\\% to 20\\,\\% of the time)",
           "fc_paused_pct_points", (-100.0, 0.0), kind="difference", factor="slave_threads", a="max", b="min",

@@ -28,6 +28,12 @@ def _series(settings: pd.DataFrame) -> list[str]:
             if k in settings and settings[k].nunique() > 1]
 
 
+def _series_label(key: str, value: object) -> str:
+    if key == "follower_medium":
+        return "followers on the writer's medium" if value == "same" else f"followers on {value}"
+    return f"{key}={value}"
+
+
 def _empty(ax: Axes, text: str = "no completed galera runs") -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=7)
     ax.set_xticks([])
@@ -54,7 +60,7 @@ def _per_setting(ax: Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: s
         off = (i - (len(groups) - 1) / 2) * width
         xs = np.array([x_of[v] for v in g[LEVEL]]) + off
         yerr = np.vstack([g["mean"] - g["ci_lo"], g["ci_hi"] - g["mean"]])
-        label = ", ".join(f"{k}={v}" for k, v in zip(series, key)) or None
+        label = ", ".join(_series_label(k, v) for k, v in zip(series, key)) or None
         ax.errorbar(xs, g["mean"], yerr=np.nan_to_num(yerr), color=color, marker=marker, markersize=3.5,
                     capsize=2, linewidth=0.9, elinewidth=0.9, label=label)
         if not runs.empty and metric in runs:
@@ -151,7 +157,7 @@ def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
         ax.set_title(title, loc="left", fontsize=7)
         ax.set_ylabel("Recv. queue")
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-        ax.set_ylim(bottom=0)
+    axes[0][0].set_ylim(bottom=0)  # once, after every panel is drawn: the shared top covers all of them
     axes[-1][0].set_xlabel("Time in the measured window (s)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, frameon=False, fontsize=6, ncols=len(nodes), loc="outside upper center")
