@@ -14,6 +14,7 @@ resumed campaign reuses its record.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -73,8 +74,6 @@ def calibrate(exp: Experiment, store: ResultStore, campaign: int, states: Mappin
     cal = _cal(exp)
     path = record_path(store.root, campaign)
     if path.is_file():
-        import json
-
         rec: dict[str, Any] = json.loads(path.read_text())
         if rec.get("chosen") is not None:
             set_limit(int(rec["chosen"]))

@@ -95,7 +95,6 @@ class Galera(Topology):
         self.tpcc_script = ctx1.tpcc_script
         self.client_prefix = exp.cpu_placement.prefix("client")
         self.collect_dir = f"{ctx1.spec.workdir}/run/collect"
-        self.state1 = ctx1.media.get(run.cell.medium)
         self.timeout = sync_timeout_s(dataset)
         self.cluster: GaleraCluster | None = None
         self.nodes: list[NodePlan] = []
