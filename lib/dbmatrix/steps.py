@@ -14,10 +14,10 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import paths
-from dbmatrix.analyse.figure_data import StudyTables, load_study_tables
-from dbmatrix.analyse.replication import analyse_replication
-from dbmatrix.analyse.scaleout import scaleout_tables
-from dbmatrix.analyse.tables import Analysis, analyse, write_csv
+from dbmatrix.analyse.figure_data import StudyTables
+from dbmatrix.analyse.host_facts import write_host_record
+from dbmatrix.analyse.kinds import get_kind
+from dbmatrix.analyse.tables import Analysis, analyse
 from dbmatrix.hosts.setup import setup_packages
 from dbmatrix.publish.build import publish_all
 from dbmatrix.publish.paper_inputs import macro_prefixes
@@ -27,7 +27,7 @@ from dbmatrix.run.matrix import run_study, study_status, summarize_plan
 from dbmatrix.spec.experiment import design_text
 from dbmatrix.store import write_json_atomic, write_text_atomic
 from dbmatrix.study import ANALYSIS_STAMP as STAMP
-from dbmatrix.study import Study, studies_with_data
+from dbmatrix.study import Study, studies_with_data, study_kind
 
 
 def setup_hosts(studies: Study | Sequence[Study], roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
@@ -102,19 +102,17 @@ def run_all(studies: Sequence[Study], progress: bool = True,
 
 
 def analyse_study(study: Study) -> Analysis:
-    """Step 20: processed tables from the raw runs (a Galera study also gets its replication tables).
+    """Step 20: processed tables from the raw runs: the standard tables, the study kind's own (e.g. a
+    Galera study's replication tables; :class:`dbmatrix.analyse.kinds.StudyKind`) and the host record.
 
     `processed/analysis.json` is written last, so its presence means the tables are complete."""
     exp, store = study.experiment, study.store
+    kind = study_kind(exp)
     notes: list[str] = []
-    if study.kind == "galera":
-        analyse_replication(store, exp)
+    kind.before_analysis(store, exp)
     a = analyse(store, exp)
-    if study.kind == "scaleout":
-        tables = scaleout_tables(store.load_runs(), store.load_histograms(), store.load_intervals(),
-                                 store.iter_manifests())
-        for name, df in tables.items():
-            write_csv(df, store.processed / f"{name}.csv")
+    kind.after_analysis(store, exp, a)
+    write_host_record(store)
     write_text_atomic(store.processed / STAMP, json.dumps({
         "experiment": exp.name, "spec_digest": exp.digest(), "kind": study.kind,
         "runs": len(a.runs), "notes": notes,
@@ -128,7 +126,8 @@ def study_tables(studies: Sequence[Study]) -> list[StudyTables]:
     prefixes = macro_prefixes(list(studies))
     out = []
     for s in studies:
-        out.append(load_study_tables(s.store, s.experiment, s.kind, prefixes[s.experiment.name], s.spec_path))
+        out.append(study_kind(s.experiment).load_tables(s.store, s.experiment, prefixes[s.experiment.name],
+                                                        s.spec_path))
     return out
 
 
@@ -151,11 +150,11 @@ def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[s
 def verdicts(studies: Study | Sequence[Study]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The claims table of the studies with data (what the paper prints) and, per claim, each campaign's
     verdict beside the pooled one with a `flip` flag (the campaigns' verdicts differ)."""
-    from dbmatrix.publish import claims as claims_mod
+    from dbmatrix.analyse import claims as claims_mod
     from dbmatrix.publish.build import claims_evidence
 
     studies = [studies] if isinstance(studies, Study) else list(studies)
     have, _ = studies_with_data(studies)
     table = claims_mod.evaluate(claims_evidence([s for s in study_tables(have)
-                                                 if s.a is not None or s.kind == "galera"]))
+                                                 if get_kind(s.kind).publishable(s)]))
     return table, claims_mod.flips(table)

@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 
 from dbmatrix import paths
+from dbmatrix.analyse.kinds import StudyKind, kind_of
 from dbmatrix.hosts.inventory import Inventory, load_inventory
 from dbmatrix.spec.experiment import Experiment, SpecError, check_host_cpus, check_media, load_spec
 from dbmatrix.store import ResultStore
@@ -26,8 +27,6 @@ ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's 
 
 PROFILES = ("smoke", "quick", "full")
 PARAM_KEYS = ("spec", "specs", "inventory", "results_dir", "data")
-# Macro prefixes and kinds: the storage matrix keeps unprefixed macros; the other studies prefix theirs.
-KIND_PREFIX = {"storage": "", "threads": "thr", "galera": "repl", "tpcc": "tpcc", "scaleout": "scale"}
 
 
 @dataclass(frozen=True)
@@ -54,27 +53,17 @@ class Study:
 
     @property
     def kind(self) -> str:
-        return study_kind(self.experiment)
+        """The name of its study kind (:func:`study_kind`)."""
+        return study_kind(self.experiment).name
 
     def has_data(self) -> bool:
         return paths.has_completed_runs(self.store.root)
 
 
-def study_kind(exp: Experiment) -> str:
-    """What a study measures: ``galera`` (a replication topology), ``scaleout`` (several server instances
-    per run), ``tpcc`` (the TPC-C workload),
-    ``threads`` (a client-thread sweep that varies no storage factor) or ``storage`` (the matrix)."""
-    topology = getattr(exp, "topology", None)
-    if topology is not None and getattr(topology, "kind", "standalone") == "galera":
-        return "galera"
-    if topology is not None and getattr(topology, "kind", "standalone") == "instances":
-        return "scaleout"
-    if "tpcc" in exp.factors.get("workload", ()):
-        return "tpcc"
-    storage = ("engine", "block_size", "compression", "medium", "log_medium")
-    if len(exp.factors.get("threads", ())) > 1 and not any(len(exp.factors.get(f, ())) > 1 for f in storage):
-        return "threads"
-    return "storage"
+def study_kind(exp: Experiment) -> StudyKind:
+    """What a study measures: the first registered kind that recognises it (:mod:`dbmatrix.analyse.kinds`:
+    galera, scaleout, tpcc, threads, else storage)."""
+    return kind_of(exp)
 
 
 def profile_params(profile: str) -> dict[str, Any]:

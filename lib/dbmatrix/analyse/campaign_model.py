@@ -1,5 +1,5 @@
 """Campaigns as a level of replication: the arithmetic of pooling over them (pure; the Estimate-level API
-is :mod:`dbmatrix.analyse.campaigns`, the model contrasts :func:`dbmatrix.analyse.contrasts.ratio_estimate`).
+is :mod:`dbmatrix.analyse.pooling`, the model contrasts :func:`dbmatrix.analyse.contrasts.ratio_estimate`).
 
 A campaign is one run of a study's matrix on one boot of one host. Repetitions within a campaign share
 the boot, the dataset snapshot and the hour, so their spread leaves out the variation between campaigns,
@@ -34,7 +34,7 @@ honest small-sample answer. With two campaigns and only the two compared cells i
 wide, as it should be. The study's other cells lend their campaign x cell variation to every contrast.
 
 For estimators that are not models (scale-out, Galera tables) :func:`pooled_t` (through
-:func:`dbmatrix.analyse.campaigns.pool_campaign_estimates`) pools per-campaign
+:func:`dbmatrix.analyse.pooling.pool_campaign_estimates`) pools per-campaign
 estimates: the mean on the log scale (or the natural scale for differences) and a t interval with K-1 df
 from the spread of the campaign estimates (Hartung-Knapp with equal weights: the campaigns are the
 replicates; their own intervals, which leave out the campaign variation, do not weight them).

@@ -6,7 +6,7 @@ two-stage model of :mod:`dbmatrix.analyse.campaign_model` (campaign-level cell m
 campaign block: the interval comes from the campaign x cell variation); with one campaign it is the
 estimate of that campaign's repetitions (``Estimate.campaigns == 1``; the basis says "within one campaign"
 when asked). Per-campaign estimates and the pooling of estimators that are not models:
-:mod:`dbmatrix.analyse.campaigns`."""
+:mod:`dbmatrix.analyse.pooling`."""
 
 from __future__ import annotations
 
@@ -343,7 +343,7 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     campaign". Two or more (``Estimate.campaigns``): the same three paths on the campaign-level cell means
     with a campaign block (:mod:`dbmatrix.analyse.campaign_model`); matched cells become the additive
     cell + campaign model over every cell of the study, which lends the study's campaign x cell variation
-    to the two cells. Each campaign's own estimate: :func:`dbmatrix.analyse.campaigns.per_campaign_estimates`.
+    to the two cells. Each campaign's own estimate: :func:`dbmatrix.analyse.pooling.per_campaign_estimates`.
 
     With `refuse_interacting`, a model contrast never averages over a free factor whose interaction with
     `factor` has p < INTERACTION_ALPHA (F test of the interaction's terms in the model): :class:`DependsOn`

@@ -21,7 +21,6 @@ from dbmatrix.analyse.tables import (
     baseline_levels,
     closed_loop,
     factor_columns,
-    load_processed,
     reference_levels,
 )
 from dbmatrix.spec.experiment import FACTORS, Experiment
@@ -57,6 +56,7 @@ class StudyTables:
     extra: dict[str, pd.DataFrame] = field(default_factory=dict)
     spec_path: Path | None = None
     _intervals: pd.DataFrame | None = None
+    _host_record: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -77,6 +77,14 @@ class StudyTables:
     def cells(self) -> pd.DataFrame:
         return closed_loop(self.analysis.cells)
 
+    def host_record(self) -> dict[str, Any]:
+        """processed/host-facts.json (:mod:`dbmatrix.analyse.host_facts`)."""
+        if self._host_record is None:
+            from dbmatrix.analyse.host_facts import load_host_record
+
+            self._host_record = load_host_record(self.store)
+        return self._host_record
+
     def intervals(self) -> pd.DataFrame:
         if self._intervals is None:
             p = self.store.processed / "intervals.parquet"
@@ -86,13 +94,11 @@ class StudyTables:
 
 def load_study_tables(store: ResultStore, exp: Experiment, kind: str = "storage", prefix: str = "",
                       spec_path: Path | None = None) -> StudyTables:
-    """The processed tables of a study (and, for a Galera study, the replication tables; its standard
-    tables may be absent; a scale-out study's own tables, processed/scaleout-*.csv)."""
-    a = load_processed(store) if kind != "galera" or (store.processed / "cells.csv").is_file() else None
-    extra: dict[str, pd.DataFrame] = {}
-    for f in sorted([*store.processed.glob("replication-*.csv"), *store.processed.glob("scaleout-*.csv")]):
-        extra[f.stem] = pd.read_csv(f) if f.stat().st_size > 1 else pd.DataFrame()
-    return StudyTables(exp, store, kind, prefix, a, extra, spec_path)
+    """The processed tables of a study, as its kind loads them
+    (:meth:`dbmatrix.analyse.kinds.StudyKind.load_tables`)."""
+    from dbmatrix.analyse.kinds import get_kind
+
+    return get_kind(kind).load_tables(store, exp, prefix, spec_path)
 
 
 def _block_bytes(level: Any) -> float:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from dbmatrix import paths
+from dbmatrix.analyse.claims import campaign_numbers
 from dbmatrix.hosts.remote import LocalHost
-from dbmatrix.publish.claims import campaign_numbers
 from dbmatrix.store import write_text_atomic
 
 DIGITS = ("Zero", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.figure_data import as_text, level_text
+from dbmatrix.analyse.host_facts import first_facts
+from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.stats import (
     DRIFT_CONFIDENCE,
     MIN_DRIFT_SAMPLES,
@@ -20,8 +21,7 @@ from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
 from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.spec.factors import factor_label, factor_unit, factor_word
-from dbmatrix.store import ResultStore
-from dbmatrix.study import KIND_PREFIX, Study
+from dbmatrix.study import Study
 
 # ------------------------------------------------------------------------------------ paper
 
@@ -67,11 +67,10 @@ def cache_basis_text(runs: pd.DataFrame) -> str:
     return " or ".join(CACHE_BASIS_TEXT.get(b, paper.latex_escape(b)) for b in bases) + " (runs differ)"
 
 
-def paper_macros(a: Analysis, exp: Experiment, store: ResultStore, profile: str,
+def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], profile: str,
                  data_sha: str) -> dict[str, str]:
-    """Every number the paper's text quotes."""
-    facts_files = sorted(p for p in store.hosts.glob("*.json") if not p.name.endswith(".media.json"))
-    facts = json.loads(facts_files[0].read_text()) if facts_files else {}
+    """Every number the paper's text quotes (host facts from the study's processed host record)."""
+    facts = first_facts(host_record)
     runs = a.runs
     m: dict[str, str] = {
         "studyProfile": profile,
@@ -365,12 +364,12 @@ def render_table(df: pd.DataFrame, caption: str, label: str, empty: str, precisi
 
 
 def macro_prefixes(studies: list[Study]) -> dict[str, str]:
-    """Macro prefix per experiment: by kind (:data:`KIND_PREFIX`); a second study of the same kind is
-    prefixed by its own name so that no two studies define the same macro."""
+    """Macro prefix per experiment: its kind's (:attr:`dbmatrix.analyse.kinds.StudyKind.prefix`); a second
+    study of the same kind is prefixed by its own name so that no two studies define the same macro."""
     out: dict[str, str] = {}
     seen: set[str] = set()
     for s in studies:
         kind = s.kind
-        out[s.experiment.name] = KIND_PREFIX[kind] if kind not in seen else paper.macro_name(s.experiment.name)
+        out[s.experiment.name] = get_kind(kind).prefix if kind not in seen else paper.macro_name(s.experiment.name)
         seen.add(kind)
     return out

@@ -1,4 +1,5 @@
-"""The figure registry: which figure draws from which study kind, and drawing them all."""
+"""The figure registry: every figure of the paper and how it is drawn; which study kind may draw it is
+the kind's (:attr:`dbmatrix.analyse.kinds.StudyKind.figures`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dbmatrix.analyse.figure_data import (
     medium_cache_tables,
     timeline_cells,
 )
+from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import figures_scaleout as scaleout_plots
 
@@ -29,7 +31,6 @@ class FigureDef:
     stem: str
     title: str
     draw: Any  # Callable[[StudyTables, dict], tuple[plt.Figure, list[pd.DataFrame]]]
-    kinds: tuple[str, ...] = ("storage", "threads", "tpcc")  # study kinds it may be drawn from
 
 
 def _draw_effects(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
@@ -120,13 +121,10 @@ FIGURES: tuple[FigureDef, ...] = (
     FigureDef("throughput-over-time", "Per-second throughput and p95 latency", _draw_timeline),
     FigureDef("throughput-vs-threads", "Throughput and p95 latency vs client threads", _draw_threads),
     FigureDef("scaleout-qps", "Scale-out: queries per second vs client threads per instance count",
-              _draw_scaleout_qps, ("scaleout",)),
-    FigureDef("scaleout-p95", "Scale-out: p95 latency vs client threads per instance count", _draw_scaleout_p95,
-              ("scaleout",)),
-    FigureDef("scaleout-time", "Scale-out: per-second QPS and p95 at the best setting", _draw_scaleout_time,
-              ("scaleout",)),
+              _draw_scaleout_qps),
+    FigureDef("scaleout-p95", "Scale-out: p95 latency vs client threads per instance count", _draw_scaleout_p95),
+    FigureDef("scaleout-time", "Scale-out: per-second QPS and p95 at the best setting", _draw_scaleout_time),
 )
-FIGURE_STUDY_KINDS = ("storage", "threads", "tpcc", "scaleout")  # Galera studies draw their own figures
 
 
 @dataclass
@@ -148,7 +146,7 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: s
     opts = opts or {}
     for fd in FIGURES:
         for st in studies:
-            if st.kind not in fd.kinds or st.a is None:
+            if fd.stem not in get_kind(st.kind).figures or st.a is None:
                 continue
             try:
                 fig, frames = fd.draw(st, opts)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from dbmatrix.analyse.claims import FC_PAUSED
+from dbmatrix.analyse.figure_data import StudyTables
+from dbmatrix.analyse.host_facts import run_facts
 
 # Factors that can vary besides slave_threads in a replication study; settings are compared within them.
 from dbmatrix.analyse.replication import (
@@ -23,9 +26,8 @@ from dbmatrix.analyse.replication import (
 )
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
-from dbmatrix.publish.claims import FC_PAUSED
 from dbmatrix.spec.experiment import Experiment
-from dbmatrix.store import ResultStore, write_text_atomic
+from dbmatrix.store import write_text_atomic
 
 # =============================================================================== paper
 
@@ -357,29 +359,27 @@ def settings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def _host_facts(store: ResultStore, tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
+def _host_facts(record: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """The host facts of the first run (its manifest's, recorded in processed/host-facts.json), else
+    those of the first hosts/*.json."""
     runs = tables.get("runs", pd.DataFrame())
-    if not runs.empty:
-        m = store.manifest(str(runs.sort_values("run_id").iloc[0]["run_id"])) or {}
-        if m.get("host_facts"):
-            return m["host_facts"]
-    for p in sorted(store.hosts.glob("*.json")) if store.hosts.is_dir() else []:
-        return json.loads(p.read_text())
-    return {}
+    first = str(runs.sort_values("run_id").iloc[0]["run_id"]) if not runs.empty else ""
+    return run_facts(record, first)
 
 
-def publish_replication(store: ResultStore, exp: Experiment, figures_dir: Path, generated_dir: Path,
+def publish_replication(st: StudyTables, figures_dir: Path, generated_dir: Path,
                         claims: pd.DataFrame | None = None) -> list[Path]:
     """Figures and the generated LaTeX (``replication-macros.tex``, ``table-replication.tex``) of the
     replication section, from the processed tables (run :func:`analyse_replication` first)."""
     from dbmatrix.publish import figures as plots
     from dbmatrix.publish import figures_replication as plots_replication
 
+    store, exp = st.store, st.experiment
     tables = load_replication(store)
     sha = plots.data_hash(tables["runs"], tables["settings"], tables["samples"])
     commit = git_state().get("commit")
     written = plots_replication.draw_all(tables, figures_dir, commit=commit, data_sha=sha)
-    macros = replication_macros(tables, exp, _host_facts(store, tables), claims)
+    macros = replication_macros(tables, exp, _host_facts(st.host_record(), tables), claims)
     paper.write_macros(macros, generated_dir / "replication-macros.tex")
     table = settings_table(tables)
     if len(table.columns) < 2:
