@@ -15,7 +15,6 @@ import pandas as pd
 
 from dbmatrix import paths
 from dbmatrix.analyse.figure_data import StudyTables
-from dbmatrix.analyse.host_facts import write_host_record
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.tables import Analysis, analyse
 from dbmatrix.hosts.setup import setup_packages
@@ -103,7 +102,7 @@ def run_all(studies: Sequence[Study], progress: bool = True,
 
 def analyse_study(study: Study) -> Analysis:
     """Step 20: processed tables from the raw runs: the standard tables, the study kind's own (e.g. a
-    Galera study's replication tables; :class:`dbmatrix.analyse.kinds.StudyKind`) and the host record.
+    Galera study's replication tables; :class:`dbmatrix.analyse.kinds.StudyKind`).
 
     `processed/analysis.json` is written last, so its presence means the tables are complete."""
     exp, store = study.experiment, study.store
@@ -112,7 +111,6 @@ def analyse_study(study: Study) -> Analysis:
     kind.before_analysis(store, exp)
     a = analyse(store, exp)
     kind.after_analysis(store, exp, a)
-    write_host_record(store)
     write_text_atomic(store.processed / STAMP, json.dumps({
         "experiment": exp.name, "spec_digest": exp.digest(), "kind": study.kind,
         "runs": len(a.runs), "notes": notes,

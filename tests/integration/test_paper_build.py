@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from dbmatrix import cli, paths, steps
-from dbmatrix.analyse import figure_data
 from dbmatrix.analyse import tables as analysis
+from dbmatrix.analyse.kinds import load_study_tables
 from dbmatrix.publish import build, paper
 from dbmatrix.study import load_studies, studies_with_data
 
@@ -218,7 +218,7 @@ def test_with_a_thread_sweep_the_paper_gains_figure_one(built: dict[str, object]
                               "factors": {"cache_pct": [25, 100], "threads": [1, 4, 16]}})
     store, _ = build_store(tmp_path / "threads-quick", sweep)
     analysis.analyse(store, sweep)
-    tables = [*steps.study_tables(built["have"]), figure_data.load_study_tables(store, sweep, "threads", "thr")]
+    tables = [*steps.study_tables(built["have"]), load_study_tables(store, sweep, "threads", "thr")]
     out = build.publish_all(tables, "quick", tmp_path / "figures", tmp_path / "paper" / "generated")
     assert out.figures["throughput-vs-threads"] == "threads-quick"
     pdf = paper.build_paper(tmp_path / "paper")

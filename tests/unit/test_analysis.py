@@ -19,8 +19,9 @@ import pytest
 from dbmatrix import explore
 from dbmatrix.analyse import figure_data
 from dbmatrix.analyse import tables as analysis
-from dbmatrix.publish import build, paper_inputs
-from dbmatrix.publish.claims import CLAIMS
+from dbmatrix.analyse.claims import CLAIMS
+from dbmatrix.analyse.kinds import load_study_tables
+from dbmatrix.publish import build, hooks, paper_inputs
 from dbmatrix.spec.experiment import Experiment, parse_experiment
 from dbmatrix.store import ResultStore
 from dbmatrix.workload import sysbench
@@ -143,7 +144,7 @@ def test_analyse_writes_every_table_byte_identical_twice(built, exp: Experiment)
     second = {p.name: p.read_bytes() for p in sorted(store.processed.iterdir())}
     assert first == second
     expected = {f"{t}.csv" for t in analysis.CSV_TABLES} | {"model.json", "intervals.parquet",
-                                                             "histograms.parquet", "steady.parquet"}
+                                                             "histograms.parquet", "steady.parquet", "host-facts.json"}
     assert set(first) == expected
 
 
@@ -242,7 +243,7 @@ def test_publish_from_processed_tables_of_an_older_analysis(built, exp: Experime
     old.processed.mkdir(parents=True)
     for name in ("runs", "cells", "ratios", "failed"):
         shutil.copyfile(store.processed / f"{name}.csv", old.processed / f"{name}.csv")
-    st = figure_data.load_study_tables(old, exp)
+    st = load_study_tables(old, exp)
     out = build.publish_all([st], "unit", tmp_path / "fig", tmp_path / "gen")
     macros = (tmp_path / "gen" / "macros.tex").read_text()
     assert "\\newcommand{\\lowCachePct}{25}" in macros and "\\newcommand{\\topFactor}{--}" in macros
@@ -384,7 +385,7 @@ def test_publish_draws_every_figure_it_has_data_for_and_removes_stale_ones(built
     figs, gen = tmp_path / "fig", tmp_path / "gen"
     figs.mkdir()
     (figs / "old-figure.pdf").write_bytes(b"%PDF stale")
-    out = build.publish_all([figure_data.load_study_tables(store, exp)], "unit", figs, gen)
+    out = build.publish_all([load_study_tables(store, exp)], "unit", figs, gen)
     assert set(out.figures) == {"factor-effects", "throughput-vs-cache", "block-size", "efficiency",
                                 "throughput-over-time"}
     assert not (figs / "old-figure.pdf").exists(), "figures/ holds exactly the figures of this data"
@@ -404,7 +405,7 @@ def test_publish_draws_every_figure_it_has_data_for_and_removes_stale_ones(built
 def test_block_size_table_recovers_the_page_effect(built, exp: Experiment) -> None:
     store, _ = built
     analysis.analyse(store, exp)
-    st = figure_data.load_study_tables(store, exp)
+    st = load_study_tables(store, exp)
     table, a, b = figure_data.block_size_table(st)
     assert (a, b) == ("4k", "16k") and list(table["cache_pct"]) == [25, 100]
     for _, r in table.iterrows():  # cache 25's 16k cell holds the run that never settles: wider there
@@ -455,8 +456,8 @@ def test_threads_study_gets_prefixed_macros_and_its_figure(built, exp: Experimen
                               "comparisons": None})
     tstore, _ = build_store(tmp_path / "threads", sweep)
     analysis.analyse(tstore, sweep)
-    studies = [figure_data.load_study_tables(store, exp, "storage", ""),
-               figure_data.load_study_tables(tstore, sweep, "threads", "thr")]
+    studies = [load_study_tables(store, exp, "storage", ""),
+               load_study_tables(tstore, sweep, "threads", "thr")]
     out = build.publish_all(studies, "unit", tmp_path / "fig", tmp_path / "gen")
     assert out.figures["throughput-vs-threads"] == "unit-threads"
     assert out.figures["throughput-vs-cache"] == "unit-analysis"
@@ -471,10 +472,10 @@ def test_threads_study_gets_prefixed_macros_and_its_figure(built, exp: Experimen
 
 
 def test_replication_section_inputs_the_galera_helpers_section(tmp_path: Path) -> None:
-    assert build.replication_section(tmp_path, published=True) is None  # no paper/replication.tex
+    assert hooks.replication_section(tmp_path, published=True) is None  # no paper/replication.tex
     (tmp_path / "replication.tex").write_text("\\section{Replication}\n")
-    assert build.replication_section(tmp_path, published=False) is None  # nothing was published
-    assert build.replication_section(tmp_path, published=True) == (
+    assert hooks.replication_section(tmp_path, published=False) is None  # nothing was published
+    assert hooks.replication_section(tmp_path, published=True) == (
         "\\input{generated/replication-macros.tex}\n\\input{replication}")
     (tmp_path / "replication.tex").write_text("\\input{generated/replication-macros.tex}\n\\section{R}\n")
-    assert build.replication_section(tmp_path, published=True) == "\\input{replication}"  # no double input
+    assert hooks.replication_section(tmp_path, published=True) == "\\input{replication}"  # no double input

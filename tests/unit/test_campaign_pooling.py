@@ -1,4 +1,4 @@
-"""Tests of the campaign level of replication in the estimates (analyse.campaign_model, analyse.campaigns,
+"""Tests of the campaign level of replication in the estimates (analyse.campaign_model, analyse.pooling,
 contrasts.ratio_estimate): the pooled interval's coverage by simulation (and the within-campaign interval
 failing the same check), its equality with the two-stage and the mixed-model answers on balanced data,
 one-campaign behaviour, DependsOn for an interacting free factor, and what a fraction aliases."""
@@ -18,8 +18,8 @@ from scipy import stats as sps
 
 from dbmatrix.analyse import contrasts
 from dbmatrix.analyse.campaign_model import alias_note, campaign_cell_means, campaigns_of, pooled_t
-from dbmatrix.analyse.campaigns import per_campaign_estimates, pool_campaign_estimates
 from dbmatrix.analyse.contrasts import DependsOn, Estimate, NotTestable, ratio_estimate
+from dbmatrix.analyse.pooling import per_campaign_estimates, pool_campaign_estimates
 
 ROOT = Path(__file__).resolve().parents[2]
 

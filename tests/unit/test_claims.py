@@ -13,11 +13,10 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from dbmatrix.analyse import contrasts
+from dbmatrix.analyse import claims, contrasts
+from dbmatrix.analyse.claims import CLAIMS, Claim, Evidence, evaluate, verdict
 from dbmatrix.analyse.contrasts import NotTestable
 from dbmatrix.analyse.effects import factorial_model
-from dbmatrix.publish import claims
-from dbmatrix.publish.claims import CLAIMS, Claim, Evidence, evaluate, verdict
 
 # ================================================================================ verdict rule
 

@@ -408,7 +408,7 @@ def test_seed_position() -> None:
 def test_the_galera_verdicts_are_the_claims_tables(analysed) -> None:
     """One rule for the paper: the section's verdicts are the claims registry's, premise included (flow
     control paused the nodes 64 % of the time with one applier in this synthetic study: met)."""
-    from dbmatrix.publish.claims import CLAIMS, Evidence, evaluate
+    from dbmatrix.analyse.claims import CLAIMS, Evidence, evaluate
 
     _, exp, t = analysed
     ev = Evidence(exp.name, "galera", pd.DataFrame(), replication=t["effects"],
@@ -436,7 +436,7 @@ def test_the_galera_verdicts_are_the_claims_tables(analysed) -> None:
 
 
 def test_a_cluster_that_never_waits_for_its_appliers_fails_the_premise(analysed) -> None:
-    from dbmatrix.publish.claims import CLAIMS, Evidence, evaluate
+    from dbmatrix.analyse.claims import CLAIMS, Evidence, evaluate
 
     _, exp, t = analysed
     calm = t["runs"].assign(fc_paused_pct=0.4)
@@ -478,7 +478,12 @@ def test_figures_have_stable_bytes(analysed, tmp_path: Path) -> None:
 
 def test_publish_writes_macros_table_and_figures(analysed, tmp_path: Path) -> None:
     store, exp, _ = analysed
-    paths = publish_replication.publish_replication(store, exp, tmp_path / "fig", tmp_path / "gen")
+    from dbmatrix.analyse.host_facts import write_host_record
+    from dbmatrix.analyse.kinds import get_kind
+
+    write_host_record(store)
+    st = get_kind("galera").load_tables(store, exp)
+    paths = publish_replication.publish_replication(st, tmp_path / "fig", tmp_path / "gen")
     assert all(p.is_file() for p in paths)
     macros = (tmp_path / "gen" / "replication-macros.tex").read_text()
     assert "\\newcommand{\\replMachineCpus}{2}" in macros
@@ -526,7 +531,7 @@ def test_each_campaign_checks_the_premise_on_its_own_runs(analysed) -> None:
     """Campaign 1 pauses 64 % of the time with one applier, campaign 2 (the same runs) never waits: campaign
     2's verdict is "premise not met", campaign 1's is not."""
     from dbmatrix.analyse import replication as repl
-    from dbmatrix.publish.claims import CLAIMS, Evidence, evaluate
+    from dbmatrix.analyse.claims import CLAIMS, Evidence, evaluate
 
     _, exp, t = analysed
     one = t["runs"].assign(campaign=1)

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dbmatrix.analyse.claims import Claim, Evidence, evaluate
 from dbmatrix.analyse.effects import factorial_model
 from dbmatrix.analyse.hosts import host_check, host_check_line, host_verdict, pooling_allowed
-from dbmatrix.publish.claims import Claim, Evidence, evaluate
 
 TRUE_EFFECT = 2.0  # tps at cache 100 % / tps at 25 %
 

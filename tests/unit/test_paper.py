@@ -197,9 +197,8 @@ def test_macros_used_and_defined() -> None:
 
 def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) -> None:
     import json
-    from types import SimpleNamespace
 
-    from dbmatrix.publish.build import host_facts_of
+    from dbmatrix.analyse.host_facts import host_record, merge_host_facts
     from dbmatrix.store import ResultStore
 
     store = ResultStore(tmp_path / "res")
@@ -210,7 +209,7 @@ def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) 
             "run_id": f"run{i}", "status": "ok", "host": host, "host_class": cls,
             "host_facts": {**FACTS, "host": host, "hostname": "vm"},
             "media_state": {"disk": MEDIA["disk"]}}))
-    hosts = host_facts_of([SimpleNamespace(store=store)])  # type: ignore[list-item]
+    hosts = merge_host_facts([host_record(store)])
     assert [f["host"] for f, _ in hosts] == ["db1", "db2"]
     tex = render_setup_table(hosts)
     assert "Host & db1 & db2 \\\\" in tex and "System hostname & vm & vm \\\\" in tex

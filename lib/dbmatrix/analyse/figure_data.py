@@ -92,15 +92,6 @@ class StudyTables:
         return self._intervals
 
 
-def load_study_tables(store: ResultStore, exp: Experiment, kind: str = "storage", prefix: str = "",
-                      spec_path: Path | None = None) -> StudyTables:
-    """The processed tables of a study, as its kind loads them
-    (:meth:`dbmatrix.analyse.kinds.StudyKind.load_tables`)."""
-    from dbmatrix.analyse.kinds import get_kind
-
-    return get_kind(kind).load_tables(store, exp, prefix, spec_path)
-
-
 def _block_bytes(level: Any) -> float:
     text = str(level).lower()
     mult = {"k": 1024, "m": 1024 * 1024}.get(text[-1:], 1)

@@ -31,6 +31,7 @@ import pandas as pd
 from dbmatrix.analyse.comparisons import model_pairwise_comparisons
 from dbmatrix.analyse.contrasts import INTERACTION_ALPHA, NotTestable, fit_log_model, ordered_levels
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
+from dbmatrix.analyse.host_facts import write_host_record
 from dbmatrix.analyse.hosts import host_check, multi_host
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
@@ -466,7 +467,7 @@ def cells_by_host(runs: pd.DataFrame, metric: str = "tps") -> pd.DataFrame:
 def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = False) -> Analysis:
     """Tidy tables under processed/: CSV for the small ones (runs, cells, ratios, pairwise, effects,
     anova, noise, efficiency, headline, failed; model.json), Parquet for the big ones (per-second
-    intervals, histograms, per-run steady state)."""
+    intervals, histograms, per-run steady state); the study's host record (:mod:`dbmatrix.analyse.host_facts`)."""
     runs = store.load_runs()
     if runs.empty:
         raise RuntimeError(f"no completed runs in {store.root}: run the matrix first (notebook 10 or "
@@ -488,6 +489,7 @@ def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = F
     write_parquet(histograms, out / "histograms.parquet")
     write_parquet(a.steady, out / "steady.parquet")
     write_text_atomic(out / "model.json", json.dumps(a.model, indent=2, sort_keys=True) + "\n")
+    write_host_record(store)
     return a
 
 

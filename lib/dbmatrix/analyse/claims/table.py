@@ -15,7 +15,7 @@ from dbmatrix.analyse.claims.catalogue import CLAIMS
 from dbmatrix.analyse.claims.estimators import estimate_all
 from dbmatrix.analyse.claims.model import Claim, Evidence, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
-from dbmatrix.analyse.claims.verdicts import VERDICTS, _fmt, judge
+from dbmatrix.analyse.claims.verdicts import VERDICTS, fmt, judge
 from dbmatrix.analyse.contrasts import DependsOn, Estimate, NotTestable
 
 # ============================================================================ the table
@@ -83,7 +83,7 @@ def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
         v, _ = judge(claim, e, per if len(per) > 1 else [], checks)
         verdicts.append(v)
         n += e.n
-        parts.append(f"{where}: {_fmt(e.estimate)} [{_fmt(e.ci_lo)}, {_fmt(e.ci_hi)}] {v}")
+        parts.append(f"{where}: {fmt(e.estimate)} [{fmt(e.ci_lo)}, {fmt(e.ci_hi)}] {v}")
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
     within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
     aliased = alias_note(dict(ev.design)) if ev.design else ""

@@ -49,7 +49,7 @@ def judge(claim: Claim, pooled: Estimate, per_campaign: Sequence[Estimate | None
     if len(per_campaign) > 1 and v in ("agree", "disagree"):
         inside = [in_band(x, claim.band) for x in ests]
         if len(ests) < len(per_campaign) or not all(inside if v == "agree" else [not i for i in inside]):
-            shown = ", ".join(f"C{k + 1} {_fmt(e.estimate) if e is not None else '--'}"
+            shown = ", ".join(f"C{k + 1} {fmt(e.estimate) if e is not None else '--'}"
                               for k, e in enumerate(per_campaign))
             v, reason = "inconclusive", f"campaigns differ ({shown}): the pooled interval says {v}"
     failed = [c for c in premises if c.met is False]
@@ -59,7 +59,7 @@ def judge(claim: Claim, pooled: Estimate, per_campaign: Sequence[Estimate | None
     return v, reason
 
 
-def _fmt(x: float) -> str:
+def fmt(x: float) -> str:
     return f"{x:.3g}" if np.isfinite(x) else "--"
 
 

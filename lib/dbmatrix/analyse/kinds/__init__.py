@@ -7,8 +7,12 @@ if it has its own, live in :mod:`dbmatrix.publish`: see ``tests/unit/test_study_
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds.base import STANDARD_FIGURES, PaperSection, StudyKind
 from dbmatrix.spec.experiment import Experiment, SpecError
+from dbmatrix.store import ResultStore
 
 _KINDS: dict[str, StudyKind] = {}
 
@@ -57,6 +61,12 @@ def kind_of(exp: Experiment) -> StudyKind:
     raise SpecError(f"{exp.name}: no study kind recognises it; registered: {', '.join(_KINDS)}")
 
 
+def load_study_tables(store: ResultStore, exp: Experiment, kind: str = "storage", prefix: str = "",
+                      spec_path: Path | None = None) -> StudyTables:
+    """The processed tables of a study, as its kind loads them (:meth:`StudyKind.load_tables`)."""
+    return get_kind(kind).load_tables(store, exp, prefix, spec_path)
+
+
 def _register_builtin() -> None:
     from dbmatrix.analyse.kinds.galera import GaleraKind
     from dbmatrix.analyse.kinds.scaleout import ScaleoutKind
@@ -71,4 +81,4 @@ def _register_builtin() -> None:
 _register_builtin()
 
 __all__ = ["STANDARD_FIGURES", "PaperSection", "StudyKind", "find_kind", "get_kind", "kind_of", "kinds",
-           "register", "unregister"]
+           "load_study_tables", "register", "unregister"]
