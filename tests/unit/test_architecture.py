@@ -107,3 +107,123 @@ def test_only_the_host_seam_imports_side_effect_libraries() -> None:
 def test_the_checks_can_fail() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == ["a", "b"]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# ------------------------------------------------------------------------------------ study kinds
+
+KIND_NAMES = {"storage", "threads", "tpcc", "galera", "scaleout"}
+KIND_ONLY = {"galera", "scaleout"}  # words that, in analysis and publishing, name nothing but a study kind
+KIND_REGISTRY = LIB / "analyse" / "kinds"
+CLAIM_CATALOGUE = LIB / "analyse" / "claims" / "catalogue.py"  # claims name the kinds that test them: data
+KIND_SCOPE = [LIB / "analyse", LIB / "publish", LIB / "steps.py", LIB / "study.py", LIB / "explore.py",
+              LIB / "cli.py"]
+
+
+def _kind_constants(node: ast.AST) -> set[str]:
+    """The study-kind names a constant, or a tuple/list/set of constants, spells."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value} & KIND_NAMES
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_kind_constants(e) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def _dict_kinds(node: ast.Dict) -> set[str]:
+    """The kind names among a dict's keys ("threads" and "tpcc" alone are a column and a workload)."""
+    return set().union(*(_kind_constants(k) for k in node.keys if k is not None)) if node.keys else set()
+
+
+def kind_string_uses(source: str) -> list[str]:
+    """Branches on a study-kind string (a comparison of something named ``kind`` with a kind's name), tables
+    keyed by kind names, and the kind-only words anywhere. A topology's kind (``...topology...kind ==
+    "galera"``, what a run's manifest records) is not a study's, and the claim catalogue's ``sources=`` is
+    data naming kinds."""
+    tree = ast.parse(source)
+    skip: set[int] = set()
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and "topology" in ast.unparse(node):
+            skip.update(id(n) for n in ast.walk(node))
+        if isinstance(node, ast.keyword) and node.arg == "sources":
+            skip.update(id(n) for n in ast.walk(node))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = [s for s in sides if _kind_constants(s)]
+            if named and any("kind" in ast.unparse(s) for s in sides if s not in named):
+                out.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict) and _dict_kinds(node) & (KIND_NAMES - {"threads", "tpcc"}):
+            out.append(f"line {node.lineno}: a table keyed by study kinds")
+        elif isinstance(node, ast.Constant) and node.value in KIND_ONLY:
+            out.append(f"line {node.lineno}: {node.value!r}")
+    return out
+
+
+def test_no_branch_on_a_study_kind_string_outside_the_registry() -> None:
+    """Analysis, claims and publishing dispatch through dbmatrix.analyse.kinds; a kind's name is spelt
+    only there (and as data in the claim catalogue's sources)."""
+    files = sorted(p for root in KIND_SCOPE for p in ([root] if root.is_file() else root.rglob("*.py")))
+    assert len(files) > 30
+    offenders = [f"{p.relative_to(LIB)} {use}" for p in files
+                 if KIND_REGISTRY not in p.parents for use in kind_string_uses(p.read_text())]
+    assert offenders == [], "\n".join(offenders)
+    assert kind_string_uses(CLAIM_CATALOGUE.read_text()) == []
+
+
+def test_the_kind_check_can_fail() -> None:
+    assert len(kind_string_uses('if st.kind == "galera":\n    pass\n')) == 2  # the branch and the word
+    assert kind_string_uses('x = kind in ("tpcc", "storage")\n') == ['line 1: kind in (\'tpcc\', \'storage\')']
+    assert kind_string_uses('P = {"storage": "", "threads": "thr"}\n') == ["line 1: a table keyed by study kinds"]
+    assert kind_string_uses('ok = m.get("topology", {}).get("kind") == "galera"\n') == []
+    assert kind_string_uses('w = factors.get("threads")\nrow = {"threads": 4, "tps": 1.0}\n') == []
+
+
+# ------------------------------------------------------------------------------------ publishing's inputs
+
+RAW_MODULES = ("dbmatrix.workload", "dbmatrix.hosts.collect", "dbmatrix.hosts.cache_counters",
+               "dbmatrix.analyse.wsrep", "dbmatrix.run", "dbmatrix.store")
+RAW_CALLS = {"iter_manifests", "manifest", "parsed", "load_runs", "load_intervals", "load_histograms",
+             "analyse", "analyse_replication", "scaleout_tables", "write_host_record"}
+
+
+def raw_reads(source: str) -> list[str]:
+    """What in a module reads raw run outputs or recomputes processed tables: imports of the parsers, the
+    store's loaders or the run package; calls of the store's raw loaders and manifest readers or of the
+    analysis steps; reads of the hosts/ directory."""
+    out = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = {a.name for a in node.names}
+            if node.module.startswith(RAW_MODULES) and not (node.module == "dbmatrix.store"
+                                                            and names <= {"write_text_atomic", "ResultStore"}):
+                out.append(f"line {node.lineno}: from {node.module} import {', '.join(sorted(names))}")
+            bad = names & RAW_CALLS
+            if bad:
+                out.append(f"line {node.lineno}: imports {', '.join(sorted(bad))}")
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in RAW_CALLS:
+                out.append(f"line {node.lineno}: calls {ast.unparse(f)}")
+        elif isinstance(node, ast.Attribute) and node.attr == "hosts" and ast.unparse(node.value).endswith("store"):
+            out.append(f"line {node.lineno}: reads {ast.unparse(node)}")
+    return out
+
+
+def test_publishing_reads_processed_outputs_only() -> None:
+    """publish/ draws and typesets the processed tables analysis wrote (dbmatrix analyse); it parses no raw
+    output, reads no manifest and fits nothing it could read back."""
+    offenders = [f"{p.relative_to(LIB)} {r}" for p in sorted((LIB / "publish").rglob("*.py"))
+                 for r in raw_reads(p.read_text())]
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_the_raw_read_check_can_fail() -> None:
+    assert raw_reads("from dbmatrix.workload.sysbench import parse_output\n")
+    assert raw_reads("m = st.store.manifest(run_id)\n") == ["line 1: calls st.store.manifest"]
+    assert raw_reads("for m in store.iter_manifests():\n    pass\n")
+    assert raw_reads("files = st.store.hosts.glob('*.json')\n")
+    assert raw_reads("from dbmatrix.store import write_text_atomic\nx = st.a.hosts\n") == []
