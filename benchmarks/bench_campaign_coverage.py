@@ -9,7 +9,7 @@ number of campaigns K, every trial draws a study and asks :func:`dbmatrix.analys
 - ``pooled``: all campaigns (campaign-level cell means, campaign block; the interval from the campaign x
   cell variation);
 - ``two-stage``: each campaign's own estimate pooled by a t interval on K-1 df
-  (:func:`dbmatrix.analyse.campaigns.pool_campaign_estimates`, what non-model estimators use);
+  (:func:`dbmatrix.analyse.pooling.pool_campaign_estimates`, what non-model estimators use);
 - ``ignore campaign``: every run pooled as if one campaign (repetitions as the only noise);
 - ``one campaign``: campaign 1's runs alone (what a single ``make reproduce`` gives).
 
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbmatrix.analyse.campaigns import per_campaign_estimates, pool_campaign_estimates
 from dbmatrix.analyse.contrasts import Estimate, NotTestable, ratio_estimate
+from dbmatrix.analyse.pooling import per_campaign_estimates, pool_campaign_estimates
 
 SD_B = 0.05  # campaign shift of every cell (cancels from every contrast; ignoring campaigns, it inflates the
 # repetitions' residual, which can hide their too-narrow interval)

@@ -41,7 +41,7 @@ from dbmatrix.store import ResultStore
 from dbmatrix.study import Study, study_kind
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_analysis import SPEC, build_store  # noqa: E402
+from test_analysis import SPEC, build_store
 
 
 class ToyKind(StudyKind):
