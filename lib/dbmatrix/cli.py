@@ -319,13 +319,14 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     if not any(s.has_data() for s in studies):
         raise SpecError("verdicts: no study has completed runs: " + ", ".join(
             f"{s.experiment.name} ({s.store.root})" for s in studies))
-    table, flips = steps.verdicts(studies)
-    ks = [c for c in flips.columns if c[:1] == "C" and c[1:].isdigit()]
+    result, flips = steps.verdicts(studies)
+    table = result.claims
+    ks = result.campaign_numbers()
     camps = table.set_index("id")["campaigns"]
     width = max(len(i) for i in flips["id"])
-    print(f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{k:<17}" for k in ks) + "pooled")
+    print(f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{'C' + str(k):<17}" for k in ks) + "pooled")
     for _, r in flips.iterrows():
-        per = "".join(f"{str(r[k]) if isinstance(r[k], str) and r[k] else '-':<17}" for k in ks)
+        per = "".join(f"{result.campaign_verdict(r['id'], k) or '-':<17}" for k in ks)
         flag = "  <- flips" if r["flip"] else ""
         print(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
     tested = int((table["campaigns"] > 1).sum())
@@ -334,7 +335,9 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
     if args.csv:
         table.to_csv(args.csv, index=False)
-        print(f"claims table: {args.csv}")
+        per_campaign = Path(args.csv).with_name(Path(args.csv).stem + "-campaigns.csv")
+        result.campaigns.to_csv(per_campaign, index=False)
+        print(f"claims table: {args.csv}; per campaign: {per_campaign}")
     return 0
 
 
@@ -542,7 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_figures)
     sp = sub.add_parser("verdicts", help="per claim: each campaign's verdict and the pooled one; flips")
     study_args(sp)
-    sp.add_argument("--csv", help="also write the whole claims table to this CSV file")
+    sp.add_argument("--csv", help="also write the claims table to this CSV file (and each campaign's "
+                    "estimates and verdicts beside it, <name>-campaigns.csv)")
     sp.set_defaults(func=cmd_verdicts)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import paths
+from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.tables import Analysis, analyse
@@ -145,14 +146,15 @@ def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[s
                        opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})
 
 
-def verdicts(studies: Study | Sequence[Study]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The claims table of the studies with data (what the paper prints) and, per claim, each campaign's
-    verdict beside the pooled one with a `flip` flag (the campaigns' verdicts differ)."""
+def verdicts(studies: Study | Sequence[Study]) -> tuple[ClaimVerdicts, pd.DataFrame]:
+    """The claims' verdicts of the studies with data (what the paper prints: ``.claims`` per claim,
+    ``.campaigns`` per claim and campaign) and, per claim, each campaign's verdict beside the pooled one
+    with a `flip` flag (the campaigns' verdicts differ)."""
     from dbmatrix.analyse import claims as claims_mod
     from dbmatrix.publish.build import claims_evidence
 
     studies = [studies] if isinstance(studies, Study) else list(studies)
     have, _ = studies_with_data(studies)
-    table = claims_mod.evaluate(claims_evidence([s for s in study_tables(have)
-                                                 if get_kind(s.kind).publishable(s)]))
-    return table, claims_mod.flips(table)
+    result = claims_mod.evaluate(claims_evidence([s for s in study_tables(have)
+                                                  if get_kind(s.kind).publishable(s)]))
+    return result, claims_mod.flips(result)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.claims import Evidence, evaluate
+from dbmatrix.analyse.claims import ClaimVerdicts, Evidence, evaluate
 from dbmatrix.analyse.figure_data import StudyTables, block_size_table, efficiency_figure_table, timeline_cells
 from dbmatrix.analyse.host_facts import merge_host_facts
 from dbmatrix.analyse.kinds import get_kind, kind_of, kinds
@@ -52,8 +52,9 @@ def claims_evidence(studies: Sequence[StudyTables]) -> list[Any]:
     return out
 
 
-def claims_macros(table: pd.DataFrame) -> dict[str, str]:
+def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
     """Per claim: its verdict, estimate, interval and the estimate with its interval; and the counts."""
+    table = verdicts.claims
     from dbmatrix.analyse.claims import COMPRESSES, FC_PAUSED, SATURATED, VERDICTS, flips
     from dbmatrix.analyse.contrasts import INTERACTION_ALPHA
 
@@ -66,7 +67,7 @@ def claims_macros(table: pd.DataFrame) -> dict[str, str]:
     camps = pd.to_numeric(table["campaigns"], errors="coerce").fillna(0) if "campaigns" in table else pd.Series()
     m["nCampaigns"] = str(int(camps.max())) if len(camps) else "0"
     m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
-    m["nClaimsFlip"] = str(int(flips(table)["flip"].sum())) if len(table) else "0"
+    m["nClaimsFlip"] = str(int(flips(verdicts)["flip"].sum())) if len(table) else "0"
     for _, r in table.iterrows():
         base = "claim" + r["id"][:1].upper() + r["id"][1:]
         kind = r["kind"]
@@ -200,9 +201,9 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     commit = git_state().get("commit")
     out = draw_figures(studies, figures_dir, commit=commit, opts=opts)
     macros: dict[str, str] = {}
-    table = evaluate(claims_evidence(studies))
-    out.claims = table
-    ctx = HookContext(figures_dir, generated_dir, paper_src, table)
+    verdicts = evaluate(claims_evidence(studies))
+    out.claims, out.verdicts = verdicts.claims, verdicts
+    ctx = HookContext(figures_dir, generated_dir, paper_src, verdicts.claims)
     bodies: dict[str, str | None] = {}  # kind -> the body of its paper section (its first study's)
     for st in studies:
         section = get_kind(st.kind).section
@@ -234,7 +235,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     by_name = {st.name: st for st in studies}
     macros.update(figure_macros({stem: by_name[n] for stem, n in out.figures.items() if n in by_name},
                                 opts or {}))
-    macros.update(claims_macros(table))
+    macros.update(claims_macros(verdicts))
     macros.update({
         "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
         "nStudies": str(len(studies)),
@@ -248,9 +249,10 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     for st in standard:
         written += write_tables(st, generated_dir, st is primary)
         written += [f for done in hooked[st.name] for f in done.written]
-    write_csv(table, generated_dir / "claims.csv")
-    write_text_atomic(generated_dir / "table-claims.tex", paper.render_claims_table(table))
-    write_text_atomic(generated_dir / "claims-details.tex", paper.render_claims_details(table))
+    write_csv(verdicts.claims, generated_dir / "claims.csv")
+    write_csv(verdicts.campaigns, generated_dir / "claims-campaigns.csv")
+    write_text_atomic(generated_dir / "table-claims.tex", paper.render_claims_table(verdicts))
+    write_text_atomic(generated_dir / "claims-details.tex", paper.render_claims_details(verdicts))
     write_text_atomic(generated_dir / "table-setup.tex", paper.render_setup_table(host_facts_of(studies)))
     fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]
     missing = [f for f in fragments if not (paper_src / f"{f}.tex").is_file()]
@@ -259,8 +261,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
                                 f"(expected in {paper_src})")
     write_text_atomic(generated_dir / "figures.tex",
                       paper.render_inputs(fragments, "The figures drawn from this build's data."))
-    written += [generated_dir / n for n in ("claims.csv", "table-claims.tex", "claims-details.tex", "table-setup.tex",
-                                            "figures.tex")]
+    written += [generated_dir / n for n in ("claims.csv", "claims-campaigns.csv", "table-claims.tex",
+                                            "claims-details.tex", "table-setup.tex", "figures.tex")]
     for kind in kinds():
         if kind.section is not None:
             written.append(_section(generated_dir, kind.section.file, bodies.get(kind.name), kind.section.not_run))

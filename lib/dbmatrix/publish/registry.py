@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.figure_data import (
     StudyTables,
     block_size_table,
@@ -135,7 +136,8 @@ class Published:
     written: list[Path] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
-    claims: pd.DataFrame = field(default_factory=pd.DataFrame)
+    claims: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per claim (verdicts.claims)
+    verdicts: ClaimVerdicts | None = None
 
 
 def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: str | None,

@@ -48,17 +48,16 @@ from dbmatrix.analyse.claims.estimators import estimate, estimate_all
 from dbmatrix.analyse.claims.model import Claim, Evidence, Premise, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.table import (
-    CAMPAIGN_FIELDS,
+    CAMPAIGN_COLUMNS,
     VERDICT_COLUMNS,
-    campaign_columns,
-    campaign_numbers,
+    ClaimVerdicts,
     evaluate,
     flips,
     verdict_counts,
 )
 from dbmatrix.analyse.claims.verdicts import VERDICTS, in_band, judge, verdict
 
-__all__ = ["CACHE_BELOW", "CAMPAIGN_FIELDS", "CLAIMS", "COMPRESSES", "FC_PAUSED", "SATURATED", "VERDICTS",
-           "VERDICT_COLUMNS", "Claim", "Evidence", "Premise", "PremiseCheck", "campaign_columns", "campaign_numbers",
+__all__ = ["CACHE_BELOW", "CAMPAIGN_COLUMNS", "CLAIMS", "COMPRESSES", "FC_PAUSED", "SATURATED", "VERDICTS",
+           "VERDICT_COLUMNS", "Claim", "ClaimVerdicts", "Evidence", "Premise", "PremiseCheck",
            "check_premise", "estimate", "estimate_all", "evaluate", "flips", "in_band", "judge", "verdict",
            "verdict_counts"]

@@ -1,11 +1,11 @@
-"""The claims table: every claim judged on the first study that can test it, with each campaign's own
-estimate and verdict."""
+"""The claims' verdicts (:class:`ClaimVerdicts`): every claim judged on the first study that can test it
+(one row per claim) and each campaign's own estimate and verdict (one row per claim and campaign)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -23,17 +23,32 @@ from dbmatrix.analyse.contrasts import DependsOn, Estimate, NotTestable
 VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",
                    "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in",
                    "premise", "premise_value", "premise_met", "campaigns")
-CAMPAIGN_FIELDS = ("estimate", "ci_lo", "ci_hi", "verdict")
+CAMPAIGN_COLUMNS = ("id", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
 
 
-def campaign_columns(k: int) -> list[str]:
-    return [f"c{k}_{f}" for f in CAMPAIGN_FIELDS]
+@dataclass(frozen=True)
+class ClaimVerdicts:
+    """What :func:`evaluate` gives: ``claims``, one row per claim (:data:`VERDICT_COLUMNS`, and ``hosts`` when
+    a study has several), and ``campaigns``, one row per claim and campaign of the build
+    (:data:`CAMPAIGN_COLUMNS`: that campaign's own estimate and verdict; NaN and "" where it has none).
+    Written as ``claims.csv`` and ``claims-campaigns.csv``; the paper and ``dbmatrix verdicts`` read it."""
 
+    claims: pd.DataFrame
+    campaigns: pd.DataFrame
 
-def campaign_numbers(table: pd.DataFrame) -> list[int]:
-    """The campaigns a claims table has columns for (c<k>_verdict), in order."""
-    return sorted(int(c[1:-len("_verdict")]) for c in table.columns
-                  if c.startswith("c") and c.endswith("_verdict") and c[1:-len("_verdict")].isdigit())
+    def campaign_numbers(self) -> list[int]:
+        """The campaigns of the build, in order (1 .. the most any study has)."""
+        return sorted({int(k) for k in self.campaigns["campaign"]}) if not self.campaigns.empty else []
+
+    def of(self, claim_id: str) -> pd.DataFrame:
+        """The per-campaign rows of one claim, in campaign order."""
+        c = self.campaigns
+        return c[c["id"] == claim_id].sort_values("campaign", kind="stable")
+
+    def campaign_verdict(self, claim_id: str, k: int) -> str:
+        rows = self.campaigns[(self.campaigns["id"] == claim_id) & (self.campaigns["campaign"] == k)]
+        v = rows["verdict"].iloc[0] if not rows.empty else ""
+        return v if isinstance(v, str) else ""
 
 
 MAX_SPLIT_DEPTH = 3  # nested interactions judged per combination of levels, at most this deep
@@ -94,11 +109,13 @@ def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
 
 
 
-def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: the first study (in the claim's preferred order of study kinds, then the order
-    given) that can test it, its pooled estimate with the 95 % CI, each campaign's estimate and verdict,
-    the premises with their measured values, and the verdict; else "not tested" and why."""
+def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> ClaimVerdicts:
+    """Per claim: the first study (in the claim's preferred order of study kinds, then the order given)
+    that can test it, its pooled estimate with the 95 % CI, the premises with their measured values, and
+    the verdict, else "not tested" and why; and per claim and campaign that campaign's estimate and
+    verdict."""
     rows = []
+    camp_rows: list[dict[str, Any]] = []
     several = any(len(e.hosts()) > 1 for e in evidence)
     n_camp = max([len(e.campaigns()) for e in evidence if not e.runs.empty] or [1])
     for c in claims:
@@ -108,9 +125,10 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                                "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
                                "stand_in": c.stand_in, "premise": "; ".join(p.text for p in c.premises),
                                "premise_value": "", "premise_met": "", "campaigns": 0,
-                               **{col: (math.nan if not col.endswith("verdict") else "")
-                                  for k in range(1, n_camp + 1) for col in campaign_columns(k)},
                                **({"hosts": ""} if several else {})}
+        camp = {k: {"id": c.id, "campaign": k, "estimate": math.nan, "ci_lo": math.nan, "ci_hi": math.nan,
+                    "verdict": ""} for k in range(1, n_camp + 1)}
+        camp_rows += camp.values()
         if c.not_tested:
             row["reason"] = c.not_tested
             rows.append(row)
@@ -129,7 +147,9 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                 v, text, n, camp_v = _depends_verdict(c, ev, exc, checks)
                 failed = [ch.value for ch in checks if ch.met is False]
                 if len(camp_v) > 1:
-                    row.update({f"c{k}_verdict": cv for k, cv in zip(ev.campaigns(), camp_v) if k <= n_camp})
+                    for k, cv in zip(ev.campaigns(), camp_v):
+                        if k <= n_camp:
+                            camp[k]["verdict"] = cv
                 row.update(study=ev.experiment, compared=exc.compared, basis=text, n=n,
                            verdict="premise not met" if failed else v, reason="; ".join(failed),
                            campaigns=len(ev.campaigns()))
@@ -145,8 +165,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             for k, e in zip(ev.campaigns(), per):
                 if e is None or k > n_camp:
                     continue
-                row.update({f"c{k}_estimate": e.estimate, f"c{k}_ci_lo": e.ci_lo, f"c{k}_ci_hi": e.ci_hi,
-                            f"c{k}_verdict": judge(c, e, [], _campaign_checks(c, ev, k, checks))[0]})
+                camp[k].update(estimate=e.estimate, ci_lo=e.ci_lo, ci_hi=e.ci_hi,
+                               verdict=judge(c, e, [], _campaign_checks(c, ev, k, checks))[0])
             _premise_cols(row, checks)
             if several:
                 row["hosts"] = hosts
@@ -155,9 +175,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             row["reason"] = "; ".join(reasons) if reasons else (
                 "needs a " + " or ".join(c.sources) + " study; none in this build")
         rows.append(row)
-    columns = [*VERDICT_COLUMNS, *[col for k in range(1, n_camp + 1) for col in campaign_columns(k)],
-               *(["hosts"] if several else [])]
-    return pd.DataFrame(rows, columns=columns)
+    columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]
+    return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS))
 
 
 def _campaign_checks(c: Claim, ev: Evidence, k: int, pooled: Sequence[PremiseCheck]) -> list[PremiseCheck]:
@@ -179,13 +198,14 @@ def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
     return {v: int((table["verdict"] == v).sum()) for v in VERDICTS}
 
 
-def flips(table: pd.DataFrame) -> pd.DataFrame:
-    """Per claim: each campaign's verdict, the pooled one, whether the campaigns' verdicts differ (a flip)
-    and whether a campaign says the opposite of a pooled agree/disagree (which the rule forbids)."""
-    ks = campaign_numbers(table)
+def flips(verdicts: ClaimVerdicts) -> pd.DataFrame:
+    """Per claim: each campaign's verdict (a column C<k> per campaign, for display), the pooled one,
+    whether the campaigns' verdicts differ (a flip) and whether a campaign says the opposite of a pooled
+    agree/disagree (which the rule forbids)."""
+    ks = verdicts.campaign_numbers()
     rows = []
-    for _, r in table.iterrows():
-        own = {f"C{k}": r[f"c{k}_verdict"] for k in ks}
+    for _, r in verdicts.claims.iterrows():
+        own = {f"C{k}": verdicts.campaign_verdict(r["id"], k) for k in ks}
         per = [str(v) for v in own.values() if isinstance(v, str) and v]
         rows.append({"id": r["id"], "seed": r["seed"], **own, "pooled": r["verdict"],
                      "flip": len(per) > 1 and len(set(per)) > 1,
