@@ -82,9 +82,10 @@ def test_a_failed_premise_overrides_any_verdict() -> None:
 
 
 def test_flips_count_claims_whose_campaigns_disagree() -> None:
-    t = pd.DataFrame({"id": ["a", "b", "c"], "seed": ["0", "0", "0"], "verdict": ["agree", "inconclusive", "x"],
-                      "c1_verdict": ["agree", "agree", ""], "c2_verdict": ["agree", "disagree", ""]})
-    f = claims.flips(t).set_index("id")
+    t = pd.DataFrame({"id": ["a", "b", "c"], "seed": ["0", "0", "0"], "verdict": ["agree", "inconclusive", "x"]})
+    per = pd.DataFrame({"id": ["a", "b", "c"] * 2, "campaign": [1, 1, 1, 2, 2, 2],
+                        "verdict": ["agree", "agree", "", "agree", "disagree", ""]})
+    f = claims.flips(claims.ClaimVerdicts(t, per)).set_index("id")
     assert f["flip"].tolist() == [False, True, False]
     assert f.loc["b", "C2"] == "disagree" and f.loc["b", "pooled"] == "inconclusive"
 
@@ -250,7 +251,7 @@ def test_replication_estimate_takes_the_highest_level_against_the_lowest() -> No
     assert (e.estimate, e.ci_lo, e.ci_hi) == (1.10, 1.04, 1.16) and e.compared == "appliers 16/1"
     with pytest.raises(NotTestable):
         contrasts.replication_estimate(table, "lat_avg_ratio")
-    rows = evaluate([Evidence("galera-x", "galera", pd.DataFrame(), {}, table)])
+    rows = evaluate([Evidence("galera-x", "galera", pd.DataFrame(), {}, table)]).claims
     by = rows.set_index("id")
     assert by.loc["applierTps", "verdict"] == "agree"
     assert by.loc["applierPause", "verdict"] == "agree" and by.loc["applierPause", "study"] == "galera-x"
@@ -278,7 +279,7 @@ def test_evaluate_prefers_the_study_kind_the_claim_names() -> None:
     storage = synthetic_runs(full_factorial(engine=["innodb", "myrocks"], cache_pct=[25, 100],
                                             block_size=["4k", "16k"]))
     ev = [Evidence("matrix", "storage", storage, {}), Evidence("sweep", "threads", threads_runs(), {})]
-    t = evaluate(ev).set_index("id")
+    t = evaluate(ev).claims.set_index("id")
     assert t.loc["bufferPool", "study"] == "sweep"  # seed 001 is a thread sweep: its study first
     assert t.loc["bufferPool", "verdict"] == "agree"
     assert t.loc["threadsScale", "verdict"] == "agree" and t.loc["threadsScale", "estimate"] > 2.5
@@ -299,7 +300,7 @@ def test_evaluate_prefers_the_study_kind_the_claim_names() -> None:
 
 
 def test_without_studies_everything_is_not_tested_with_a_reason() -> None:
-    t = evaluate([])
+    t = evaluate([]).claims
     assert (t["verdict"] == "not tested").all() and t["reason"].str.len().gt(0).all()
 
 
@@ -319,7 +320,7 @@ def test_a_claim_on_a_metric_nobody_measured_is_not_tested() -> None:
     runs = synthetic_runs(full_factorial(engine=["innodb", "myrocks"], cache_pct=[25, 100],
                                          block_size=["4k", "16k"]))
     c = Claim("x", "003", "here", "text", "write_kb_per_txn", (0.4, 1.0), factor="block_size", a="4k", b="16k")
-    t = evaluate([Evidence("m", "storage", runs, {})], [c])
+    t = evaluate([Evidence("m", "storage", runs, {})], [c]).claims
     assert t["verdict"].iloc[0] == "not tested" and "KiB written/txn was not measured" in t["reason"].iloc[0]
 
 
@@ -335,13 +336,16 @@ def test_two_campaigns_are_pooled_and_each_is_judged() -> None:
     two["run_id"] += "-camp2"
     slow = (two["engine"] == "myrocks") & (two["cache_pct"] == 100) & (two["block_size"] == "4k")
     flipped = pd.concat([one, two.assign(tps=two["tps"].where(~slow, two["tps"] * 0.85))], ignore_index=True)
-    t = evaluate([Evidence("m", "storage", flipped, {})], [c]).iloc[0]
-    assert t["campaigns"] == 2
-    assert t["c1_verdict"] == "agree" and t["c2_verdict"] == "disagree"
-    assert t["c1_estimate"] == pytest.approx(1.125, rel=0.03) and t["c2_estimate"] == pytest.approx(0.956, rel=0.03)
+    result = evaluate([Evidence("m", "storage", flipped, {})], [c])
+    t, per = result.claims.iloc[0], result.of("blockTest").set_index("campaign")
+    assert t["campaigns"] == 2 and result.campaign_numbers() == [1, 2]
+    assert list(result.campaigns.columns) == list(claims.CAMPAIGN_COLUMNS)
+    assert per.loc[1, "verdict"] == "agree" and per.loc[2, "verdict"] == "disagree"
+    assert per.loc[1, "estimate"] == pytest.approx(1.125, rel=0.03)
+    assert per.loc[2, "estimate"] == pytest.approx(0.956, rel=0.03)
     assert t["verdict"] == "inconclusive"
-    assert claims.flips(pd.DataFrame([t]))["flip"].iloc[0]
-    same = evaluate([Evidence("m", "storage", pd.concat([one, two], ignore_index=True), {})], [c]).iloc[0]
-    assert same["verdict"] == "agree" and "campaign" in same["basis"]
-    assert same["c1_verdict"] == same["c2_verdict"] == "agree"
-    assert not claims.flips(pd.DataFrame([same]))["flip"].iloc[0]
+    assert claims.flips(result)["flip"].iloc[0]
+    same = evaluate([Evidence("m", "storage", pd.concat([one, two], ignore_index=True), {})], [c])
+    assert same.claims["verdict"].iloc[0] == "agree" and "campaign" in same.claims["basis"].iloc[0]
+    assert same.campaign_verdict("blockTest", 1) == same.campaign_verdict("blockTest", 2) == "agree"
+    assert not claims.flips(same)["flip"].iloc[0]

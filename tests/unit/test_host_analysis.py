@@ -116,12 +116,13 @@ CLAIM = Claim("cacheUp", "001", "s3", "more cache, more throughput", "tps", (1.5
 
 def test_claims_pool_hosts_only_when_the_check_allows_else_one_class() -> None:
     like = synthetic(BLOCKED, slow=0.99, sd=0.01, classes={"h1": "big", "h2": "big"})
-    table = evaluate([Evidence("s", "storage", like, host_check=host_check(like, ["cache_pct"]))], [CLAIM])
+    table = evaluate([Evidence("s", "storage", like, host_check=host_check(like, ["cache_pct"]))], [CLAIM]).claims
     assert table["hosts"].iloc[0] == "pooled: h1, h2" and table["verdict"].iloc[0] == "agree"
     unlike = synthetic(BLOCKED, slow=0.8, sd=0.01, classes={"h1": "big", "h2": "small"})
-    table = evaluate([Evidence("s", "storage", unlike, host_check=host_check(unlike, ["cache_pct"]))], [CLAIM])
+    table = evaluate([Evidence("s", "storage", unlike, host_check=host_check(unlike, ["cache_pct"]))],
+                     [CLAIM]).claims
     row = table.iloc[0]
     assert row["hosts"] == "class big: h1" and row["n"] == 6 and row["verdict"] == "agree"
     # one host: no hosts column at all (the claims table of a one-host build is as it was)
     one = like[like["host"] == "h1"].drop(columns="host_class")
-    assert "hosts" not in evaluate([Evidence("s", "storage", one)], [CLAIM]).columns
+    assert "hosts" not in evaluate([Evidence("s", "storage", one)], [CLAIM]).claims.columns

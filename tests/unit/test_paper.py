@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.publish.paper import (
     claim_measured,
     latex_escape,
@@ -163,16 +164,20 @@ def test_claims_table_and_measured_numbers() -> None:
          "reason": "no MD RAID", "study": "", "stand_in": "x"},
     ])
     table.insert(0, "id", ["block", "pause", "raid"])
-    tex = render_claims_table(table)
+    one = pd.DataFrame({"id": ["block", "pause", "raid"], "campaign": 1, "estimate": float("nan"),
+                        "ci_lo": float("nan"), "ci_hi": float("nan"), "verdict": ""})
+    tex = render_claims_table(ClaimVerdicts(table, one))
     assert "\\begin{table*}" in tex and "\\label{tab:claims}" in tex
     assert "1.05 [0.98, 1.13]" in tex and "+-30.0" not in tex and "-30.0 [-41.2, -18.5] pts" in tex
     assert "(here: tmpfs for PMEM)" in tex and "\\textbf{not tested}" in tex and "no MD RAID" in tex
     assert "(003, slide 13)" in tex  # the seed and where, in the claim's cell
-    details = render_claims_details(table)
+    details = render_claims_details(ClaimVerdicts(table, one))
     assert "\\section{The claims in detail}" in details and "Study m; model" in details  # the basis, per study
     assert "\\item[raid] (seed 004, \\textbf{not tested}) no MD RAID." in details
-    two = table.assign(c1_estimate=[1.02, -29.0, float("nan")], c1_verdict=["inconclusive", "agree", ""],
-                       c2_estimate=[1.09, -31.0, float("nan")], c2_verdict=["agree", "agree", ""])
+    two = ClaimVerdicts(table, pd.DataFrame({
+        "id": ["block", "pause", "raid"] * 2, "campaign": [1, 1, 1, 2, 2, 2],
+        "estimate": [1.02, -29.0, float("nan"), 1.09, -31.0, float("nan")], "ci_lo": float("nan"),
+        "ci_hi": float("nan"), "verdict": ["inconclusive", "agree", "", "agree", "agree", ""]}))
     tex2 = render_claims_table(two)
     assert "Measured & C1 & C2 & Verdict" in tex2 and "& inconcl. & agree &" in tex2
     assert "C1 1.02 (inconclusive), C2 1.09 (agree)" in render_claims_details(two)

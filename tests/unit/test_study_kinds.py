@@ -117,7 +117,7 @@ def test_a_toy_kind_runs_through_analysis_claims_and_publishing(toy: ToyKind, tm
     tables = steps.study_tables([study])  # loading: its prefix and its own tables
     assert tables[0].prefix == "toy" and list(tables[0].extra) == ["toy-cells"]
 
-    row = evaluate(claims_evidence(tables), [TOY_CLAIM]).iloc[0]  # its claim, by its own estimator
+    row = evaluate(claims_evidence(tables), [TOY_CLAIM]).claims.iloc[0]  # its claim, by its own estimator
     assert (row["study"], row["verdict"], row["basis"]) == ("toy-study", "agree",
                                                             "toy: fastest / slowest cell; within one campaign")
 
