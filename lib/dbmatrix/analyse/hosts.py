@@ -16,7 +16,7 @@ Verdict per host against the reference, with [L, U] the pooled CI and the band [
 - **inconclusive**: otherwise (too noisy to tell).
 
 Claims are pooled over the hosts unless some host is not interchangeable (``pool`` is then False and
-:mod:`dbmatrix.publish.claims` judges each claim on one host class). Pure functions of the runs table.
+:mod:`dbmatrix.analyse.claims` judges each claim on one host class). Pure functions of the runs table.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Analysis of the Galera replication study (seed 002): tables, effects with CIs, the seed's figures
-(its claims are judged with every other claim in :mod:`dbmatrix.publish.claims`).
+(its claims are judged with every other claim in :mod:`dbmatrix.analyse.claims`).
 
 Input: the manifests of galera runs (``manifest["wsrep"]``: per-node figures over the measured window,
 see :func:`dbmatrix.run.galera_cluster.wsrep_deltas`; ``manifest["summary"]``: sysbench) and their raw

@@ -92,7 +92,7 @@ MACRO_NAMES = tuple(
 )
 
 
-# The seed's claims in this section -> their ids in the claims registry (publish.claims.CLAIMS).
+# The seed's claims in this section -> their ids in the claims registry (dbmatrix.analyse.claims.CLAIMS).
 CLAIM_IDS = {"paused": "applierPause", "tps": "applierTps", "lat": "applierLatency"}
 VERDICT_RULE = ("the rule of the claims table (Method): a premise checked first (flow control must pause "
                 f"the nodes at least {FC_PAUSED.threshold:g} % of the time with one applier, as the seed's did), "
