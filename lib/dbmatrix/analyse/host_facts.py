@@ -4,6 +4,7 @@ macros read processed outputs only. :func:`merge_host_facts` combines the record
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -15,13 +16,34 @@ HOST_FACTS = "host-facts.json"
 
 def host_record(store: ResultStore) -> dict[str, Any]:
     """``files``: [file name, its JSON] of ``hosts/*.json`` in name order; ``runs``: per manifest (in run
-    order) its run id, host, host facts, host class and media states."""
+    order) its run id, host, host class, and its host facts and media states as keys of ``facts`` and
+    ``media`` (the same facts recorded by every run are stored once)."""
     files = [[f.name, json.loads(f.read_text())] for f in sorted(store.hosts.glob("*.json"))] \
         if store.hosts.is_dir() else []
-    runs = [{"run_id": m.get("run_id"), "host": m.get("host"), "host_facts": m.get("host_facts"),
-             "host_class": m.get("host_class"), "media_state": m.get("media_state")}
-            for m in store.iter_manifests()]
-    return {"files": files, "runs": runs}
+    facts: dict[str, Any] = {}
+    media: dict[str, Any] = {}
+    runs = []
+    for m in store.iter_manifests():
+        hf, ms = m.get("host_facts"), m.get("media_state")
+        runs.append({"run_id": m.get("run_id"), "host": m.get("host"), "host_class": m.get("host_class"),
+                     "host_facts": _key(facts, hf) if isinstance(hf, dict) else None,
+                     "media_state": _key(media, ms) if ms else None})
+    return {"files": files, "facts": facts, "media": media, "runs": runs}
+
+
+def _key(table: dict[str, Any], value: Any) -> str:
+    """`value`'s key in `table` (a digest of its JSON), added when new."""
+    key = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+    table.setdefault(key, value)
+    return key
+
+
+def _runs(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's runs with their host facts and media states resolved."""
+    facts, media = record.get("facts", {}), record.get("media", {})
+    return [{**m, "host_facts": facts.get(m["host_facts"]) if m.get("host_facts") is not None else None,
+             "media_state": media.get(m["media_state"]) if m.get("media_state") is not None else None}
+            for m in record["runs"]]
 
 
 def write_host_record(store: ResultStore) -> None:
@@ -43,7 +65,7 @@ def first_facts(record: dict[str, Any]) -> dict[str, Any]:
 
 def run_facts(record: dict[str, Any], run_id: str) -> dict[str, Any]:
     """The host facts the manifest of `run_id` recorded, else those of the first ``hosts/*.json``."""
-    for m in record["runs"]:
+    for m in _runs(record):
         if m.get("run_id") == run_id:
             if m.get("host_facts"):
                 return m["host_facts"]
@@ -73,7 +95,7 @@ def merge_host_facts(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, 
             media_file = f"{stem}.media.json"
             if media_file in by_name:
                 media.setdefault(name, {}).setdefault("_file", by_name[media_file])
-        for m in rec["runs"]:
+        for m in _runs(rec):
             name = str(m.get("host") or "")
             if not name:
                 continue
