@@ -223,6 +223,33 @@ def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) 
     assert tex.count("p{2.30cm}") == 2
 
 
+def test_host_record_keeps_each_fact_once_and_answers_per_run(tmp_path) -> None:
+    """processed/host-facts.json: what publishing reads instead of hosts/ and the manifests."""
+    import json
+
+    from dbmatrix.analyse.host_facts import first_facts, host_record, load_host_record, run_facts, write_host_record
+    from dbmatrix.store import ResultStore
+
+    store = ResultStore(tmp_path / "res")
+    store.hosts.mkdir(parents=True)
+    (store.hosts / "db1.json").write_text(json.dumps({**FACTS, "host": "db1", "cpu_model": "from the file"}))
+    (store.hosts / "db1.media.json").write_text(json.dumps({"disk": MEDIA["disk"]}))
+    for i in range(3):
+        d = store.raw / f"run{i}"
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps({
+            "run_id": f"run{i}", "status": "ok", "host": "db1",
+            "host_facts": {**FACTS, "cpu_model": "run 2's" if i == 2 else "the runs'"},
+            "media_state": {"disk": MEDIA["disk"]}}))
+    assert load_host_record(store) == {"files": [], "runs": []}  # an older analysis: nothing recorded
+    write_host_record(store)
+    record = load_host_record(store)
+    assert record == host_record(store) and len(record["runs"]) == 3
+    assert len(record["facts"]) == 2 and len(record["media"]) == 1  # the same facts of two runs kept once
+    assert run_facts(record, "run2")["cpu_model"] == "run 2's" and run_facts(record, "run0")["cpu_model"] == "the runs'"
+    assert run_facts(record, "nope")["cpu_model"] == "from the file" == first_facts(record)["cpu_model"]
+
+
 def test_cache_basis_text_says_which_size_cache_pct_is_of() -> None:
     from dbmatrix.publish.paper_inputs import cache_basis_text
 
