@@ -151,10 +151,9 @@ def verdicts(studies: Study | Sequence[Study]) -> tuple[ClaimVerdicts, pd.DataFr
     ``.campaigns`` per claim and campaign) and, per claim, each campaign's verdict beside the pooled one
     with a `flip` flag (the campaigns' verdicts differ)."""
     from dbmatrix.analyse import claims as claims_mod
-    from dbmatrix.publish.build import claims_evidence
 
     studies = [studies] if isinstance(studies, Study) else list(studies)
     have, _ = studies_with_data(studies)
-    result = claims_mod.evaluate(claims_evidence([s for s in study_tables(have)
-                                                  if get_kind(s.kind).publishable(s)]))
+    tables = [s for s in study_tables(have) if get_kind(s.kind).publishable(s)]
+    result = claims_mod.evaluate(claims_mod.claims_evidence(tables))
     return result, claims_mod.flips(result)

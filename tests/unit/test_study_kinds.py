@@ -28,14 +28,14 @@ import pytest
 
 from dbmatrix import paths, steps
 from dbmatrix.analyse import kinds
-from dbmatrix.analyse.claims import Claim, Evidence, evaluate
+from dbmatrix.analyse.claims import Claim, Evidence, claims_evidence, evaluate
 from dbmatrix.analyse.contrasts import Estimate
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds import PaperSection, StudyKind
 from dbmatrix.analyse.tables import Analysis, write_csv
 from dbmatrix.hosts.inventory import load_inventory
 from dbmatrix.publish import hooks
-from dbmatrix.publish.build import claims_evidence, publish_all
+from dbmatrix.publish.build import publish_all
 from dbmatrix.spec.experiment import Experiment, load_spec, parse_experiment
 from dbmatrix.store import ResultStore
 from dbmatrix.study import Study, study_kind

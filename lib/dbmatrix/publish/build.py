@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.claims import ClaimVerdicts, Evidence, evaluate
+from dbmatrix.analyse.claims import ClaimVerdicts, claims_evidence, evaluate
 from dbmatrix.analyse.figure_data import StudyTables, block_size_table, efficiency_figure_table, timeline_cells
 from dbmatrix.analyse.host_facts import merge_host_facts
 from dbmatrix.analyse.kinds import get_kind, kind_of, kinds
@@ -34,29 +34,12 @@ from dbmatrix.store import ResultStore, write_text_atomic
 # ------------------------------------------------------------------------------------ the whole build
 
 
-def claims_evidence(studies: Sequence[StudyTables]) -> list[Any]:
-    """What each study offers the claims (:class:`dbmatrix.analyse.claims.Evidence`): its runs, design,
-    host CPU counts, and what its kind's estimators read (:meth:`StudyKind.evidence_tables`), overall and
-    per campaign (:meth:`StudyKind.campaign_tables`)."""
-    cpus = {str(f.get("host")): int(f["logical_cpus"]) for f, _ in host_facts_of(studies)
-            if f.get("logical_cpus")}
-    out = []
-    for st in studies:
-        kind = get_kind(st.kind)
-        runs = st.runs if st.a is not None else pd.DataFrame()
-        extra, replication = kind.evidence_tables(st)
-        out.append(Evidence(st.name, st.kind, runs, dict(st.experiment.factors),
-                            replication, st.a.hosts if st.a is not None else None,
-                            extra, design=st.experiment.design_info(), host_cpus=cpus,
-                            campaign_extra=kind.campaign_tables(st)))
-    return out
-
-
 def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
     """Per claim: its verdict, estimate, interval and the estimate with its interval; and the counts."""
-    table = verdicts.claims
     from dbmatrix.analyse.claims import COMPRESSES, FC_PAUSED, SATURATED, VERDICTS, flips
     from dbmatrix.analyse.contrasts import INTERACTION_ALPHA
+
+    table = verdicts.claims
 
     m: dict[str, str] = {"nClaims": str(len(table)), "interactionAlpha": f"{INTERACTION_ALPHA:g}",
                          "premiseFcPausedPct": f"{FC_PAUSED.threshold:g}",

@@ -45,6 +45,7 @@ its true value).
 
 from dbmatrix.analyse.claims.catalogue import CACHE_BELOW, CLAIMS, COMPRESSES, FC_PAUSED, SATURATED
 from dbmatrix.analyse.claims.estimators import estimate, estimate_all
+from dbmatrix.analyse.claims.evidence import claims_evidence
 from dbmatrix.analyse.claims.model import Claim, Evidence, Premise, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.table import (
@@ -58,6 +59,6 @@ from dbmatrix.analyse.claims.table import (
 from dbmatrix.analyse.claims.verdicts import VERDICTS, in_band, judge, verdict
 
 __all__ = ["CACHE_BELOW", "CAMPAIGN_COLUMNS", "CLAIMS", "COMPRESSES", "FC_PAUSED", "SATURATED", "VERDICTS",
-           "VERDICT_COLUMNS", "Claim", "ClaimVerdicts", "Evidence", "Premise", "PremiseCheck",
-           "check_premise", "estimate", "estimate_all", "evaluate", "flips", "in_band", "judge", "verdict",
+           "VERDICT_COLUMNS", "Claim", "ClaimVerdicts", "Evidence", "Premise", "PremiseCheck", "check_premise",
+           "claims_evidence", "estimate", "estimate_all", "evaluate", "flips", "in_band", "judge", "verdict",
            "verdict_counts"]
