@@ -76,9 +76,9 @@ def record(out_json: Path, profile: str, keep: Path | None) -> None:
     env = {**os.environ, "MPLBACKEND": "Agg"}
     dbm = [sys.executable, "-m", "dbmatrix"]
     t0 = time.monotonic()
-    run(dbm + ["analyse", "--profile", profile, "--data", str(data)], env)
+    run([*dbm, "analyse", "--profile", profile, "--data", str(data)], env)
     t1 = time.monotonic()
-    run(dbm + ["figures", "--profile", profile, "--data", str(data), "--out", str(out)], env)
+    run([*dbm, "figures", "--profile", profile, "--data", str(data), "--out", str(out)], env)
     t2 = time.monotonic()
     digests: dict[str, str] = {}
     roots = [str(work.resolve()), str(work)]
