@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.parse.sysbench import parse_output
 from dbmatrix.run.datasets import measure_sizes
 from dbmatrix.run.mysqld import (
     MariaDBServer,
@@ -65,7 +66,7 @@ def measure_engine(host: LocalHost, workdir: Path, engine: str, args: argparse.N
                                           time_s=args.time, rand_type=args.rand_type, seed=args.seed,
                                           isolation=args.isolation, report_interval=10, **common)
             r = host.run(sysbench.command_string(argv), timeout=args.time + 600)
-            out = sysbench.parse_output(r.stdout, r.stderr)
+            out = parse_output(r.stdout, r.stderr)
             rep = out.summary["tpcc"]
             row.update(tpmC=round(rep["tpmC"], 1), tps=out.summary["tps"],
                        retries=sum(v["retried"] for v in rep["transactions"].values()),

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.parse.sysbench import parse_output
 from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,
@@ -76,7 +77,7 @@ def test_prepare_run_check_cleanup(workdir: Path, engine: str):
 
         run = _sysbench(host, "run", sock, script, engine, threads=2, time_s=5, seed=7, isolation="RC")
         assert run.ok, run.stdout + run.stderr
-        out = sysbench.parse_output(run.stdout, run.stderr)
+        out = parse_output(run.stdout, run.stderr)
         assert out.complete and out.fatal == []
         rep = out.summary["tpcc"]
         assert all(v["committed"] > 0 for v in rep["transactions"].values()), rep["transactions"]

@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.workload.sysbench against real sysbench 1.0.20 outputs (tests/fixtures/sysbench)."""
+"""Tests of dbmatrix.workload.sysbench and dbmatrix.parse.sysbench against real sysbench 1.0.20 outputs (tests/fixtures/sysbench)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix.workload.sysbench import (
-    RAND_TYPES,
-    RUN_ONLY_OPTIONS,
-    WORKLOADS,
+from dbmatrix.parse.sysbench import (
     SysbenchOutput,
     bucket_index,
     bucket_value,
-    build_command,
-    command_string,
     histogram_percentile,
     merge_histograms,
     parse_fatal,
@@ -25,6 +20,7 @@ from dbmatrix.workload.sysbench import (
     parse_summary,
     split_checkpoint,
 )
+from dbmatrix.workload.sysbench import RAND_TYPES, RUN_ONLY_OPTIONS, WORKLOADS, build_command, command_string
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
 SOCK = "/tmp/sbfix/s.sock"

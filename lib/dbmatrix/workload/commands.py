@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dbmatrix.hosts.remote import Host
+from dbmatrix.parse import tpcc as tpcc_output
 from dbmatrix.spec.experiment import Cell, Experiment
 from dbmatrix.workload import sysbench, tpcc
 
@@ -78,8 +79,8 @@ def check_consistency(
     )
     command = sysbench.command_string([*(prefix or []), *argv])
     r = host.run(command, check=False, timeout=timeout_s)
-    conds = tpcc.parse_check(r.stdout)
-    overall = tpcc.overall_result(r.stdout)
+    conds = tpcc_output.parse_check(r.stdout)
+    overall = tpcc_output.overall_result(r.stdout)
     if not conds or overall is None:
         tail = "\n".join((r.stderr + "\n" + r.stdout).strip().splitlines()[-5:])
         raise tpcc.TpccError(f"[{host.name}] TPC-C check did not run (exit {r.exit_code}): {command}\n{tail}")
