@@ -48,9 +48,11 @@ def _server(host: LocalHost, workdir: Path, engine: str) -> MariaDBServer:
     return MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=256 * MiB))
 
 
-def _sysbench(host: LocalHost, phase: str, socket: str, script: str, engine: str, **kw):
-    argv = sysbench.build_command("tpcc", phase, socket=socket, tables=1, scale=1, script=script,
-                                  storage_engine=ENGINES[engine], **kw)
+def _sysbench(host: LocalHost, phase: str, socket: str, script: str, engine: str, *, time_s: int | None = None,
+              **kw):
+    argv = sysbench.SysbenchCommand("tpcc", phase, sysbench.Target(socket), tables=1, scale=1, script=script,
+                                    storage_engine=ENGINES[engine], run=sysbench.RunOptions(time_s=time_s),
+                                    **kw).argv()
     return host.run(sysbench.command_string(argv), check=False, timeout=300)
 
 

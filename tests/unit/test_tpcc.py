@@ -16,7 +16,7 @@ from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.parse import tpcc as tpcc_output
 from dbmatrix.parse.sysbench import parse_output
 from dbmatrix.workload import tpcc
-from dbmatrix.workload.sysbench import build_command, command_string
+from dbmatrix.workload.sysbench import RunOptions, SysbenchCommand, Target, command_string
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"
 INNODB_RUN = "run_innodb_w1_t2_5s.stdout"
@@ -26,6 +26,13 @@ CHECKPOINT_RUN = "run_innodb_w1_t2_checkpoint2_5s.stdout"
 RUNS = [INNODB_RUN, MYROCKS_RUN, CHECKPOINT_RUN]
 SOCK = "/tmp/tp/s.sock"
 SCRIPT = "/w/lua/tpcc.lua"
+RUN_FIELDS = {"time_s", "rand_type", "rate", "report_interval", "histogram", "percentile", "checkpoint_s"}
+
+
+def build(workload: str, phase: str, socket: str, **flat) -> list[str]:
+    """The argv of a SysbenchCommand given flat keywords (run options picked out)."""
+    run = RunOptions(**{k: flat.pop(k) for k in RUN_FIELDS & set(flat)})
+    return SysbenchCommand(workload, phase, Target(socket), run=run, **flat).argv()
 
 
 def text(name: str) -> str:
@@ -209,7 +216,7 @@ def test_table_names():
 
 
 def test_tpcc_run_command():
-    argv = build_command("tpcc", "run", socket=SOCK, tables=2, table_size=1, scale=3, script=SCRIPT, threads=4,
+    argv = build("tpcc", "run", socket=SOCK, tables=2, table_size=1, scale=3, script=SCRIPT, threads=4,
                          time_s=60, rand_type="pareto", seed=3, isolation="read committed",
                          storage_engine="rocksdb")
     assert command_string(argv) == (
@@ -220,11 +227,11 @@ def test_tpcc_run_command():
 
 
 def test_tpcc_prepare_and_check_commands():
-    prep = build_command("tpcc", "prepare", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=2, time_s=9,
+    prep = build("tpcc", "prepare", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=2, time_s=9,
                          storage_engine="InnoDB PAGE_COMPRESSED=1")
     assert prep[1] == SCRIPT and prep[-1] == "prepare" and "--scale=2" in prep
     assert not any(a.startswith(("--time", "--rand-type", "--histogram", "--table-size", "--trx")) for a in prep)
-    chk = build_command("tpcc", "check", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=1,
+    chk = build("tpcc", "check", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=1,
                         extra={"conditions": "all"})
     assert chk[-2:] == ["--conditions=all", "check"]
 
@@ -238,7 +245,7 @@ def test_tpcc_prepare_and_check_commands():
 ])
 def test_tpcc_command_errors(kw, field):
     with pytest.raises(ValueError, match=field):
-        build_command("tpcc", "run", socket=SOCK, tables=1, threads=1, **kw)
+        build("tpcc", "run", socket=SOCK, tables=1, threads=1, **kw)
 
 
 @pytest.mark.parametrize("kw, field", [
@@ -249,9 +256,9 @@ def test_oltp_refuses_tpcc_options(kw, field):
     base = {"socket": SOCK, "tables": 1, "table_size": 100, "threads": 1}
     base.update(kw)
     with pytest.raises(ValueError, match=field):
-        build_command("oltp_read_write", "run", **base)
+        build("oltp_read_write", "run", **base)
     with pytest.raises(ValueError, match="check"):
-        build_command("oltp_read_write", "check", socket=SOCK, tables=1, table_size=100, threads=1)
+        build("oltp_read_write", "check", socket=SOCK, tables=1, table_size=100, threads=1)
 
 
 # ----------------------------------------------------------------------------- installation

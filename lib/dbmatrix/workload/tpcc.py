@@ -2,7 +2,7 @@
 
 The workload (``lua/tpcc.lua`` and the ``tpcc_*.lua`` files it loads from its own directory) was
 written here from the TPC-C Standard Specification revision 5.11; see the header of ``tpcc.lua``.
-Commands are built by :func:`dbmatrix.workload.sysbench.build_command` with ``workload="tpcc"``.
+Commands are built by :class:`dbmatrix.workload.sysbench.SysbenchCommand` with ``workload="tpcc"``.
 
 Its output is parsed by :mod:`dbmatrix.parse.tpcc`.
 """
