@@ -7,10 +7,10 @@ Everything else derives from the registry: :data:`FACTORS` (the names in order),
 (:func:`factor_label`) and the claims' wording (:func:`factor_word`).
 
 A factor is validated one level at a time here. Checks that involve more than one factor stay where the
-whole spec is known, in :mod:`dbmatrix.spec.experiment`: which block sizes and compressions each engine
-allows (``check_combination``), open-loop levels needing the closed-loop level, Galera-only factors needing
-a Galera topology and write targets within the cluster's nodes (``_check_topology``), and media defined
-on the host (``check_media``). Empty level lists and duplicate levels are rejected there too, for every
+whole spec is known, in :mod:`dbmatrix.spec.experiment` and its parts: which block sizes and compressions
+each engine allows (``check_combination``), open-loop levels needing the closed-loop level, Galera-only
+factors needing a Galera topology and write targets within the cluster's nodes (``check_topology``), and
+media defined on the host (``check_media``). Empty level lists and duplicate levels are rejected there too, for every
 factor alike.
 
 How to add a factor
