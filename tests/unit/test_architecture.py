@@ -1,5 +1,6 @@
 """The package's shape, checked: imports go one way between packages, no module imports another's private
-names, and only the host seam (hosts/remote.py) imports fabric, invoke, paramiko or subprocess."""
+names, only the host seam (hosts/remote.py) imports fabric, invoke, paramiko or subprocess, the parsers of raw
+run outputs (parse/) are pure, and no module is over 800 lines."""
 
 from __future__ import annotations
 
@@ -162,3 +163,22 @@ def test_run_reads_raw_outputs_through_parse_not_analyse() -> None:
              if _unit(m) == "run" and _unit(t) == "analyse"}
     assert edges <= RUN_TO_ANALYSE_ALLOWED, sorted(edges - RUN_TO_ANALYSE_ALLOWED)
     assert not any("wsrep" in t or "parse" in t for _, t in edges)
+
+
+MAX_MODULE_LINES = 800
+
+
+def _too_long(root: Path, limit: int = MAX_MODULE_LINES) -> dict[str, int]:
+    return {str(p.relative_to(root)): n for p in sorted(root.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > limit}
+
+
+def test_no_module_is_over_800_lines() -> None:
+    """Split a module that grows past this along its seams (as hosts/media/, spec/, analyse/stats/ were)."""
+    assert _too_long(LIB) == {}
+
+
+def test_the_length_check_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert _too_long(tmp_path) == {"long.py": MAX_MODULE_LINES + 1}
