@@ -28,7 +28,7 @@ How to add a factor
      bound to their spec),
    - a ``label`` for the paper's tables and a ``word`` for claim comparisons; ``galera_only``,
      ``dataset`` and ``modelled`` when they apply.
-2. Add the field, with the same default, to ``Cell`` in :mod:`dbmatrix.spec.experiment` (a frozen dataclass
+2. Add the field, with the same default, to ``Cell`` in :mod:`dbmatrix.spec.cells` (a frozen dataclass
    the rest of the code reads by attribute; ``tests/unit/test_factors.py`` checks that its fields and
    defaults match the registry).
 3. Render the level as server or client options (``dbmatrix.run.mysqld`` / ``dbmatrix.workload``) and add
