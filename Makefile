@@ -63,12 +63,9 @@ run: setup
 # its processed tables (stamp: processed/analysis.json) from its raw manifests, spec and the analysis code.
 # It is rewritten only when its content changes (another PROFILE or DATA, runs appearing in data/runs), so
 # that change rebuilds what depends on it; make re-reads it before deciding anything else.
-# Code dependencies come from the packages: what analysing reads (analyse/, the workload parsers, the store
-# and the spec) and what publishing adds (publish/ and the steps that drive it).
-PKG_CODE = $(shell find $(addprefix lib/dbmatrix/,$(1)) -name '*.py' 2>/dev/null | sort)
-ANALYSIS_CODE := $(call PKG_CODE,analyse workload spec hosts/collect.py store.py steps.py study.py paths.py)
-FIGURE_CODE := $(ANALYSIS_CODE) $(call PKG_CODE,publish) notebooks/30-figures.ipynb \
-               notebooks/params/$(PROFILE).yaml
+# Code dependencies come from the import graph (dbmatrix.codedeps): sources.mk sets ANALYSIS_CODE (what
+# `dbmatrix analyse` imports, function-local imports included) and FIGURE_CODE (what notebook 30 imports,
+# the notebook and the profile's parameters), so a new import is a new dependency without editing this file.
 STUDY_STAMPS :=
 FIGURE_GOALS := figures paper $(GEN)/provenance.json paper/main.pdf
 ifneq ($(filter $(FIGURE_GOALS),$(MAKECMDGOALS)),)

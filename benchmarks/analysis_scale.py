@@ -23,8 +23,8 @@ import pandas as pd
 from dbmatrix.analyse import tables as analysis
 from dbmatrix.analyse.effects import factorial_model, pairwise_comparisons
 from dbmatrix.analyse.stats import merged_percentiles, noise_report, ratios_to_baseline_cells, steady_state
+from dbmatrix.parse import sysbench
 from dbmatrix.spec.experiment import Experiment, parse_experiment
-from dbmatrix.workload import sysbench
 
 
 def design(n_cells: int) -> Experiment:

@@ -43,10 +43,10 @@ from typing import Any
 import yaml
 
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.parse import sysbench
 from dbmatrix.run.matrix import run_study
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study
-from dbmatrix.workload import sysbench
 
 QUICK_SPEC = Path(__file__).resolve().parents[1] / "specs" / "quick.yaml"
 

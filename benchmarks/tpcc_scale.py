@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.parse.sysbench import parse_output
 from dbmatrix.run.datasets import measure_sizes
 from dbmatrix.run.mysqld import (
     MariaDBServer,
@@ -50,8 +51,8 @@ def measure_engine(host: LocalHost, workdir: Path, engine: str, args: argparse.N
     try:
         with MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=args.cache_mib * MiB)) as srv:
             srv.sql("CREATE DATABASE sbtest")
-            argv = sysbench.build_command("tpcc", "prepare", socket=paths.socket, threads=args.prepare_threads,
-                                          seed=args.seed, **common)
+            argv = sysbench.SysbenchCommand("tpcc", "prepare", sysbench.Target(paths.socket),
+                                            threads=args.prepare_threads, seed=args.seed, **common).argv()
             t0 = time.monotonic()
             host.run(sysbench.command_string(argv), timeout=24 * 3600)
             row["prepare_s"] = round(time.monotonic() - t0, 2)
@@ -61,11 +62,11 @@ def measure_engine(host: LocalHost, workdir: Path, engine: str, args: argparse.N
                 srv.sql("SET GLOBAL rocksdb_compact_cf='default'", timeout_s=3600)
             sizes = measure_sizes(host, datadir, engine)
             row["data_mib"] = round(sizes["data_physical_bytes"] / MiB, 1)
-            argv = sysbench.build_command("tpcc", "run", socket=paths.socket, threads=args.threads,
-                                          time_s=args.time, rand_type=args.rand_type, seed=args.seed,
-                                          isolation=args.isolation, report_interval=10, **common)
+            run = sysbench.RunOptions(time_s=args.time, rand_type=args.rand_type, report_interval=10)
+            argv = sysbench.SysbenchCommand("tpcc", "run", sysbench.Target(paths.socket), threads=args.threads,
+                                            seed=args.seed, isolation=args.isolation, run=run, **common).argv()
             r = host.run(sysbench.command_string(argv), timeout=args.time + 600)
-            out = sysbench.parse_output(r.stdout, r.stderr)
+            out = parse_output(r.stdout, r.stderr)
             rep = out.summary["tpcc"]
             row.update(tpmC=round(rep["tpmC"], 1), tps=out.summary["tps"],
                        retries=sum(v["retried"] for v in rep["transactions"].values()),

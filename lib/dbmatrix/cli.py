@@ -254,6 +254,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def with_code_lists(rules: str, profile: str) -> str:
+    """The make fragment with ANALYSIS_CODE and FIGURE_CODE (from the import graph) set before its first
+    rule, whose prerequisites make expands as it reads them."""
+    from dbmatrix.codedeps import make_variables
+
+    head, sep, rest = rules.partition("\n\n")
+    return head + "\n" + make_variables(paths.repo_root(), profile) + sep + rest
+
+
 def cmd_sources(args: argparse.Namespace) -> int:
     """Where figures and the paper read each study's data (runs, else the committed reference)."""
     from dbmatrix.study import make_rules, sources
@@ -265,7 +274,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
         data = args.data
         if data and Path(data).is_relative_to(paths.repo_root().resolve()):
             data = str(Path(data).relative_to(paths.repo_root().resolve()))
-        sys.stdout.write(make_rules(studies, args.profile, data))
+        sys.stdout.write(with_code_lists(make_rules(studies, args.profile, data), args.profile))
         return 0
     for _, r in sources(studies).iterrows():
         origin = "reference" if r["reference"] else "runs"

@@ -489,7 +489,7 @@ class LiveThroughput:
     """A live chart of sysbench's per-second throughput while runs measure (notebook 10).
 
     ``on_interval(run_id, interval)`` takes each parsed per-second line (the dicts of
-    :func:`dbmatrix.workload.sysbench.parse_intervals`: ``t_s``, ``tps``, ``qps``, ``lat_ms``, ...). The chart
+    :func:`dbmatrix.parse.sysbench.parse_intervals`: ``t_s``, ``tps``, ``qps``, ``lat_ms``, ...). The chart
     is an SVG string in an HTML widget, so an update costs the kernel microseconds, not a matplotlib render,
     on a machine that is measuring. The current run is drawn in colour, the ``keep - 1`` runs before it in
     grey. Safe to call from the runner's worker threads.

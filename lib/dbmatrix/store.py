@@ -29,10 +29,9 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.campaigns import boot_id_of, campaign_of
-from dbmatrix.hosts import cache_counters
-from dbmatrix.hosts.collect import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
+from dbmatrix.parse import cache_counters, sysbench
+from dbmatrix.parse.system_counters import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
 from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS, LEGACY_CACHE_BASIS
-from dbmatrix.workload import sysbench
 
 MANIFEST = "manifest.json"
 SCHEMA_VERSION = 1

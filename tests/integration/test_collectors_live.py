@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -16,6 +17,7 @@ import pytest
 
 from dbmatrix.hosts import collect as c
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.parse.system_counters import counter_deltas
 
 pytestmark = [
     pytest.mark.integration,
@@ -23,6 +25,20 @@ pytestmark = [
 ]
 
 WRITE_MIB = 128
+
+
+# Data lines of each collector's raw output (kept with a run, not parsed by the package): mpstat's "all"
+# rows, iostat's device rows, vmstat's timestamped rows, pidstat's process rows.
+_SAMPLE = {
+    "mpstat": re.compile(r"^\d\d:\d\d:\d\d\s+all\s"),
+    "iostat": re.compile(r"^(?!Device\b|Linux\b)[A-Za-z][\w.:+-]*\s+\d"),
+    "vmstat": re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$"),
+    "pidstat": re.compile(r"^\d\d:\d\d:\d\d\s+\d+\s+\d+\s"),
+}
+
+
+def samples(name: str, text: str) -> list[str]:
+    return [line for line in text.splitlines() if _SAMPLE[name].search(line)]
 
 
 def _gone(pid: int, name: str) -> bool:
@@ -77,28 +93,21 @@ def test_collectors_around_direct_writes_and_cpu_load(workdir: Path, burner: sub
     for name, pid in cs.pids.items():
         assert _gone(pid, name), f"{name} (pid {pid}) still running after stop()"
         assert (workdir / "raw" / f"{name}.txt").read_text() == cs.texts[name]
-    parsed = {name: c.parse_collector(name, text) for name, text in cs.texts.items()}
-    for name, df in parsed.items():
-        assert len(df) >= 2, f"{name} parsed into {len(df)} rows:\n{cs.texts[name]}"
-        assert df["t_s"].iloc[0] == 0.0 and df["t_s"].is_monotonic_increasing
-    assert set(parsed["iostat"]["device"]) == {dev}
-    assert set(parsed["pidstat"]["pid"]) == {burner.pid}
+    for name, text in cs.texts.items():
+        assert len(samples(name, text)) >= 2, f"{name} printed too few samples:\n{text}"
+    assert all(line.split()[0] == dev for line in samples("iostat", cs.texts["iostat"]))
+    assert all(line.split()[2] == str(burner.pid) for line in samples("pidstat", cs.texts["pidstat"]))
 
-    deltas = c.counter_deltas(before, after)
+    deltas = counter_deltas(before, after)
     written = WRITE_MIB * 1024 * 1024
     # diskstats is exact: at least the direct writes (plus metadata and anyone else's IO).
     assert deltas["dev_write_bytes"] >= written
     assert deltas["dev_write_ios"] >= written / (1024 * 1024)
-    # iostat's intervals lie inside the counters' window and saw the whole dd.
-    iostat_bytes = parsed["iostat"]["wkB_s"].sum() * 1024 * cs.interval_s
-    assert 0.8 * written <= iostat_bytes <= 1.05 * deltas["dev_write_bytes"] + 64 * 1024
     # The burner ran throughout: CPU time well above zero, none of it IO.
     assert deltas["window_s"] >= 3.0
     assert deltas["cpu_user_s"] + deltas["cpu_sys_s"] > 0.3
     assert deltas["proc_write_bytes"] == 0
     assert deltas["host_cpu_busy_s"] >= deltas["cpu_user_s"] + deltas["cpu_sys_s"] - 0.05
-    summary = c.summarize_collectors(parsed)
-    assert summary["proc_cpu_pct"] > 10 and summary["dev_wkB_s"] > 0
 
 
 def test_stop_after_a_collector_died_does_not_raise(workdir: Path):
@@ -113,7 +122,7 @@ def test_stop_after_a_collector_died_does_not_raise(workdir: Path):
         cs.stop()
     assert "exited before stop" in cs.errors["vmstat"]
     assert "mpstat" not in cs.errors
-    assert len(c.parse_mpstat(cs.texts["mpstat"])) >= 1
+    assert len(samples("mpstat", cs.texts["mpstat"])) >= 1
     texts = dict(cs.texts)
     cs.stop()  # idempotent
     assert cs.texts == texts

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix.analyse.wsrep import WSREP_KEYS
 from dbmatrix.hosts.inventory import localhost_inventory
+from dbmatrix.parse.wsrep import WSREP_KEYS
 from dbmatrix.run.context import HostContext, host_facts, prepare_media
 from dbmatrix.run.datasets import prepare_dataset
 from dbmatrix.run.galera import Galera

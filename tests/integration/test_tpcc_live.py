@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.parse.sysbench import parse_output
 from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,
@@ -47,9 +48,11 @@ def _server(host: LocalHost, workdir: Path, engine: str) -> MariaDBServer:
     return MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=256 * MiB))
 
 
-def _sysbench(host: LocalHost, phase: str, socket: str, script: str, engine: str, **kw):
-    argv = sysbench.build_command("tpcc", phase, socket=socket, tables=1, scale=1, script=script,
-                                  storage_engine=ENGINES[engine], **kw)
+def _sysbench(host: LocalHost, phase: str, socket: str, script: str, engine: str, *, time_s: int | None = None,
+              **kw):
+    argv = sysbench.SysbenchCommand("tpcc", phase, sysbench.Target(socket), tables=1, scale=1, script=script,
+                                    storage_engine=ENGINES[engine], run=sysbench.RunOptions(time_s=time_s),
+                                    **kw).argv()
     return host.run(sysbench.command_string(argv), check=False, timeout=300)
 
 
@@ -76,7 +79,7 @@ def test_prepare_run_check_cleanup(workdir: Path, engine: str):
 
         run = _sysbench(host, "run", sock, script, engine, threads=2, time_s=5, seed=7, isolation="RC")
         assert run.ok, run.stdout + run.stderr
-        out = sysbench.parse_output(run.stdout, run.stderr)
+        out = parse_output(run.stdout, run.stderr)
         assert out.complete and out.fatal == []
         rep = out.summary["tpcc"]
         assert all(v["committed"] > 0 for v in rep["transactions"].values()), rep["transactions"]

@@ -21,10 +21,10 @@ from dbmatrix.analyse import figure_data
 from dbmatrix.analyse import tables as analysis
 from dbmatrix.analyse.claims import CLAIMS
 from dbmatrix.analyse.kinds import load_study_tables
+from dbmatrix.parse import sysbench
 from dbmatrix.publish import build, hooks, paper_inputs
 from dbmatrix.spec.experiment import Experiment, parse_experiment
 from dbmatrix.store import ResultStore
-from dbmatrix.workload import sysbench
 
 ROOT = Path(__file__).resolve().parents[2]
 LEVEL = {25: 400.0, 50: 700.0, 100: 1000.0}  # tps by cache %

@@ -1,5 +1,6 @@
 """The package's shape, checked: imports go one way between packages, no module imports another's private
-names, and only the host seam (hosts/remote.py) imports fabric, invoke, paramiko or subprocess."""
+names, only the host seam (hosts/remote.py) imports fabric, invoke, paramiko or subprocess, the parsers of raw
+run outputs (parse/) are pure, and no module is over 800 lines."""
 
 from __future__ import annotations
 
@@ -77,10 +78,10 @@ def test_no_import_cycles_between_modules() -> None:
 
 def test_the_layers_point_one_way() -> None:
     _, pkg_edges = _graph()
-    lower_than = {"spec": set(), "hosts": {"spec"}, "workload": {"spec", "hosts"}}
+    lower_than = {"parse": set(), "spec": set(), "hosts": {"spec", "parse"}, "workload": {"spec", "hosts", "parse"}}
     for low, allowed in lower_than.items():
         assert pkg_edges.get(low, set()) <= allowed, f"{low} imports {pkg_edges.get(low)}"
-    for pkg in ("spec", "hosts", "workload", "store", "analyse"):
+    for pkg in ("parse", "spec", "hosts", "workload", "store", "analyse"):
         assert "run" not in pkg_edges.get(pkg, set()) and "publish" not in pkg_edges.get(pkg, set()), pkg
 
 
@@ -182,7 +183,7 @@ def test_the_kind_check_can_fail() -> None:
 
 # ------------------------------------------------------------------------------------ publishing's inputs
 
-RAW_MODULES = ("dbmatrix.workload", "dbmatrix.hosts.collect", "dbmatrix.hosts.cache_counters",
+RAW_MODULES = ("dbmatrix.workload", "dbmatrix.parse", "dbmatrix.hosts.collect", "dbmatrix.hosts.cache_counters",
                "dbmatrix.analyse.wsrep", "dbmatrix.run", "dbmatrix.store")
 RAW_CALLS = {"iter_manifests", "manifest", "parsed", "load_runs", "load_intervals", "load_histograms",
              "analyse", "analyse_replication", "scaleout_tables", "write_host_record"}
@@ -227,3 +228,77 @@ def test_the_raw_read_check_can_fail() -> None:
     assert raw_reads("for m in store.iter_manifests():\n    pass\n")
     assert raw_reads("files = st.store.hosts.glob('*.json')\n")
     assert raw_reads("from dbmatrix.store import write_text_atomic\nx = st.a.hosts\n") == []
+
+
+PARSE = LIB / "parse"
+# Names whose use is I/O or a process: a parser takes text and returns values.
+IO_CALLS = {"open", "read_text", "write_text", "read_bytes", "write_bytes", "run", "Popen", "system", "mkdir",
+            "unlink", "glob", "rglob", "iterdir", "exists"}
+IO_MODULES = {"os", "pathlib", "shutil", "socket", "tempfile", "glob", "io", "urllib", "requests",
+              *SIDE_EFFECT_LIBRARIES}
+
+
+def _io_uses(path: Path) -> list[str]:
+    found = [f"imports {target}" for target, _ in _imports(path)
+             if target.split(".")[0] in IO_MODULES
+             or (target.startswith("dbmatrix") and target.split(".")[1:2] != ["parse"])]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in IO_CALLS:
+                found.append(f"calls {name}() at line {node.lineno}")
+    return found
+
+
+def test_the_parse_package_is_pure() -> None:
+    """Parsers of raw run outputs import no other dbmatrix package (so neither run/ nor the host seam),
+    no fabric/invoke/os/pathlib, and open, read, write or run nothing."""
+    modules = sorted(PARSE.glob("*.py"))
+    assert len(modules) >= 6
+    assert {p.stem for p in modules} >= {"sysbench", "tpcc", "system_counters", "cache_counters", "wsrep"}
+    offenders = {_module(p): uses for p in modules if (uses := _io_uses(p))}
+    assert offenders == {}
+
+
+def test_the_purity_check_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from pathlib import Path\nfrom dbmatrix.hosts.remote import Host\n"
+                   "def f(p):\n    return Path(p).read_text()\n")
+    assert _io_uses(bad) == ["imports pathlib", "imports dbmatrix.hosts.remote", "calls read_text() at line 4"]
+
+
+# run/ -> analyse/ imports left (each a known debt, to shrink and never to grow): the run side asks the
+# analysis for the adaptive stopping rule, the host-check line and the calibration run rows.
+RUN_TO_ANALYSE_ALLOWED = {
+    ("dbmatrix.run.calibration", "dbmatrix.analyse.replication"),
+    ("dbmatrix.run.matrix", "dbmatrix.analyse.hosts"),
+    ("dbmatrix.run.matrix", "dbmatrix.analyse.stats"),
+}
+
+
+def test_run_reads_raw_outputs_through_parse_not_analyse() -> None:
+    mod_edges, _ = _graph()
+    edges = {(m, t) for m, ts in mod_edges.items() for t in ts
+             if _unit(m) == "run" and _unit(t) == "analyse"}
+    assert edges <= RUN_TO_ANALYSE_ALLOWED, sorted(edges - RUN_TO_ANALYSE_ALLOWED)
+    assert not any("wsrep" in t or "parse" in t for _, t in edges)
+
+
+MAX_MODULE_LINES = 800
+
+
+def _too_long(root: Path, limit: int = MAX_MODULE_LINES) -> dict[str, int]:
+    return {str(p.relative_to(root)): n for p in sorted(root.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > limit}
+
+
+def test_no_module_is_over_800_lines() -> None:
+    """Split a module that grows past this along its seams (as hosts/media/, spec/, analyse/stats/ were)."""
+    assert _too_long(LIB) == {}
+
+
+def test_the_length_check_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert _too_long(tmp_path) == {"long.py": MAX_MODULE_LINES + 1}

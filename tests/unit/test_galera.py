@@ -16,9 +16,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dbmatrix.analyse import replication, wsrep
+from dbmatrix.analyse import replication
 from dbmatrix.analyse.stats import welch_log_ratio
 from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.parse import wsrep
 from dbmatrix.publish import figures_replication as plots_replication
 from dbmatrix.publish import replication as publish_replication
 from dbmatrix.run import galera_cluster as galera

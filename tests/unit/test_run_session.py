@@ -11,11 +11,11 @@ import pytest
 
 from dbmatrix.hosts.remote import CommandResult, RunInterrupted
 from dbmatrix.hosts.scripted import ScriptedHost
+from dbmatrix.parse import sysbench
 from dbmatrix.run.session import WINDOW_MODE_ENV, RunFailed, RunSession, execute, window_mode
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun, parse_experiment
 from dbmatrix.store import ResultStore
-from dbmatrix.workload import sysbench
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
 RUN_OUT = (FIXTURES / "run_oltp_read_write_innodb_t2_5s.stdout").read_text()

@@ -17,7 +17,8 @@ from dbmatrix.analyse.comparisons import model_pairwise_comparisons
 from dbmatrix.analyse.contrasts import fit_log_model, ratio_estimate, replication_estimate
 from dbmatrix.analyse.effects import factorial_model
 from dbmatrix.analyse.replication import effects, pressured_setting, setting_runs
-from dbmatrix.hosts import cache_counters, media
+from dbmatrix.hosts import media
+from dbmatrix.parse import cache_counters
 from dbmatrix.run.calibration import calibration_cell, calibration_runs, choose
 from dbmatrix.spec.experiment import (
     Calibration,

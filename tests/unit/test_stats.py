@@ -37,7 +37,7 @@ from dbmatrix.analyse.stats import (
     t_halfwidth_pct,
     t_mean_ci,
 )
-from dbmatrix.workload import sysbench
+from dbmatrix.parse import sysbench
 
 
 def test_mean_ci_agrees_with_scipy_percentile_bootstrap() -> None:

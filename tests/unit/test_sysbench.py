@@ -1,4 +1,4 @@
-"""Tests of dbmatrix.workload.sysbench against real sysbench 1.0.20 outputs (tests/fixtures/sysbench)."""
+"""Tests of dbmatrix.workload.sysbench and dbmatrix.parse.sysbench against real sysbench 1.0.20 outputs (tests/fixtures/sysbench)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix.workload.sysbench import (
-    RAND_TYPES,
-    RUN_ONLY_OPTIONS,
-    WORKLOADS,
+from dbmatrix.parse.sysbench import (
     SysbenchOutput,
     bucket_index,
     bucket_value,
-    build_command,
-    command_string,
     histogram_percentile,
     merge_histograms,
     parse_fatal,
@@ -25,9 +20,30 @@ from dbmatrix.workload.sysbench import (
     parse_summary,
     split_checkpoint,
 )
+from dbmatrix.workload.sysbench import (
+    RAND_TYPES,
+    RUN_ONLY_OPTIONS,
+    WORKLOADS,
+    RunOptions,
+    SysbenchCommand,
+    Target,
+    build_command,
+    command_string,
+)
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
 SOCK = "/tmp/sbfix/s.sock"
+
+
+TARGET_FIELDS = {"socket", "user", "db"}
+RUN_FIELDS = {"time_s", "rand_type", "rate", "report_interval", "histogram", "percentile", "checkpoint_s"}
+
+
+def build(workload: str, phase: str, **flat) -> list[str]:
+    """build_command of a SysbenchCommand given flat keywords (target and run options picked out)."""
+    target = Target(**{k: flat.pop(k) for k in TARGET_FIELDS & set(flat)})
+    run = RunOptions(**{k: flat.pop(k) for k in RUN_FIELDS & set(flat)})
+    return build_command(SysbenchCommand(workload, phase, target, run=run, **flat))
 
 RW = "run_oltp_read_write_innodb_t2_5s.stdout"
 P99 = "run_oltp_point_select_p99.stdout"
@@ -320,7 +336,7 @@ def kw(**over):
 
 
 def test_run_command_is_the_one_that_produced_the_fixture():
-    argv = build_command("oltp_read_write", "run", **kw(time_s=5, seed=7))
+    argv = build("oltp_read_write", "run", **kw(time_s=5, seed=7))
     assert command_string(argv) == (
         "sysbench oltp_read_write --db-driver=mysql --mysql-socket=/tmp/sbfix/s.sock "
         "--mysql-user=root --mysql-db=sbtest --tables=2 --table-size=10000 --threads=2 "
@@ -330,15 +346,27 @@ def test_run_command_is_the_one_that_produced_the_fixture():
     assert argv[0] == "sysbench" and argv[1] == "oltp_read_write" and argv[-1] == "run"
 
 
+def test_sysbench_command_is_a_frozen_value_with_grouped_options():
+    cmd = SysbenchCommand("oltp_read_write", "run", Target(SOCK), tables=2, table_size=10000, threads=2, seed=7,
+                          run=RunOptions(time_s=5))
+    assert build_command(cmd) == cmd.argv() == build("oltp_read_write", "run", **kw(time_s=5, seed=7))
+    assert cmd == SysbenchCommand("oltp_read_write", "run", Target(SOCK, "root", "sbtest"), tables=2,
+                                  table_size=10000, threads=2, seed=7, run=RunOptions(time_s=5))
+    with pytest.raises(AttributeError):
+        cmd.threads = 4  # type: ignore[misc]
+    prepare = SysbenchCommand("oltp_read_write", "prepare", Target(SOCK), tables=2, table_size=10000, threads=2)
+    assert prepare.run == RunOptions() and "--histogram=on" not in prepare.argv()
+
+
 def test_prepare_has_no_run_only_options():
     for phase in ("prepare", "cleanup"):
-        argv = build_command(
+        argv = build(
             "oltp_read_write", phase, **kw(time_s=5, seed=7, rate=100, rand_type="pareto", percentile=99)
         )
         assert argv[-1] == phase
         assert not [a for a in argv if a.split("=", 1)[0] in RUN_ONLY_OPTIONS]
         assert "--rand-seed=7" in argv and "--tables=2" in argv and "--table-size=10000" in argv
-    assert build_command("oltp_read_write", "prepare", **kw(seed=7)) == [
+    assert build("oltp_read_write", "prepare", **kw(seed=7)) == [
         "sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-socket=/tmp/sbfix/s.sock",
         "--mysql-user=root", "--mysql-db=sbtest", "--tables=2", "--table-size=10000",
         "--threads=2", "--rand-seed=7", "prepare",
@@ -346,10 +374,10 @@ def test_prepare_has_no_run_only_options():
 
 
 def test_optional_options():
-    argv = build_command("oltp_point_select", "run", **kw(rate=200, percentile=99, histogram=False))
+    argv = build("oltp_point_select", "run", **kw(rate=200, percentile=99, histogram=False))
     assert "--rate=200" in argv and "--percentile=99" in argv and "--histogram=off" in argv
     assert not any(a.startswith(("--time", "--rand-seed", "--mysql-storage-engine")) for a in argv)
-    argv = build_command(
+    argv = build(
         "oltp_insert", "prepare", **kw(storage_engine="InnoDB PAGE_COMPRESSED=1", extra={"auto_inc": "off"})
     )
     assert "--mysql-storage-engine=InnoDB PAGE_COMPRESSED=1" in argv
@@ -368,7 +396,7 @@ def test_optional_options():
 )
 def test_choice_errors_name_field_and_allowed_values(args, field, allowed):
     with pytest.raises(ValueError) as e:
-        build_command(*args, **kw())
+        build(*args, **kw())
     msg = str(e.value)
     assert field in msg and args[0 if field == "workload" else 1] in msg
     assert all(a in msg for a in allowed)
@@ -376,7 +404,7 @@ def test_choice_errors_name_field_and_allowed_values(args, field, allowed):
 
 def test_rand_type_error_names_field_and_allowed_values():
     with pytest.raises(ValueError) as e:
-        build_command("oltp_read_write", "run", **kw(rand_type="zipf"))
+        build("oltp_read_write", "run", **kw(rand_type="zipf"))
     msg = str(e.value)
     assert "rand_type" in msg and "zipf" in msg
     assert all(r in msg for r in RAND_TYPES)
@@ -400,11 +428,11 @@ def test_rand_type_error_names_field_and_allowed_values():
 )
 def test_invalid_values(over, field):
     with pytest.raises(ValueError, match=field):
-        build_command("oltp_read_write", "run", **kw(**over))
+        build("oltp_read_write", "run", **kw(**over))
 
 
 def test_percentile_zero_without_histogram_is_valid():
-    argv = build_command("oltp_read_only", "run", **kw(percentile=0, histogram=False, time_s=2, threads=1))
+    argv = build("oltp_read_only", "run", **kw(percentile=0, histogram=False, time_s=2, threads=1))
     assert "--percentile=0" in argv and "--histogram=off" in argv
 
 
@@ -417,12 +445,12 @@ CKPT_RATE = "run_oltp_point_select_rate200_checkpoint2_4s.stdout"
 
 
 def test_checkpoint_command():
-    argv = build_command("oltp_read_write", "run", **kw(time_s=5, seed=7, checkpoint_s=2))
+    argv = build("oltp_read_write", "run", **kw(time_s=5, seed=7, checkpoint_s=2))
     assert argv[-2:] == ["--report-checkpoints=2", "run"]
-    assert "--report-checkpoints=2" not in build_command("oltp_read_write", "prepare", **kw(checkpoint_s=2))
+    assert "--report-checkpoints=2" not in build("oltp_read_write", "prepare", **kw(checkpoint_s=2))
     for bad in (0, 5, 6):
         with pytest.raises(ValueError, match="checkpoint_s"):
-            build_command("oltp_read_write", "run", **kw(time_s=5, checkpoint_s=bad))
+            build("oltp_read_write", "run", **kw(time_s=5, checkpoint_s=bad))
 
 
 def test_outputs_without_checkpoint_parse_as_before():

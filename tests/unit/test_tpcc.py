@@ -13,8 +13,10 @@ import pytest
 
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.hosts.scripted import ScriptedHost
+from dbmatrix.parse import tpcc as tpcc_output
+from dbmatrix.parse.sysbench import parse_output
 from dbmatrix.workload import tpcc
-from dbmatrix.workload.sysbench import build_command, command_string, parse_output
+from dbmatrix.workload.sysbench import RunOptions, SysbenchCommand, Target, command_string
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "tpcc"
 INNODB_RUN = "run_innodb_w1_t2_5s.stdout"
@@ -24,6 +26,13 @@ CHECKPOINT_RUN = "run_innodb_w1_t2_checkpoint2_5s.stdout"
 RUNS = [INNODB_RUN, MYROCKS_RUN, CHECKPOINT_RUN]
 SOCK = "/tmp/tp/s.sock"
 SCRIPT = "/w/lua/tpcc.lua"
+RUN_FIELDS = {"time_s", "rand_type", "rate", "report_interval", "histogram", "percentile", "checkpoint_s"}
+
+
+def build(workload: str, phase: str, socket: str, **flat) -> list[str]:
+    """The argv of a SysbenchCommand given flat keywords (run options picked out)."""
+    run = RunOptions(**{k: flat.pop(k) for k in RUN_FIELDS & set(flat)})
+    return SysbenchCommand(workload, phase, Target(socket), run=run, **flat).argv()
 
 
 def text(name: str) -> str:
@@ -66,7 +75,7 @@ def test_one_process_report_covers_the_window_only():
 
 @pytest.mark.parametrize("name", RUNS)
 def test_all_types_run_in_the_standard_mix(name):
-    rep = tpcc.parse_tpcc_report(text(name))
+    rep = tpcc_output.parse_tpcc_report(text(name))
     assert list(rep["transactions"]) == list(tpcc.TXN_TYPES)
     assert all(v["committed"] > 0 and v["avg_ms"] > 0 for v in rep["transactions"].values())
     for t, pct in tpcc.MIX_PCT.items():
@@ -78,7 +87,7 @@ def test_all_types_run_in_the_standard_mix(name):
 
 
 def test_innodb_report_values():
-    rep = tpcc.parse_tpcc_report(text(INNODB_RUN))
+    rep = tpcc_output.parse_tpcc_report(text(INNODB_RUN))
     assert rep["transactions"]["new_order"] == {"committed": 883, "rolled_back": 8, "retried": 0,
                                                 "avg_ms": 6.691}
     assert rep["transactions"]["delivery"]["avg_ms"] == 20.807
@@ -89,7 +98,7 @@ def test_innodb_report_values():
 
 
 def test_myrocks_rr_run_has_retries():
-    rep = tpcc.parse_tpcc_report(text(MYROCKS_RUN))
+    rep = tpcc_output.parse_tpcc_report(text(MYROCKS_RUN))
     assert rep["run"]["isolation"] == "RR" and rep["run"]["engine"] == "rocksdb"
     assert rep["transactions"]["new_order"]["retried"] == 380
     assert rep["transactions"]["payment"]["retried"] == 180
@@ -97,7 +106,7 @@ def test_myrocks_rr_run_has_retries():
 
 @pytest.mark.parametrize("name", RUNS)
 def test_run_constants_follow_the_c_last_delta_rule(name):
-    (c,) = tpcc.parse_tpcc_report(text(name))["constants"]
+    (c,) = tpcc_output.parse_tpcc_report(text(name))["constants"]
     assert c["set"] == 1
     assert c["delta"] == abs(c["c_last_run"] - c["c_last_load"])
     assert 65 <= c["delta"] <= 119 and c["delta"] not in (96, 112)
@@ -116,25 +125,25 @@ def test_sysbench_parts_still_parse(name):
 def test_no_report_in_other_workloads_or_cut_runs():
     oltp = (Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
             / "run_oltp_read_write_innodb_t2_5s.stdout").read_text()
-    assert tpcc.parse_tpcc_report(oltp) == {}
+    assert tpcc_output.parse_tpcc_report(oltp) == {}
     summary = parse_output(oltp).summary
     assert "tpcc" not in summary and "tpmC" not in summary
     cut = text(INNODB_RUN).split("TPC-C statistics:")[0]
-    assert tpcc.parse_tpcc_report(cut) == {}
-    assert tpcc.parse_tpcc_report("") == {}
+    assert tpcc_output.parse_tpcc_report(cut) == {}
+    assert tpcc_output.parse_tpcc_report("") == {}
 
 
 def test_damaged_report_names_the_missing_lines():
     damaged = "\n".join(l for l in text(INNODB_RUN).splitlines() if not l.strip().startswith(("payment:", "tpmC")))
     with pytest.raises(ValueError, match="payment.*tpmC"):
-        tpcc.parse_tpcc_report(damaged)
+        tpcc_output.parse_tpcc_report(damaged)
 
 
 # ----------------------------------------------------------------------------- check
 
 
 def test_parse_check_pass():
-    conds = tpcc.parse_check(text("check_innodb_all_pass.stdout"))
+    conds = tpcc_output.parse_check(text("check_innodb_all_pass.stdout"))
     assert [c["condition"] for c in conds] == list(tpcc.CONDITIONS)
     assert all(c["passed"] and c["violations"] == 0 for c in conds)
     assert conds[0] == {"condition": 1, "passed": True, "checked": 1, "violations": 0,
@@ -144,14 +153,14 @@ def test_parse_check_pass():
 
 def test_parse_check_after_corruption():
     # captured after UPDATE warehouse1 SET w_ytd = w_ytd + 1 and deleting one NEW_ORDER row mid-range
-    conds = tpcc.parse_check(text("check_innodb_corrupted.stdout"))
+    conds = tpcc_output.parse_check(text("check_innodb_corrupted.stdout"))
     assert [c["condition"] for c in conds if not c["passed"]] == [1, 3, 5, 8]
     assert all(c["violations"] == 1 for c in conds if not c["passed"])
-    assert tpcc.overall_result(text("check_innodb_corrupted.stdout")) is False
+    assert tpcc_output.overall_result(text("check_innodb_corrupted.stdout")) is False
 
 
 def test_parse_check_when_not_loaded():
-    assert tpcc.parse_check(text("check_not_loaded.stdout")) == []
+    assert tpcc_output.parse_check(text("check_not_loaded.stdout")) == []
     assert "table set 2 is not loaded" in text("check_not_loaded.stdout")
 
 
@@ -207,7 +216,7 @@ def test_table_names():
 
 
 def test_tpcc_run_command():
-    argv = build_command("tpcc", "run", socket=SOCK, tables=2, table_size=1, scale=3, script=SCRIPT, threads=4,
+    argv = build("tpcc", "run", socket=SOCK, tables=2, table_size=1, scale=3, script=SCRIPT, threads=4,
                          time_s=60, rand_type="pareto", seed=3, isolation="read committed",
                          storage_engine="rocksdb")
     assert command_string(argv) == (
@@ -218,11 +227,11 @@ def test_tpcc_run_command():
 
 
 def test_tpcc_prepare_and_check_commands():
-    prep = build_command("tpcc", "prepare", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=2, time_s=9,
+    prep = build("tpcc", "prepare", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=2, time_s=9,
                          storage_engine="InnoDB PAGE_COMPRESSED=1")
     assert prep[1] == SCRIPT and prep[-1] == "prepare" and "--scale=2" in prep
     assert not any(a.startswith(("--time", "--rand-type", "--histogram", "--table-size", "--trx")) for a in prep)
-    chk = build_command("tpcc", "check", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=1,
+    chk = build("tpcc", "check", socket=SOCK, tables=1, scale=2, script=SCRIPT, threads=1,
                         extra={"conditions": "all"})
     assert chk[-2:] == ["--conditions=all", "check"]
 
@@ -236,7 +245,7 @@ def test_tpcc_prepare_and_check_commands():
 ])
 def test_tpcc_command_errors(kw, field):
     with pytest.raises(ValueError, match=field):
-        build_command("tpcc", "run", socket=SOCK, tables=1, threads=1, **kw)
+        build("tpcc", "run", socket=SOCK, tables=1, threads=1, **kw)
 
 
 @pytest.mark.parametrize("kw, field", [
@@ -247,9 +256,9 @@ def test_oltp_refuses_tpcc_options(kw, field):
     base = {"socket": SOCK, "tables": 1, "table_size": 100, "threads": 1}
     base.update(kw)
     with pytest.raises(ValueError, match=field):
-        build_command("oltp_read_write", "run", **base)
+        build("oltp_read_write", "run", **base)
     with pytest.raises(ValueError, match="check"):
-        build_command("oltp_read_write", "check", socket=SOCK, tables=1, table_size=100, threads=1)
+        build("oltp_read_write", "check", socket=SOCK, tables=1, table_size=100, threads=1)
 
 
 # ----------------------------------------------------------------------------- installation

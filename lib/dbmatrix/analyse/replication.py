@@ -32,7 +32,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from dbmatrix.analyse.stats import t_mean_ci, welch_log_ratio
-from dbmatrix.analyse.wsrep import WSREP_KEYS, parse_samples
+from dbmatrix.parse.wsrep import WSREP_KEYS, parse_samples
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
 

@@ -15,9 +15,10 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from dbmatrix.analyse.wsrep import parse_samples, summarize_samples, wsrep_deltas
 from dbmatrix.hosts import media
 from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.parse import sysbench
+from dbmatrix.parse.wsrep import parse_samples, summarize_samples, wsrep_deltas
 from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, restore
 from dbmatrix.run.galera_cluster import (
@@ -39,7 +40,6 @@ from dbmatrix.run.ports import PortBlock, bind_failed, lease_block
 from dbmatrix.run.session import RunFailed, RunSession
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError
-from dbmatrix.workload import sysbench
 
 # Bytes per second a state transfer is assumed to reach at worst when sizing the sync timeout.
 SST_MIN_BPS = 20 * 1024 * 1024

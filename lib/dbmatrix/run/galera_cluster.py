@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from dbmatrix.analyse.wsrep import CLOCK_KEY, SAMPLED, sync_problem
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import CommandError, Host
+from dbmatrix.parse.wsrep import CLOCK_KEY, SAMPLED, sync_problem
 from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,

@@ -26,6 +26,7 @@ from typing import Any
 
 from dbmatrix.hosts import media
 from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.parse.sysbench import SysbenchOutput
 from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, prepare_dataset, restore
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, render_options
@@ -370,7 +371,7 @@ class Instances(Topology):
         figures = window_figures(self.before, self.after, self.cpu_before, self.cpu_after, elapsed)
         s.manifest["instances_window"] = {"elapsed_s": round(elapsed, 3), "per_instance": figures}
 
-    def check_results(self, s: RunSession, parsed: sysbench.SysbenchOutput) -> None:
+    def check_results(self, s: RunSession, parsed: SysbenchOutput) -> None:
         # sysbench deals its connections round robin over the sockets: with fewer threads than instances the
         # last instances get none (expected, recorded). Questions counts our own SHOW STATUS: use Com_select.
         idle = [n for n, f in s.manifest["instances_window"]["per_instance"].items()

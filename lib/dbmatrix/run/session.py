@@ -35,11 +35,12 @@ from typing import Any
 from dbmatrix.campaigns import campaign_of
 from dbmatrix.hosts import collect
 from dbmatrix.hosts.remote import CommandResult, Host, RunInterrupted
+from dbmatrix.parse import sysbench
+from dbmatrix.parse.system_counters import counter_deltas
 from dbmatrix.paths import git_state
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Cell, Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now, write_text_atomic
-from dbmatrix.workload import sysbench
 from dbmatrix.workload.commands import check_consistency
 
 # TPC-C consistency condition 4 scans all of ORDER_LINE (~300k rows per warehouse): after every run only
@@ -362,7 +363,7 @@ def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.Sys
     topo.close_window(s, r)
     for m in monitors:
         m.stop()
-    s.manifest["system"] = collect.counter_deltas(before, after)
+    s.manifest["system"] = counter_deltas(before, after)
     s.manifest["collectors"] = {"devices": topo.devices(), "errors": collectors.errors}
     topo.after_window(s)
     parsed = sysbench.parse_output(r.stdout, r.stderr)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from dbmatrix.hosts import media
+from dbmatrix.parse import sysbench
 from dbmatrix.run.context import HostContext, run_manifest
 from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, restore
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, render_options
 from dbmatrix.run.session import RunSession
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun
-from dbmatrix.workload import sysbench
 
 
 class Standalone(Topology):

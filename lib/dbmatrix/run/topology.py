@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dbmatrix.hosts.remote import CommandResult, Host
+from dbmatrix.parse.sysbench import SysbenchOutput
 from dbmatrix.workload import commands as workloads
 from dbmatrix.workload import sysbench
 
@@ -87,7 +88,7 @@ class Topology(ABC):
     def after_window(self, s: RunSession) -> None:
         """After the monitors stopped: per-server figures of the window into the manifest."""
 
-    def check_results(self, s: RunSession, parsed: sysbench.SysbenchOutput) -> None:
+    def check_results(self, s: RunSession, parsed: SysbenchOutput) -> None:
         """After a complete sysbench report: status after the run, cluster intact, …"""
 
     @abstractmethod

@@ -7,10 +7,10 @@ Everything else derives from the registry: :data:`FACTORS` (the names in order),
 (:func:`factor_label`) and the claims' wording (:func:`factor_word`).
 
 A factor is validated one level at a time here. Checks that involve more than one factor stay where the
-whole spec is known, in :mod:`dbmatrix.spec.experiment`: which block sizes and compressions each engine
-allows (``check_combination``), open-loop levels needing the closed-loop level, Galera-only factors needing
-a Galera topology and write targets within the cluster's nodes (``_check_topology``), and media defined
-on the host (``check_media``). Empty level lists and duplicate levels are rejected there too, for every
+whole spec is known, in :mod:`dbmatrix.spec.experiment` and its parts: which block sizes and compressions
+each engine allows (``check_combination``), open-loop levels needing the closed-loop level, Galera-only
+factors needing a Galera topology and write targets within the cluster's nodes (``check_topology``), and
+media defined on the host (``check_media``). Empty level lists and duplicate levels are rejected there too, for every
 factor alike.
 
 How to add a factor
@@ -28,7 +28,7 @@ How to add a factor
      bound to their spec),
    - a ``label`` for the paper's tables and a ``word`` for claim comparisons; ``galera_only``,
      ``dataset`` and ``modelled`` when they apply.
-2. Add the field, with the same default, to ``Cell`` in :mod:`dbmatrix.spec.experiment` (a frozen dataclass
+2. Add the field, with the same default, to ``Cell`` in :mod:`dbmatrix.spec.cells` (a frozen dataclass
    the rest of the code reads by attribute; ``tests/unit/test_factors.py`` checks that its fields and
    defaults match the registry).
 3. Render the level as server or client options (``dbmatrix.run.mysqld`` / ``dbmatrix.workload``) and add

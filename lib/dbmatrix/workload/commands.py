@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dbmatrix.hosts.remote import Host
+from dbmatrix.parse import tpcc as tpcc_output
 from dbmatrix.spec.experiment import Cell, Experiment
 from dbmatrix.workload import sysbench, tpcc
 
@@ -39,18 +40,18 @@ def command(exp: Experiment, cell: Cell, phase: str, *, socket: str, threads: in
     """sysbench argv for `phase` (prepare, run, cleanup, or check for TPC-C) of the cell's workload;
     `checkpoint_s` (run only) ends the warm-up of a one-process run with a checkpoint report."""
     w = exp.workload
-    common: dict[str, Any] = dict(socket=socket, tables=w.tables, threads=threads, seed=seed,
+    common: dict[str, Any] = dict(target=sysbench.Target(socket), tables=w.tables, threads=threads, seed=seed,
                                   storage_engine=storage_engine)
     if phase == "run":
-        common.update(time_s=time_s, rand_type=w.rand_type, histogram=histogram, rate=rate,
-                      checkpoint_s=checkpoint_s)
+        common["run"] = sysbench.RunOptions(time_s=time_s, rand_type=w.rand_type, histogram=histogram, rate=rate,
+                                            checkpoint_s=checkpoint_s)
     if cell.workload == "tpcc":
         if not script:
             raise ValueError("the tpcc workload needs the path of its Lua script on the host (install_scripts)")
         extra = {"strings": w.strings} if w.strings != "random" and phase in ("prepare", "run") else None
-        return sysbench.build_command("tpcc", phase, table_size=1, scale=w.warehouses, isolation=w.isolation,
-                                      script=script, extra=extra, **common)
-    return sysbench.build_command(cell.workload, phase, table_size=w.table_size, **common)
+        return sysbench.SysbenchCommand("tpcc", phase, scale=w.warehouses, isolation=w.isolation,
+                                        script=script, extra=extra, **common).argv()
+    return sysbench.SysbenchCommand(cell.workload, phase, table_size=w.table_size, **common).argv()
 
 
 def check_consistency(
@@ -72,14 +73,14 @@ def check_consistency(
     the check could not run at all (server down, tables missing, wrong scale), with sysbench's message.
     ``prefix`` wraps the command (e.g. ``taskset``).
     """
-    argv = sysbench.build_command(
-        "tpcc", "check", socket=socket, user=user, db=db, tables=tables, scale=scale, script=script,
+    argv = sysbench.SysbenchCommand(
+        "tpcc", "check", sysbench.Target(socket, user, db), tables=tables, scale=scale, script=script,
         threads=1, extra={"conditions": tpcc.conditions_option(conditions)},
-    )
+    ).argv()
     command = sysbench.command_string([*(prefix or []), *argv])
     r = host.run(command, check=False, timeout=timeout_s)
-    conds = tpcc.parse_check(r.stdout)
-    overall = tpcc.overall_result(r.stdout)
+    conds = tpcc_output.parse_check(r.stdout)
+    overall = tpcc_output.overall_result(r.stdout)
     if not conds or overall is None:
         tail = "\n".join((r.stderr + "\n" + r.stdout).strip().splitlines()[-5:])
         raise tpcc.TpccError(f"[{host.name}] TPC-C check did not run (exit {r.exit_code}): {command}\n{tail}")

@@ -42,7 +42,7 @@ def tpcc_table(store: ResultStore, runs: pd.DataFrame) -> pd.DataFrame:
     """Per cell: tpmC (New-Order transactions per minute), geometric mean over repetitions with a 95 % CI
     (t on log tpmC, variance pooled over the cells: df = runs - cells), all
     transactions per second, the cache hit ratio over the window from the engine's counters (MyRocks:
-    all blocks and data blocks; :mod:`dbmatrix.hosts.cache_counters`) and the loaded tables' on-disk size."""
+    all blocks and data blocks; :mod:`dbmatrix.parse.cache_counters`) and the loaded tables' on-disk size."""
     rows = []
     for _, r in runs.iterrows():
         try:
