@@ -467,7 +467,7 @@ CAMPAIGN_HELP = ("which campaign (one run of the whole matrix on one boot) to ru
 
 
 def _campaign_arg(value: str) -> str | int:
-    from dbmatrix.campaigns import parse_option
+    from dbmatrix.run.campaigns import parse_option
 
     try:
         return parse_option(value)

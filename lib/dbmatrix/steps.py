@@ -92,7 +92,7 @@ def run_all(studies: Sequence[Study], progress: bool = True,
             on_interval: Callable[[str, dict[str, Any]], None] | None = None,
             campaign: str | int = "last") -> pd.DataFrame:
     """Step 10 for every study of the profile, one after the other; one row of counts per study.
-    `campaign`: auto, new, last or a number (:mod:`dbmatrix.campaigns`)."""
+    `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`)."""
     rows = []
     for s in studies:
         r = run_matrix(s, progress, on_interval, campaign)
@@ -112,7 +112,7 @@ def analyse_study(study: Study) -> Analysis:
     a = analyse(store, exp)
     if study.kind == "scaleout":
         tables = scaleout_tables(store.load_runs(), store.load_histograms(), store.load_intervals(),
-                                 store.iter_manifests())
+                                 store.records())
         for name, df in tables.items():
             write_csv(df, store.processed / f"{name}.csv")
     write_text_atomic(store.processed / STAMP, json.dumps({

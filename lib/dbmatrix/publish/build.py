@@ -211,15 +211,15 @@ def host_facts_of(studies: Sequence[StudyTables]) -> list[tuple[dict[str, Any], 
             media_file = f.with_name(f"{f.stem}.media.json")
             if media_file.is_file():
                 media.setdefault(name, {}).setdefault("_file", json.loads(media_file.read_text()))
-        for m in st.store.iter_manifests():
-            name = str(m.get("host") or "")
+        for m in st.store.records():
+            name = str(m.host or "")
             if not name:
                 continue
-            if isinstance(m.get("host_facts"), dict):
-                facts.setdefault(name, {"host": name, **m["host_facts"]})
-            if m.get("host_class") and name in facts:
-                facts[name].setdefault("host_class", m["host_class"])
-            for medium, state in sorted((m.get("media_state") or {}).items()):
+            if m.host_facts:
+                facts.setdefault(name, {"host": name, **m.host_facts})
+            if m.host_class and name in facts:
+                facts[name].setdefault("host_class", m.host_class)
+            for medium, state in sorted(m.media_state.items()):
                 media.setdefault(name, {}).setdefault("_runs", {}).setdefault(medium, state)
     out = []
     for name in sorted(facts):

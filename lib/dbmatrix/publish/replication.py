@@ -360,9 +360,9 @@ def settings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def _host_facts(store: ResultStore, tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
     runs = tables.get("runs", pd.DataFrame())
     if not runs.empty:
-        m = store.manifest(str(runs.sort_values("run_id").iloc[0]["run_id"])) or {}
-        if m.get("host_facts"):
-            return m["host_facts"]
+        m = store.record(str(runs.sort_values("run_id").iloc[0]["run_id"]))
+        if m is not None and m.host_facts:
+            return m.host_facts
     for p in sorted(store.hosts.glob("*.json")) if store.hosts.is_dir() else []:
         return json.loads(p.read_text())
     return {}

@@ -17,21 +17,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbmatrix.campaigns import (
+from dbmatrix.hosts import media
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.hosts.remote import RunInterrupted
+from dbmatrix.paths import git_state
+from dbmatrix.record import RunRecord
+from dbmatrix.run import calibration
+from dbmatrix.run.campaigns import (
     CampaignOption,
     CampaignState,
     Choice,
-    campaign_of,
     campaign_states,
     campaigns_found,
     choose,
     merge_record,
 )
-from dbmatrix.hosts import media
-from dbmatrix.hosts.inventory import HostSpec
-from dbmatrix.hosts.remote import RunInterrupted
-from dbmatrix.paths import git_state
-from dbmatrix.run import calibration
 from dbmatrix.run.context import HostContext, connect_host
 from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
@@ -224,7 +224,7 @@ def topology_for(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Da
 
 def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: ResultStore,
                   datasets: dict[str, DatasetInfo | Exception], peers: dict[str, HostContext] | None = None,
-                  on_interval: IntervalCallback | None = None) -> dict[str, Any]:
+                  on_interval: IntervalCallback | None = None) -> RunRecord:
     """Measure a run through its topology, or record why it could not start (its medium or dataset
     failed); the dataset is prepared on first use per host."""
     for name in {run.cell.medium, run.cell.log_medium, run.cell.follower_medium} - {"same"}:
@@ -260,14 +260,14 @@ def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
 
 def campaign_states_of(store: ResultStore, exp: Experiment) -> list[CampaignState]:
     """Every campaign of the results directory (with a manifest or a record) and how complete it is."""
-    manifests = list(store.iter_manifests())
-    numbers = campaigns_found(manifests, (int(r["campaign"]) for r in store.campaigns()))
+    records = list(store.records())
+    numbers = campaigns_found(records, (int(r["campaign"]) for r in store.campaigns()))
     planned = {k: [r.run_id for r in exp.plan(k)] for k in numbers}
-    return campaign_states(planned, manifests)
+    return campaign_states(planned, records)
 
 
 def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:
-    """The campaign `option` (auto, new, last or a number; :mod:`dbmatrix.campaigns`) selects in the
+    """The campaign `option` (auto, new, last or a number; :mod:`dbmatrix.run.campaigns`) selects in the
     study's results directory."""
     try:
         return choose(option, campaign_states_of(study.store, study.experiment))
@@ -278,8 +278,7 @@ def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:
 def _campaign_started(store: ResultStore, campaign: int) -> str | None:
     """When a campaign without a record began: its earliest run (campaign 1 of a directory measured
     before campaigns were recorded)."""
-    starts = [str(m["started_utc"]) for m in store.iter_manifests()
-              if campaign_of(m) == campaign and m.get("started_utc")]
+    starts = [str(m.started_utc) for m in store.records() if m.campaign == campaign and m.started_utc]
     return min(starts) if starts else None
 
 
@@ -317,7 +316,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     measured and why. `on_interval(run_id, row)` receives each per-second sysbench row of a measured
     window as it comes.
 
-    `campaign` (:mod:`dbmatrix.campaigns`): ``last`` continues the latest campaign (nothing to run
+    `campaign` (:mod:`dbmatrix.run.campaigns`): ``last`` continues the latest campaign (nothing to run
     when it is complete), ``auto`` starts a new one when the latest is complete, ``new`` always starts one,
     a number continues that campaign. Only the chosen campaign's runs are pending; the line saying which
     campaign and why is printed and returned as ``campaign_reason``."""
@@ -363,14 +362,14 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         if exp.topology.calibrate is not None:
             calibrate_followers(w, exp, store, choice.number)
 
-    def execute(w: Worker, run: PlannedRun) -> dict[str, Any]:
+    def execute(w: Worker, run: PlannedRun) -> RunRecord:
         bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(specs) > 1 else run.run_id)
         return run_or_record(w.ctx, exp, run, store, w.datasets, w.peers, on_interval)
 
-    def on_result(w: Worker, m: dict[str, Any]) -> None:
+    def on_result(w: Worker, m: RunRecord) -> None:
         with lock:
-            counts[m["status"]] += 1
-            counts["adaptive"] += bool(m.get("adaptive"))
+            counts[str(m.status)] += 1
+            counts["adaptive"] += m.adaptive
             bar.update(1)
 
     fleet = Fleet(specs, exp, store, connect, execute, on_result, allow_lost=allow_lost_hosts)
@@ -430,7 +429,7 @@ def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign
                 raise state
             c.media[cal.medium] = media.set_throttle_limit(c.host, state, cal.limit, value)
 
-    def run(cexp: Experiment, planned: PlannedRun, sub: ResultStore) -> dict[str, Any]:
+    def run(cexp: Experiment, planned: PlannedRun, sub: ResultStore) -> RunRecord:
         return run_or_record(w.ctx, cexp, planned, sub, w.datasets, w.peers)
 
     return calibration.calibrate(exp, store, campaign, w.ctx.media, set_limit, run)
@@ -467,9 +466,9 @@ def adaptive_runs(store: ResultStore, exp: Experiment, campaign: int = 1) -> lis
     cells = exp.cells()
     by_id = {c.cell_id: c for c in cells}
     done = runs.groupby("cell_id")["repetition"].max().to_dict()
-    manifests = [m for m in store.iter_manifests() if campaign_of(m) == campaign]
-    attempted = {m["run_id"] for m in manifests}
-    first_order = len(cells) * exp.repetitions + sum(bool(m.get("adaptive")) for m in manifests) + 1
+    manifests = [m for m in store.records() if m.campaign == campaign]
+    attempted = {m.run_id for m in manifests}
+    first_order = len(cells) * exp.repetitions + sum(m.adaptive for m in manifests) + 1
     extra: list[PlannedRun] = []
     for cell_id in sorted(more):
         if more[cell_id] <= 0 or cell_id not in by_id:
@@ -488,8 +487,8 @@ def time_accounting(store: ResultStore) -> dict[str, float]:
     """Seconds spent per step over all recorded runs (failed ones too) and dataset preparation:
     how much of the wall time was measurement."""
     steps: dict[str, float] = {}
-    for m in store.iter_manifests():
-        for step, secs in (m.get("steps") or {}).items():
+    for m in store.records():
+        for step, secs in m.steps.items():
             steps[step] = steps.get(step, 0.0) + float(secs)
     ds = store.root / "datasets"
     prepare = sum(json.loads(p.read_text()).get("prepare_s", 0.0) for p in ds.glob("*/*.json")) \
@@ -564,12 +563,12 @@ def study_status(study: Study) -> dict[str, Any]:
     assignment = assign_runs(plan, study_assignment(study, hosts), hosts)
     ran_on: dict[str, str] = {}
     busy: dict[str, float] = {}
-    for m in store.iter_manifests():
-        if campaign_of(m) != current.number:
+    for m in store.records():
+        if m.campaign != current.number:
             continue
-        h = str(m.get("host"))
-        ran_on[m["run_id"]] = h
-        busy[h] = busy.get(h, 0.0) + float(m.get("duration_s") or sum((m.get("steps") or {}).values()))
+        h = str(m.host)
+        ran_on[m.run_id] = h
+        busy[h] = busy.get(h, 0.0) + float(m.duration_s or sum(m.steps.values()))
     per_host: dict[str, dict[str, Any]] = {}
     for h in dict.fromkeys([*hosts, *sorted(busy)]):
         mine = [r.run_id for r in plan if ran_on.get(r.run_id, assignment.get(r.run_id)) == h]
