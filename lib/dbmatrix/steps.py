@@ -85,7 +85,7 @@ def run_matrix(study: Study, progress: bool = True,
     `on_interval(run_id, interval)` receives each parsed sysbench per-second line while a run measures
     (e.g. ``explore.LiveThroughput.on_interval``)."""
     counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign)
-    return {**counts, **study_status(study)}
+    return {**counts.as_dict(), **study_status(study).as_dict()}
 
 
 def run_all(studies: Sequence[Study], progress: bool = True,

@@ -37,6 +37,7 @@ from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
+from dbmatrix.run.reports import RunReport, StudyStatus
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.standalone import Standalone
 from dbmatrix.run.topology import Topology
@@ -305,10 +306,10 @@ def _record_campaign(study: Study, campaign: int, session_started: str, fleet: F
 
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
               host_name: str | None = None, on_interval: IntervalCallback | None = None,
-              allow_lost_hosts: bool = False, campaign: CampaignOption = "last") -> dict[str, Any]:
+              allow_lost_hosts: bool = False, campaign: CampaignOption = "last") -> RunReport:
     """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
     several, each host its own replicate blocks; see :mod:`dbmatrix.run.fleet` and
-    :mod:`dbmatrix.spec.assignment`); returns counts. Safe to call again to resume.
+    :mod:`dbmatrix.spec.assignment`); returns its counts (a :class:`RunReport`). Safe to call again to resume.
 
     A host that cannot be set up or stops answering stops the line (no further run starts) and is named
     in ``lost_hosts``; the caller fails (``dbmatrix run`` exits 4). With `allow_lost_hosts` the other
@@ -332,11 +333,10 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     record_assignment(store, exp, hosts, block_hosts)
     assignment = assign_runs(plan, block_hosts, hosts)
     pending = [r for r in plan if store.status(r.run_id) != "ok"]
-    counts: dict[str, Any] = {"campaign": choice.number, "campaign_reason": choice.line(),
-                              "planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0,
-                              "failed": 0, "adaptive": 0, "not_attempted": 0}
+    counts = RunReport(campaign=choice.number, campaign_reason=choice.line(), planned=len(plan),
+                       already_done=len(plan) - len(pending))
     if host_name and len(hosts) > 1:  # one host's share of the blocks
-        counts["other_hosts_runs"] = sum(assignment[r.run_id] != host_name for r in pending)
+        counts.other_hosts_runs = sum(assignment[r.run_id] != host_name for r in pending)
         pending = [r for r in pending if assignment[r.run_id] == host_name]
     if max_runs is not None:
         pending = pending[:max_runs]
@@ -368,8 +368,8 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
 
     def on_result(w: Worker, m: RunRecord) -> None:
         with lock:
-            counts[str(m.status)] += 1
-            counts["adaptive"] += m.adaptive
+            counts.count(m.status)
+            counts.adaptive += m.adaptive
             bar.update(1)
 
     fleet = Fleet(specs, exp, store, connect, execute, on_result, allow_lost=allow_lost_hosts)
@@ -399,18 +399,18 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
                 moved = {int(m["block"]): str(m["to"]) for m in fleet.moves}
                 record_assignment(store, exp, hosts, {**block_hosts, **moved}, fleet.moves)
             rec = _record_campaign(study, choice.number, session_started, fleet)
-    counts["campaign_complete"] = rec["complete"]
-    counts["not_attempted"] = len(left)
+    counts.campaign_complete = rec["complete"]
+    counts.not_attempted = len(left)
     if left:
-        counts["not_run"] = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
-    lost = {w.spec.name: w.lost for w in fleet.workers if w.lost}
+        counts.not_run = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
+    lost = {w.spec.name: str(w.lost) for w in fleet.workers if w.lost}
     if lost:
-        counts["lost_hosts"] = lost
-        counts["lost_hosts_allowed"] = allow_lost_hosts
+        counts.lost_hosts = lost
+        counts.lost_hosts_allowed = allow_lost_hosts
     if fleet.moves:
-        counts["blocks_moved"] = list(fleet.moves)
+        counts.blocks_moved = list(fleet.moves)
     if len(specs) > 1 or lost:
-        counts["hosts"] = fleet.summary()
+        counts.hosts = fleet.summary()
     return counts
 
 
@@ -435,15 +435,15 @@ def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign
     return calibration.calibrate(exp, store, campaign, w.ctx.media, set_limit, run)
 
 
-def lost_hosts_message(counts: Mapping[str, Any]) -> str | None:
+def lost_hosts_message(counts: RunReport) -> str | None:
     """The line a command prints when hosts were lost (None: none was), naming them and what to do."""
-    lost = counts.get("lost_hosts") or {}
+    lost = counts.lost_hosts
     if not lost:
         return None
     names = ", ".join(f"{h} ({why})" for h, why in sorted(lost.items()))
-    left = counts.get("not_attempted", 0)
-    if counts.get("lost_hosts_allowed"):
-        return (f"lost host(s): {names}; allowed (--allow-lost-hosts): {len(counts.get('blocks_moved', []))} "
+    left = counts.not_attempted
+    if counts.lost_hosts_allowed:
+        return (f"lost host(s): {names}; allowed (--allow-lost-hosts): {len(counts.blocks_moved)} "
                 f"whole block(s) moved to other hosts, {left} run(s) not run")
     return (f"lost host(s): {names}; the line stopped with {left} run(s) not run. Fix the host and run again "
             "(completed runs are kept), or pass --allow-lost-hosts to let the other hosts take its whole "
@@ -540,17 +540,9 @@ def campaign_lines(study: Study, plan_note: bool = False) -> list[str]:
             f"  --campaign last would run {choose('last', states).line()}"]
 
 
-def study_status(study: Study) -> dict[str, Any]:
-    """Counts of done/failed/pending runs and the estimated time left, in total and per host.
-
-    ``estimated_remaining_s`` is the wall-clock time left (the hosts measure in parallel; the busiest
-    host's share), ``estimated_remaining_machine_s`` the time summed over hosts. ``per_host`` gives each
-    host's runs (planned, ok, failed, pending), its busy time (``busy_s``: the seconds its runs took,
-    its own clock) and its remaining estimate; ``busy_s_total`` adds them over hosts (machine time, not
-    wall time). ``lost_hosts`` names hosts the last run command lost.
-
-    The counts are the latest campaign's (what ``--campaign last`` continues); ``campaigns`` lists every
-    campaign with its completeness and boots, and ``next_auto`` what ``--campaign auto`` would do."""
+def study_status(study: Study) -> StudyStatus:
+    """Counts of done/failed/pending runs of the latest campaign and the estimated time left, in total and
+    per host (see :class:`StudyStatus`)."""
     exp, store = study.experiment, study.store
     states = campaign_states_of(store, exp)
     current = choose("last", states)
@@ -579,18 +571,18 @@ def study_status(study: Study) -> dict[str, Any]:
             "estimated_remaining_s": (summary.estimated_s_per_host.get(h, 0.0) if summary else 0.0),
         }
     lost = lost_hosts(store)
-    return {
-        "results_dir": str(store.root), "experiment": exp.name, "campaign": current.number,
-        "campaigns": campaign_table(store, states), "next_auto": choose("auto", states).line(),
-        "planned": len(plan),
-        "ok": sum(v == "ok" for v in statuses.values()), "failed": failed,
-        "pending": sum(v is None for v in statuses.values()),
-        "estimated_remaining_s": summary.estimated_wall_s if summary else 0.0,
-        "estimated_remaining_machine_s": summary.estimated_s if summary else 0.0,
-        "hosts": hosts, "per_host": per_host,
-        "busy_s_total": round(sum(busy.values()), 1), "lost_hosts": lost,
-        "host_check": _host_check_line(store),
-    }
+    return StudyStatus(
+        results_dir=str(store.root), experiment=exp.name, campaign=current.number,
+        campaigns=campaign_table(store, states), next_auto=choose("auto", states).line(),
+        planned=len(plan),
+        ok=sum(v == "ok" for v in statuses.values()), failed=failed,
+        pending=sum(v is None for v in statuses.values()),
+        estimated_remaining_s=summary.estimated_wall_s if summary else 0.0,
+        estimated_remaining_machine_s=summary.estimated_s if summary else 0.0,
+        hosts=hosts, per_host=per_host,
+        busy_s_total=round(sum(busy.values()), 1), lost_hosts=lost,
+        host_check=_host_check_line(store),
+    )
 
 
 def _host_check_line(store: ResultStore) -> str | None:
