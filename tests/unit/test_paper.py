@@ -207,7 +207,8 @@ def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) 
         d = store.raw / f"run{i}"
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(json.dumps({
-            "run_id": f"run{i}", "status": "ok", "host": host, "host_class": cls,
+            "run_id": f"run{i}", "experiment": "e", "cell_id": "c", "cell": {}, "repetition": 1,
+            "status": "ok", "host": host, "host_class": cls,
             "host_facts": {**FACTS, "host": host, "hostname": "vm"},
             "media_state": {"disk": MEDIA["disk"]}}))
     hosts = host_facts_of([SimpleNamespace(store=store)])  # type: ignore[list-item]

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from dbmatrix.spec.experiment import FACTORS
 from dbmatrix.record import SCHEMA_VERSION, RunRecord
+from dbmatrix.spec.experiment import FACTORS
 from dbmatrix.store import MANIFEST, ResultStore, write_json_atomic, write_text_atomic
+
 
 def rec(run_id: str, status: str = "ok", **extra: Any) -> RunRecord:
     """A minimal run record (identity only)."""
