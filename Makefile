@@ -66,7 +66,7 @@ run: setup
 # Code dependencies come from the packages: what analysing reads (analyse/, the workload parsers, the store
 # and the spec) and what publishing adds (publish/ and the steps that drive it).
 PKG_CODE = $(shell find $(addprefix lib/dbmatrix/,$(1)) -name '*.py' 2>/dev/null | sort)
-ANALYSIS_CODE := $(call PKG_CODE,analyse workload spec hosts/collect.py store.py steps.py study.py paths.py)
+ANALYSIS_CODE := $(call PKG_CODE,analyse workload spec hosts/collect.py record.py store.py steps.py study.py paths.py)
 FIGURE_CODE := $(ANALYSIS_CODE) $(call PKG_CODE,publish) notebooks/30-figures.ipynb \
                notebooks/params/$(PROFILE).yaml
 STUDY_STAMPS :=

@@ -84,6 +84,17 @@ def test_the_layers_point_one_way() -> None:
         assert "run" not in pkg_edges.get(pkg, set()) and "publish" not in pkg_edges.get(pkg, set()), pkg
 
 
+def test_the_run_record_is_pure_and_read_below_run() -> None:
+    """The run record (dbmatrix.record) is read by the store, analysis and publishing and written by run/:
+    it imports only spec/ (factor defaults) and nothing that does I/O; the store reads it, never run/."""
+    mod_edges, pkg_edges = _graph()
+    assert pkg_edges.get("record", set()) <= {"spec"}, pkg_edges.get("record")
+    assert "dbmatrix.record" in mod_edges["dbmatrix.store"]
+    assert "run" not in pkg_edges.get("store", set())
+    assert {t for t, _ in _imports(LIB / "record.py")} <= {"__future__", "json", "collections.abc", "dataclasses",
+                                                          "typing", "dbmatrix.spec.experiment", "dbmatrix.spec.factors"}
+
+
 def test_no_module_imports_another_modules_private_names() -> None:
     offenders = []
     for p in LIB.rglob("*.py"):
