@@ -73,7 +73,7 @@ def test_two_instances_on_this_machine(tmp_path: Path, monkeypatch: pytest.Monke
     assert all(i["stop_mode"] == "kill" for i in two.instances.values())  # the default stop_mode
     assert _pids_on(str(work)) == []
     if pinned is not SPEC:  # one CPU each, applied by taskset to the running server
-        p = ms[(2, "instance")]["instances"]
+        p = ms[(2, "instance")].instances
         assert [p[k]["command"].split()[:3] for k in ("i1", "i2")] == [["taskset", "-c", str(c)] for c in cpus]
         assert [p[k]["affinity"].rsplit(":", 1)[1].strip() for k in ("i1", "i2")] == [str(c) for c in cpus]
     tables = scaleout_tables(study.store.load_runs(), study.store.load_histograms(), study.store.load_intervals(),

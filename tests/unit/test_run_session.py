@@ -146,6 +146,9 @@ def test_a_run_calls_the_hooks_in_order_and_commits_an_ok_manifest(tmp_path: Pat
     raw = s.store.raw / s.run.run_id
     assert (raw / "sysbench.out").read_text() == RUN_OUT and (raw / "warmup.out").is_file()
     assert s.store.status(s.run.run_id) == "ok"
+    # The committed manifest is the record's current-version JSON, read back equal and byte for byte.
+    text = (raw / "manifest.json").read_text()
+    assert text == m.to_json() and RunRecord.from_json(text) == m and RunRecord.from_json(text).to_json() == text
     # One warm-up and one measured sysbench, both over the topology's socket.
     assert host.count(r"^sysbench ") == 2 and all("--mysql-socket=/tmp/dbmatrix-unit/s.sock" in c
                                                    for c in host.matching(r"^sysbench "))
