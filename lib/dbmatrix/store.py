@@ -237,7 +237,7 @@ class ResultStore:
         before, after = d / "status-before.tsv", d / "status-after.tsv"
         if not (before.is_file() and after.is_file()):
             return dict.fromkeys(cache_counters.COLUMNS, float("nan"))
-        return cache_counters.cache_counters(m.cell.get("engine", ""),
+        return cache_counters.cache_counters(m.cell["engine"],
                                              cache_counters.parse_status(before.read_text()),
                                              cache_counters.parse_status(after.read_text()))
 

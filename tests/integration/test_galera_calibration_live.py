@@ -61,7 +61,7 @@ def test_followers_on_a_calibrated_throttled_medium() -> None:
                       str(results), "--no-progress", "--campaign", "auto")
         assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
         counts = json.loads(r.stdout.strip().splitlines()[-1])
-        assert (counts.ok, counts.failed) == (1, 0), counts
+        assert (counts["ok"], counts["failed"]) == (1, 0), counts
 
         rec = json.loads((results / "calibration" / "campaign-1.json").read_text())
         assert rec["reached"] is True and rec["chosen"] == 300, rec  # the mildest candidate reaches 20 %

@@ -172,4 +172,4 @@ def test_ctrl_c_leaves_no_orphan_and_the_rerun_completes(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     m = json.loads(next((results / "raw").glob("*/manifest.json")).read_text())
-    assert m.status == "ok" and not list((results / "raw").glob(".tmp-*"))
+    assert m["status"] == "ok" and not list((results / "raw").glob(".tmp-*"))

@@ -97,9 +97,9 @@ def run_row(m: RunRecord) -> dict[str, Any]:
     committed = _mean_over(w, "committed", "max")
     window = _mean_over(w, "window_s")
     return {
-        "run_id": m.run_id, "cell_id": m.cell_id, LEVEL: int(cell.get(LEVEL, 1)),
-        "follower_medium": cell.get("follower_medium", "same"),
-        "write_to": cell.get("write_to", "node1"), "threads": cell.get("threads"),
+        "run_id": m.run_id, "cell_id": m.cell_id, LEVEL: int(cell[LEVEL]),
+        "follower_medium": cell["follower_medium"],
+        "write_to": cell["write_to"], "threads": cell.get("threads"),
         "workload": cell.get("workload"), "repetition": m.repetition, "block": m.block,
         "order": m.order, "host": m.host, "campaign": m.campaign,
         "nodes": len(w) or None,
@@ -141,7 +141,7 @@ def load_calibration(root: Path) -> pd.DataFrame:
 
 def node_rows(m: RunRecord) -> list[dict[str, Any]]:
     cell = m.cell
-    return [{"run_id": m.run_id, LEVEL: int(cell.get(LEVEL, 1)), "write_to": cell.get("write_to", "node1"),
+    return [{"run_id": m.run_id, LEVEL: int(cell[LEVEL]), "write_to": cell["write_to"],
              "node": node, **{k: d.get(k) for k in WSREP_KEYS}}
             for node, d in sorted(m.wsrep.items())]
 
@@ -296,9 +296,9 @@ def load_samples(store: ResultStore, manifests: Sequence[RunRecord]) -> pd.DataF
         if s.empty:
             continue
         s.insert(0, "run_id", m.run_id)
-        s.insert(1, LEVEL, int(m.cell.get(LEVEL, 1)))
-        s.insert(2, "write_to", m.cell.get("write_to", "node1"))
-        s.insert(3, "follower_medium", m.cell.get("follower_medium", "same"))
+        s.insert(1, LEVEL, int(m.cell[LEVEL]))
+        s.insert(2, "write_to", m.cell["write_to"])
+        s.insert(3, "follower_medium", m.cell["follower_medium"])
         s.insert(4, "repetition", m.repetition)
         frames.append(s)
     cols = ["run_id", LEVEL, "write_to", "follower_medium", "repetition", "t_s", "node", "recv_queue",
