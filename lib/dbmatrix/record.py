@@ -38,8 +38,13 @@ record" and each step below is written to leave a manifest that already has the 
 4. factors (514f244 instances/pinning, e6b46d8 follower_medium): ``cell`` holds every factor, absent ones
    at their default; ``adaptive`` absent -> False;
 5. the typed record: a null field is absent (legacy ``"error": null``, ``"log_dir": null``), and so is an
-   empty dict or list (a failed Galera run's ``"wsrep": {}``); new optional field ``lease``; unknown fields
-   are refused.
+   empty dict or list (a failed Galera run's ``"wsrep": {}``); new optional field ``lease``; unknown fields,
+   and fields of another JSON type than their annotation says, are refused by name.
+
+``tests/unit/test_record.py`` loads every committed reference manifest (``data/reference/**/raw/*``,
+calibration runs included) through this path and round-trips it, and tests each step on a minimal example
+of the shape before it (the shapes are those of the reference data in git history: cbd013d, afa590e,
+4a177ee, e6b46d8, and the early failures ``record_early_failure`` wrote).
 """
 
 from __future__ import annotations
@@ -233,6 +238,10 @@ class RunRecord:
         if cur.get("status") is not None and cur["status"] not in STATUSES:
             raise RecordError(f"run record {cur['run_id']!r}: status {cur['status']!r} is not one of "
                               f"{', '.join(STATUSES)}")
+        for k, v in cur.items():
+            want = _JSON_TYPES[k]
+            if want is not None and not _is(v, want):
+                raise RecordError(f"run record {cur['run_id']!r}: field {k!r} is {v!r}, not {_FIELD_TYPES[k]}")
         if cur.get("lease") is not None:
             cur["lease"] = Lease.from_dict(cur["lease"])
         return cls(**cur)
@@ -244,6 +253,21 @@ class RunRecord:
 
 _FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RunRecord))
 _CONTAINERS = frozenset(f.name for f in fields(RunRecord) if f.default_factory is not MISSING)
+_FIELD_TYPES = {f.name: str(f.type) for f in fields(RunRecord)}
+
+
+def _json_type(annotation: str) -> tuple[type, ...] | None:
+    """The JSON types a field's annotation allows (None: any); None values never reach the check."""
+    base = annotation.split("|")[0].strip().split("[")[0]
+    return {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),
+            "list": (list,), "Lease": (dict,)}.get(base)
+
+
+def _is(value: Any, want: tuple[type, ...]) -> bool:
+    return isinstance(value, want) and (bool in want or not isinstance(value, bool))
+
+
+_JSON_TYPES = {k: _json_type(t) for k, t in _FIELD_TYPES.items()}
 _REQUIRED = ("run_id", "experiment", "cell_id", "cell", "repetition", "host")
 
 
@@ -251,7 +275,8 @@ _REQUIRED = ("run_id", "experiment", "cell_id", "cell", "repetition", "host")
 
 def update_to_2(d: dict[str, Any]) -> dict[str, Any]:
     """Campaigns: a manifest without ``campaign`` is campaign 1; its boot id is its host facts'."""
-    d["campaign"] = int(d.get("campaign") or 1)
+    if d.get("campaign") is None:
+        d["campaign"] = 1
     if not d.get("boot_id"):
         d["boot_id"] = (d.get("host_facts") or {}).get("boot_id")
     return d

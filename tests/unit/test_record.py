@@ -168,3 +168,13 @@ def test_the_lease_round_trips_and_is_checked() -> None:
     with pytest.raises(RecordError, match="lease: field 'job_id' is required"):
         RunRecord.from_dict({**minimal(), "lease": {"scheduler": "slurm"}})
     assert RunRecord.from_dict(minimal()).lease is None
+
+
+def test_a_field_of_the_wrong_type_is_refused_by_name() -> None:
+    with pytest.raises(RecordError, match="field 'campaign' is 'two', not int"):
+        RunRecord.from_dict(minimal(campaign="two"))
+    with pytest.raises(RecordError, match="field 'summary' is"):
+        RunRecord.from_dict(minimal(summary=[1, 2]))
+    with pytest.raises(RecordError, match="field 'repetition' is True"):
+        RunRecord.from_dict(minimal(repetition=True))  # a bool is not a count
+    assert RunRecord.from_dict(minimal(cache_pct=25, duration_s=3)).duration_s == 3  # an int is a float
