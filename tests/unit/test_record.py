@@ -4,6 +4,7 @@ each migration step on a minimal legacy example; unknown fields and newer schema
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,37 @@ def test_a_field_of_the_wrong_type_is_refused_by_name() -> None:
     with pytest.raises(RecordError, match="field 'repetition' is True"):
         RunRecord.from_dict(minimal(repetition=True))  # a bool is not a count
     assert RunRecord.from_dict(minimal(cache_pct=25, duration_s=3)).duration_s == 3  # an int is a float
+
+
+# The reference data as committed before the record (git history): the oldest shapes, loaded for real.
+LEGACY_REFERENCE_COMMITS = ("cbd013d", "afa590e", "4a177ee")
+
+
+def _git(*args: str, stdin: bytes | None = None) -> bytes:
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False)
+    return r.stdout if r.returncode == 0 else b""
+
+
+@pytest.mark.parametrize("commit", LEGACY_REFERENCE_COMMITS)
+def test_the_reference_manifests_of_earlier_commits_load_and_migrate(commit: str) -> None:
+    names = [n for n in _git("ls-tree", "-r", "--name-only", commit, "--", "data/reference").decode().split()
+             if n.endswith("/manifest.json")]
+    if not names:
+        pytest.skip(f"git history with {commit} not available (a shallow clone)")
+    blobs = _git("cat-file", "--batch", stdin="".join(f"{commit}:{n}\n" for n in names).encode())
+    texts, pos = [], 0
+    while pos < len(blobs):  # "<sha> blob <size>\n<content>\n" per name
+        end = blobs.index(b"\n", pos)
+        size = int(blobs[pos:end].split()[2])
+        texts.append(blobs[end + 1:end + 1 + size].decode())
+        pos = end + 1 + size + 1
+    assert len(texts) == len(names)
+    for text in texts:
+        legacy = json.loads(text)
+        rec = load(text)
+        assert legacy.get("schema", 1) == 1 and set(FACTORS) <= set(rec.cell)
+        assert rec.campaign == legacy.get("campaign", 1) and rec.cache_basis
+        assert rec.dataset["data_apparent_bytes"] == legacy["dataset"].get("data_apparent_bytes",
+                                                                            legacy["dataset"]["data_logical_bytes"])
+        assert RunRecord.from_json(rec.to_json()) == rec
