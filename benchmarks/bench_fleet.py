@@ -45,8 +45,8 @@ def _timed(tmp: Path, netns_hosts, name: str, hosts: list[str]) -> tuple[float, 
     t0 = time.monotonic()
     counts = run_study(study, progress=False)
     wall = time.monotonic() - t0
-    tps = [m["summary"]["tps"] for m in study.store.iter_manifests() if m.get("status") == "ok"]
-    return wall, {**counts, "mean_tps": statistics.fmean(tps) if tps else float("nan")}
+    tps = [m.summary["tps"] for m in study.store.records() if m.ok]
+    return wall, {**counts.as_dict(), "mean_tps": statistics.fmean(tps) if tps else float("nan")}
 
 
 def test_fleet_speedup(tmp_path: Path, netns_hosts) -> None:

@@ -74,13 +74,13 @@ def test_two_hosts_one_slower(tmp_path: Path, netns_hosts) -> None:
         for host in (h1, h2):
             for pid in host.processes("sshd"):
                 os.sched_setaffinity(pid, set(range(os.cpu_count() or 1)))
-    assert counts["ok"] == counts["planned"], counts
+    assert counts.ok == counts.planned, counts
     a = analyse(study.store, study.experiment)
     runs = closed_loop(a.runs)
     factors = factor_columns(runs)
     pooled = a.hosts[a.hosts["scope"] == "pooled"].iloc[0]
-    print(f"\n{counts['planned']} runs, blocks per host: "
-          + ", ".join(f"{h} {v['runs']} runs" for h, v in counts["hosts"].items()))
+    print(f"\n{counts.planned} runs, blocks per host: "
+          + ", ".join(f"{h} {v['runs']} runs" for h, v in counts.hosts.items()))
     for _, r in a.hosts.iterrows():
         print(f"  host check {r['scope']:>6} {r['cell_id']:<34} {r['host']}/{r['reference']} "
               f"x{r['ratio']:.3f} [{r['ci_lo']:.3f}, {r['ci_hi']:.3f}] {r['verdict']}")

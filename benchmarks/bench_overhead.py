@@ -44,6 +44,7 @@ import yaml
 
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.parse import sysbench
+from dbmatrix.record import RunRecord
 from dbmatrix.run.matrix import run_study
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study
@@ -60,26 +61,26 @@ def _utc(s: str) -> float:
 def measured_fraction(results: Path) -> dict[str, Any]:
     """Window seconds over wall seconds of a results directory, and mean seconds per step per run."""
     store = ResultStore(results)
-    manifests = [m for m in store.iter_manifests() if m.get("started_utc") and m.get("finished_utc")]
+    manifests = [m for m in store.records() if m.started_utc and m.finished_utc]
     if not manifests:
         raise SystemExit(f"{results}: no run manifests under raw/")
-    wall = max(_utc(m["finished_utc"]) for m in manifests) - min(_utc(m["started_utc"]) for m in manifests)
-    ok = [m for m in manifests if m.get("status") == "ok"]
-    window = sum(store.parsed(m["run_id"]).summary.get("total_time_s") or 0.0 for m in ok)
+    wall = max(_utc(m.finished_utc) for m in manifests) - min(_utc(m.started_utc) for m in manifests)
+    ok = [m for m in manifests if m.ok]
+    window = sum(store.parsed(m.run_id).summary.get("total_time_s") or 0.0 for m in ok)
     steps: dict[str, list[float]] = {}
     for m in ok:
-        for k, v in (m.get("steps") or {}).items():
+        for k, v in m.steps.items():
             steps.setdefault(k, []).append(float(v))
-        unaccounted = float(m.get("duration_s") or 0) - sum((m.get("steps") or {}).values())
+        unaccounted = float(m.duration_s or 0) - sum(m.steps.values())
         steps.setdefault("(other, in the run)", []).append(unaccounted)
-    gaps = wall - sum(float(m.get("duration_s") or 0) for m in manifests)
-    modes = sorted({m.get("window_mode", "two_process (before window_mode)") for m in ok})
+    gaps = wall - sum(float(m.duration_s or 0) for m in manifests)
+    modes = sorted({(m.window_mode or "two_process (before window_mode)") for m in ok})
     return {"results": str(results), "runs": len(manifests), "ok": len(ok), "window_modes": modes,
             "wall_s": round(wall, 1), "window_s": round(window, 1),
             "measured_fraction": round(window / wall, 4) if wall else None,
-            "window_over_run_time": round(window / sum(float(m.get("duration_s") or 0) for m in ok), 4),
+            "window_over_run_time": round(window / sum(float(m.duration_s or 0) for m in ok), 4),
             "between_runs_s": round(gaps, 1), "per_run_s": {k: round(statistics.fmean(v), 3) for k, v in steps.items()},
-            "run_duration_mean_s": round(statistics.fmean(float(m.get("duration_s") or 0) for m in ok), 3)}
+            "run_duration_mean_s": round(statistics.fmean(float(m.duration_s or 0) for m in ok), 3)}
 
 
 def print_fraction(f: dict[str, Any]) -> None:
@@ -113,16 +114,16 @@ def ratio_spec(pairs: int) -> dict[str, Any]:
     return spec
 
 
-def hand_run(host: LocalHost, m: dict[str, Any]) -> float:
+def hand_run(host: LocalHost, m: RunRecord) -> float:
     """The run of manifest `m` by hand: fresh copy of its snapshot, its server command line, its sysbench
     command(s), a clean shutdown; returns the window's tps."""
     q = shlex.quote
-    argv = shlex.split(m["server"]["command"])
+    argv = shlex.split(m.server["command"])
     opt = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if a.startswith("--") and "=" in a}
     datadir, sock = opt["--datadir"], opt["--socket"]
-    host.run(f"rm -rf {q(datadir)} && cp -a {q(m['dataset']['snapshot'])} {q(datadir)}")
+    host.run(f"rm -rf {q(datadir)} && cp -a {q(m.dataset['snapshot'])} {q(datadir)}")
     host.run("sync && echo 3 > /proc/sys/vm/drop_caches", check=False)
-    host.run(f"rm -f {q(opt['--pid-file'])}; cd /; setsid nohup {m['server']['command']} > /dev/null 2>&1 "
+    host.run(f"rm -f {q(opt['--pid-file'])}; cd /; setsid nohup {m.server['command']} > /dev/null 2>&1 "
              "< /dev/null &")
     ping = f"mariadb-admin --no-defaults -uroot --socket={q(sock)} ping"
     deadline = time.monotonic() + 60
@@ -131,9 +132,9 @@ def hand_run(host: LocalHost, m: dict[str, Any]) -> float:
             raise RuntimeError("hand run: the server did not answer within 60 s")
         time.sleep(0.1)
     try:
-        if "sysbench_warmup" in m:
-            host.run(m["sysbench_warmup"]["command"])
-        r = host.run(m["sysbench"]["command"])
+        if m.sysbench_warmup:
+            host.run(m.sysbench_warmup["command"])
+        r = host.run(m.sysbench["command"])
     finally:
         host.run(f"mariadb-admin --no-defaults -uroot --socket={q(sock)} shutdown", check=False, timeout=120)
     parsed = sysbench.parse_output(r.stdout, r.stderr)
@@ -166,12 +167,12 @@ def harness_ratio(workdir: Path, pairs: int) -> dict[str, Any]:
         tps: dict[str, float] = {}
         for who in order:
             if who == "harness":
-                before = {m["run_id"] for m in study.store.iter_manifests()}
+                before = {m.run_id for m in study.store.records()}
                 run_study(study, progress=False, max_runs=1)
-                (m,) = [m for m in study.store.iter_manifests() if m["run_id"] not in before]
-                if m["status"] != "ok":
-                    raise SystemExit(f"harness run {m['run_id']} failed: {m.get('error')}")
-                tps["harness"], last = float(m["summary"]["tps"]), m
+                (m,) = [m for m in study.store.records() if m.run_id not in before]
+                if m.status != "ok":
+                    raise SystemExit(f"harness run {m.run_id} failed: {m.error}")
+                tps["harness"], last = float(m.summary["tps"]), m
             else:
                 if "last" not in locals():  # the hand run needs a manifest: measure the harness first once
                     raise SystemExit("internal: the first pair must start with the harness")
@@ -181,7 +182,7 @@ def harness_ratio(workdir: Path, pairs: int) -> dict[str, Any]:
               f"ratio {rows[-1]['ratio']:.4f}", flush=True)
     mean, lo, hi = t_interval([r["ratio"] for r in rows])
     return {"pairs": rows, "ratio_mean": round(mean, 4), "ci95": [round(lo, 4), round(hi, 4)],
-            "window_mode": last.get("window_mode"), "command": last["sysbench"]["command"]}
+            "window_mode": last.window_mode, "command": last.sysbench["command"]}
 
 
 # ------------------------------------------------------------------------------------ main

@@ -81,35 +81,35 @@ def main() -> int:
     for k in range(total):  # ABBA: clean first on even pairs, kill first on odd ones
         for mode in (MODES if k % 2 == 0 else MODES[::-1]):
             counts = run_study(studies[mode], progress=False, max_runs=1)
-            print(f"pair {k + 1}/{total} {mode}: ok={counts['ok']} failed={counts['failed']}", flush=True)
+            print(f"pair {k + 1}/{total} {mode}: ok={counts.ok} failed={counts.failed}", flush=True)
 
-    runs: dict[str, dict[tuple[str, int], dict[str, Any]]] = {m: {} for m in MODES}
+    runs: dict[str, dict[tuple[str, int], Any]] = {m: {} for m in MODES}
     for mode, study in studies.items():
-        for m in study.store.iter_manifests():
-            if m.get("status") == "ok":
-                runs[mode][(m["cell_id"], m["repetition"])] = m
+        for m in study.store.records():
+            if m.ok:
+                runs[mode][(m.cell_id, m.repetition)] = m
     keys = sorted(set(runs["clean"]) & set(runs["kill"]))
     print(f"\n{len(keys)} paired runs (cell x repetition) of {spec_path.name}; results in {root}")
     print(f"{'mode':6} {'stop_s':>8} {'tps':>9} {'wall_s':>7}  steps (mean s)")
     for mode in MODES:
         ms = [runs[mode][k] for k in keys]
-        steps = {s: statistics.fmean(m["steps"].get(s, 0) for m in ms) for s in ms[0]["steps"]}
-        print(f"{mode:6} {statistics.fmean(m['server']['stop_s'] for m in ms):8.3f} "
-              f"{statistics.fmean(m['summary']['tps'] for m in ms):9.1f} "
-              f"{statistics.fmean(m['duration_s'] for m in ms):7.2f}  "
+        steps = {s: statistics.fmean(m.steps.get(s, 0) for m in ms) for s in ms[0].steps}
+        print(f"{mode:6} {statistics.fmean(m.server['stop_s'] for m in ms):8.3f} "
+              f"{statistics.fmean(m.summary['tps'] for m in ms):9.1f} "
+              f"{statistics.fmean(m.duration_s for m in ms):7.2f}  "
               + " ".join(f"{s}={v:.2f}" for s, v in steps.items()))
-        assert all(m["server"]["stop_mode"] == mode for m in ms)
-    for what, get in (("tps", lambda m: m["summary"]["tps"]), ("stop_s", lambda m: m["server"]["stop_s"]),
-                      ("run wall s", lambda m: m["duration_s"])):
+        assert all(m.server["stop_mode"] == mode for m in ms)
+    for what, get in (("tps", lambda m: m.summary["tps"]), ("stop_s", lambda m: m.server["stop_s"]),
+                      ("run wall s", lambda m: m.duration_s)):
         r, lo, hi = paired_ratio([(get(runs["clean"][k]), get(runs["kill"][k])) for k in keys])
         print(f"kill/clean {what}: {r:.3f} [95 % CI {lo:.3f}, {hi:.3f}]")
-    r, lo, hi = paired_ratio([(runs["clean"][k]["summary"]["tps"], runs["kill"][k]["summary"]["tps"]) for k in keys])
+    r, lo, hi = paired_ratio([(runs["clean"][k].summary["tps"], runs["kill"][k].summary["tps"]) for k in keys])
     agree = lo <= 1 <= hi
     print(f"throughputs agree (CI of the tps ratio holds 1): {'yes' if agree else 'NO'}")
     for k in keys:
         c, x = runs["clean"][k], runs["kill"][k]
-        print(f"  {k[0]} r{k[1]}: tps clean {c['summary']['tps']:.1f} kill {x['summary']['tps']:.1f}; "
-              f"stop clean {c['server']['stop_s']:.3f} s kill {x['server']['stop_s']:.3f} s")
+        print(f"  {k[0]} r{k[1]}: tps clean {c.summary['tps']:.1f} kill {x.summary['tps']:.1f}; "
+              f"stop clean {c.server['stop_s']:.3f} s kill {x.server['stop_s']:.3f} s")
     return 0
 
 

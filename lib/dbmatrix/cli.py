@@ -215,8 +215,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         kwargs = {"host_name": args.host} if args.host else {}
         counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs,
                            allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign, **kwargs)
-        print(json.dumps({"experiment": study.experiment.name, **counts}))
-        failed += counts.get("failed", 0)
+        print(json.dumps({"experiment": study.experiment.name, **counts.as_dict()}))
+        failed += counts.failed
         if (msg := lost_hosts_message(counts)) is not None:
             print(f"{study.experiment.name}: {msg}", file=sys.stderr)
             lost = lost or not args.allow_lost_hosts
@@ -228,21 +228,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     for study in _studies(args):
         st = study_status(study)
-        print(f"{st['experiment']}: {st['ok']}/{st['planned']} runs done, {len(st['failed'])} failed, "
-              f"{st['pending']} not started; ~{format_duration(st['estimated_remaining_s'])} left "
-              f"({st['results_dir']}); "
-              + (f"campaign {st['campaign']} of {len(st['campaigns'])}" if st["campaigns"] else "no campaign yet"))
-        for run_id in st["failed"]:
+        print(f"{st.experiment}: {st.ok}/{st.planned} runs done, {len(st.failed)} failed, "
+              f"{st.pending} not started; ~{format_duration(st.estimated_remaining_s)} left "
+              f"({st.results_dir}); "
+              + (f"campaign {st.campaign} of {len(st.campaigns)}" if st.campaigns else "no campaign yet"))
+        for run_id in st.failed:
             print(f"  failed: {run_id}")
-        if len(st["per_host"]) > 1 or st["lost_hosts"]:
-            for h, v in st["per_host"].items():
+        if len(st.per_host) > 1 or st.lost_hosts:
+            for h, v in st.per_host.items():
                 print(f"  host {h}: {v['ok']}/{v['planned']} done, {v['failed']} failed, {v['pending']} not "
                       f"started, busy {format_duration(v['busy_s'])}, ~{format_duration(v['estimated_remaining_s'])}"
-                      " left" + (f"; LOST: {st['lost_hosts'][h]}" if h in st["lost_hosts"] else ""))
-            print(f"  busy time summed over hosts {format_duration(st['busy_s_total'])} (machine time; the "
+                      " left" + (f"; LOST: {st.lost_hosts[h]}" if h in st.lost_hosts else ""))
+            print(f"  busy time summed over hosts {format_duration(st.busy_s_total)} (machine time; the "
                   "time left above is wall-clock, hosts in parallel)")
-        if st.get("host_check"):
-            print(f"  {st['host_check']}")
+        if st.host_check:
+            print(f"  {st.host_check}")
         for line in campaign_lines(study):
             print(line)
         t = time_accounting(study.store)
@@ -479,7 +479,7 @@ CAMPAIGN_HELP = ("which campaign (one run of the whole matrix on one boot) to ru
 
 
 def _campaign_arg(value: str) -> str | int:
-    from dbmatrix.campaigns import parse_option
+    from dbmatrix.run.campaigns import parse_option
 
     try:
         return parse_option(value)

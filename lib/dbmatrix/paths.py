@@ -19,7 +19,6 @@ layout, so ``dbmatrix paper --out DIR`` builds the paper there.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from pathlib import Path
@@ -82,13 +81,15 @@ def params_file(profile: str) -> Path:
 
 
 def has_completed_runs(results: Path) -> bool:
-    """Whether a results directory holds at least one completed (status ok) run."""
+    """Whether a results directory holds at least one completed (status ok) run (read as run records)."""
+    from dbmatrix.record import load as load_record
+
     raw = results / "raw"
     if not raw.is_dir():
         return False
     for m in sorted(raw.glob("*/manifest.json")):
         try:
-            if json.loads(m.read_text()).get("status") == "ok":
+            if load_record(m.read_text()).ok:
                 return True
         except (OSError, ValueError):
             continue

@@ -85,14 +85,14 @@ def run_matrix(study: Study, progress: bool = True,
     `on_interval(run_id, interval)` receives each parsed sysbench per-second line while a run measures
     (e.g. ``explore.LiveThroughput.on_interval``)."""
     counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign)
-    return {**counts, **study_status(study)}
+    return {**counts.as_dict(), **study_status(study).as_dict()}
 
 
 def run_all(studies: Sequence[Study], progress: bool = True,
             on_interval: Callable[[str, dict[str, Any]], None] | None = None,
             campaign: str | int = "last") -> pd.DataFrame:
     """Step 10 for every study of the profile, one after the other; one row of counts per study.
-    `campaign`: auto, new, last or a number (:mod:`dbmatrix.campaigns`)."""
+    `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`)."""
     rows = []
     for s in studies:
         r = run_matrix(s, progress, on_interval, campaign)

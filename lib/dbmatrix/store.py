@@ -5,8 +5,10 @@ Layout under a results directory (``data/<profile>/``)::
     plan.json                  the planned runs in their randomised order, and the seed
     hosts/<host>.json          host facts
     campaigns/<k>.json         campaign k: start, finish, hosts and boot ids, git, datasets used
+                               (dbmatrix.run.campaigns merges them; read and written here)
     datasets/<host>/<key>.json dataset sizes and prepare times
-    raw/<run_id>/              manifest.json + raw outputs of a finished run (ok or failed)
+    raw/<run_id>/              manifest.json (a dbmatrix.record.RunRecord) + raw outputs of a finished
+                               run (ok or failed)
     failed/<run_id>@<utc>/     earlier failed attempts, kept when a rerun retries them
     processed/                 tables derived from raw/ (recomputable)
     notebooks/                 executed notebooks of this study, with papermill's provenance
@@ -28,13 +30,13 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.campaigns import boot_id_of, campaign_of
 from dbmatrix.parse import cache_counters, sysbench
-from dbmatrix.parse.system_counters import DELTA_KEYS as SYSTEM_COUNTERS  # keys of manifest["system"]
-from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS, LEGACY_CACHE_BASIS
+from dbmatrix.parse.system_counters import DELTA_KEYS as SYSTEM_COUNTERS  # keys of a record's system
+from dbmatrix.record import RunRecord
+from dbmatrix.record import load as load_record
+from dbmatrix.spec.experiment import FACTORS
 
 MANIFEST = "manifest.json"
-SCHEMA_VERSION = 1
 
 
 def utc_now() -> str:
@@ -110,43 +112,44 @@ class ResultStore:
         return sorted(recs, key=lambda r: int(r["campaign"]))
 
     # -- runs ---------------------------------------------------------------------------------
-    def manifest(self, run_id: str) -> dict[str, Any] | None:
+    def record(self, run_id: str) -> RunRecord | None:
+        """A committed run's record (its manifest of any schema version, migrated), or None."""
         p = self.raw / run_id / MANIFEST
-        return json.loads(p.read_text()) if p.is_file() else None
+        return load_record(p.read_text()) if p.is_file() else None
 
     def status(self, run_id: str) -> str | None:
-        m = self.manifest(run_id)
-        return None if m is None else m.get("status")
+        r = self.record(run_id)
+        return None if r is None else r.status
 
-    def iter_manifests(self) -> Iterator[dict[str, Any]]:
+    def records(self) -> Iterator[RunRecord]:
+        """Every committed run's record, by run id (the one load path of manifests)."""
         if not self.raw.is_dir():
             return
         for d in sorted(self.raw.iterdir()):
             if d.name.startswith(".") or not (d / MANIFEST).is_file():
                 continue
-            yield json.loads((d / MANIFEST).read_text())
+            yield load_record((d / MANIFEST).read_text())
 
     def begin_run(self, run_id: str) -> Path:
         """A fresh staging directory for a run's outputs."""
         self.raw.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=self.raw))
 
-    def commit_run(self, staging: Path, manifest: dict[str, Any]) -> Path:
-        """Write the manifest and move the staging directory into place.
+    def commit_run(self, staging: Path, record: RunRecord) -> Path:
+        """Write the record (with the list of the run's outputs) and move the staging directory into place.
 
         An earlier failed attempt of the same run is moved to failed/ first, never deleted.
         """
-        run_id = manifest["run_id"]
-        manifest = {"schema": SCHEMA_VERSION, **manifest,
-                    "files": sorted(p.name for p in staging.iterdir() if p.name != MANIFEST)}
-        write_json_atomic(staging / MANIFEST, manifest)
+        run_id = record.run_id
+        record.files = sorted(p.name for p in staging.iterdir() if p.name != MANIFEST)
+        write_text_atomic(staging / MANIFEST, record.to_json())
         final = self.raw / run_id
         if final.exists():
-            old = self.manifest(run_id) or {}
-            if old.get("status") == "ok":
+            old = self.record(run_id)
+            if old is not None and old.ok:
                 raise FileExistsError(f"run {run_id} already completed; refusing to overwrite it")
             self.failed.mkdir(parents=True, exist_ok=True)
-            stamp = (old.get("finished_utc") or utc_now()).replace(":", "")
+            stamp = ((old.finished_utc if old else None) or utc_now()).replace(":", "")
             os.replace(final, self.failed / f"{run_id}@{stamp}")
         os.replace(staging, final)
         return final
@@ -156,14 +159,14 @@ class ResultStore:
 
     def forget(self, run_id: str) -> None:
         """Remove a committed run that was not a measurement (a fleet run cut short by Ctrl-C)."""
-        m = self.manifest(run_id)
-        if m is not None and m.get("status") == "ok":
+        r = self.record(run_id)
+        if r is not None and r.ok:
             raise FileExistsError(f"run {run_id} completed; refusing to forget it")
         shutil.rmtree(self.raw / run_id, ignore_errors=True)
 
-    def rewrite_manifest(self, run_id: str, manifest: dict[str, Any]) -> None:
+    def rewrite_record(self, record: RunRecord) -> None:
         """Replace a committed run's manifest (annotations added after the fact, e.g. host_lost)."""
-        write_json_atomic(self.raw / run_id / MANIFEST, manifest)
+        write_text_atomic(self.raw / record.run_id / MANIFEST, record.to_json())
 
     def clean_staging(self) -> int:
         """Remove staging directories left by interrupted runs; returns how many."""
@@ -186,36 +189,34 @@ class ResultStore:
         host's ``boot_id``), factor levels, sizes, and the sysbench summary."""
         rows = []
         classes = False
-        for m in self.iter_manifests():
-            if m.get("status") != "ok" and not include_failed:
+        for m in self.records():
+            if not m.ok and not include_failed:
                 continue
+            ds = m.dataset or {}
             row: dict[str, Any] = {
-                "run_id": m["run_id"], "experiment": m["experiment"], "cell_id": m["cell_id"],
-                "campaign": campaign_of(m), "boot_id": boot_id_of(m),
-                **{f: m["cell"].get(f, FACTOR_DEFAULTS[f]) for f in FACTORS},
-                "repetition": m["repetition"], "block": m["block"], "order": m["order"],
-                "host": m["host"], "status": m["status"], "emulated": m.get("medium", {}).get("emulates"),
-                "cache_bytes": m.get("cache_bytes"),
-                "cache_bytes_effective": m.get("cache_bytes_effective"),
-                "cache_clamped_to_minimum": m.get("cache_clamped_to_minimum"),
-                "rate_tps": m.get("rate_tps"),
-                "adaptive": bool(m.get("adaptive", False)),
-                # cache_pct is of this size; a manifest without cache_basis was sized on the physical size
-                "cache_basis": m.get("cache_basis") or LEGACY_CACHE_BASIS,
-                "data_physical_bytes": m.get("dataset", {}).get("data_physical_bytes"),
-                "data_logical_bytes": m.get("dataset", {}).get("data_logical_bytes"),
-                # before logical_method, data_logical_bytes was the apparent size (for MyRocks compressed)
-                "data_apparent_bytes": m.get("dataset", {}).get(
-                    "data_apparent_bytes", m.get("dataset", {}).get("data_logical_bytes")),
-                "started_utc": m.get("started_utc"),
+                "run_id": m.run_id, "experiment": m.experiment, "cell_id": m.cell_id,
+                "campaign": m.campaign, "boot_id": m.boot_id,
+                **{f: m.cell[f] for f in FACTORS},
+                "repetition": m.repetition, "block": m.block, "order": m.order,
+                "host": m.host, "status": m.status, "emulated": (m.medium or {}).get("emulates"),
+                "cache_bytes": m.cache_bytes,
+                "cache_bytes_effective": m.cache_bytes_effective,
+                "cache_clamped_to_minimum": m.cache_clamped_to_minimum,
+                "rate_tps": m.rate_tps,
+                "adaptive": m.adaptive,
+                "cache_basis": m.cache_basis,  # cache_pct is of this size (record migration 3)
+                "data_physical_bytes": ds.get("data_physical_bytes"),
+                "data_logical_bytes": ds.get("data_logical_bytes"),
+                "data_apparent_bytes": ds.get("data_apparent_bytes"),
+                "started_utc": m.started_utc,
                 # Exact counter deltas over the measured window (None where not measurable).
-                **{k: (m.get("system") or {}).get(k) for k in SYSTEM_COUNTERS},
+                **{k: (m.system or {}).get(k) for k in SYSTEM_COUNTERS},
             }
-            if m.get("host_class") is not None:  # the inventory's host class (a column only if declared)
-                row["host_class"] = m["host_class"]
+            if m.host_class is not None:  # the inventory's host class (a column only if declared)
+                row["host_class"] = m.host_class
                 classes = True
-            if m.get("status") == "ok":
-                s = self.parsed(m["run_id"]).summary
+            if m.ok:
+                s = self.parsed(m.run_id).summary
                 for k in ("tps", "qps", "transactions", "ignored_errors", "reconnects", "total_time_s",
                           "lat_avg_ms", "lat_pct_ms", "lat_max_ms", "threads"):
                     row[k] = s.get(k)
@@ -228,41 +229,41 @@ class ResultStore:
             df = df.sort_values("run_id", kind="stable").reset_index(drop=True)
         return df
 
-    def cache_counters(self, m: dict[str, Any]) -> dict[str, float]:
+    def cache_counters(self, m: RunRecord) -> dict[str, float]:
         """The engine's cache hit ratio over the window (:mod:`dbmatrix.analyse.cache`), from the status
         snapshots a single-server run saves around its window; NaN for runs without them."""
-        d = self.raw / m["run_id"]
+        d = self.raw / m.run_id
         before, after = d / "status-before.tsv", d / "status-after.tsv"
         if not (before.is_file() and after.is_file()):
             return dict.fromkeys(cache_counters.COLUMNS, float("nan"))
-        return cache_counters.cache_counters(m["cell"].get("engine", ""),
+        return cache_counters.cache_counters(m.cell["engine"],
                                              cache_counters.parse_status(before.read_text()),
                                              cache_counters.parse_status(after.read_text()))
 
     def load_intervals(self) -> pd.DataFrame:
         """Per-second sysbench rows of every completed run (autocorrelated: not replicates)."""
         frames = []
-        for m in self.iter_manifests():
-            if m.get("status") != "ok":
+        for m in self.records():
+            if not m.ok:
                 continue
-            rows = self.parsed(m["run_id"]).intervals
+            rows = self.parsed(m.run_id).intervals
             if rows:
                 f = pd.DataFrame(rows)
-                f.insert(0, "run_id", m["run_id"])
-                f.insert(1, "cell_id", m["cell_id"])
+                f.insert(0, "run_id", m.run_id)
+                f.insert(1, "cell_id", m.cell_id)
                 frames.append(f)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def load_histograms(self) -> pd.DataFrame:
         """Latency histogram buckets (ms, count) per run: merge by adding counts."""
         frames = []
-        for m in self.iter_manifests():
-            if m.get("status") != "ok":
+        for m in self.records():
+            if not m.ok:
                 continue
-            h = self.parsed(m["run_id"]).histogram
+            h = self.parsed(m.run_id).histogram
             if h:
                 f = pd.DataFrame(h, columns=["value_ms", "count"])
-                f.insert(0, "run_id", m["run_id"])
-                f.insert(1, "cell_id", m["cell_id"])
+                f.insert(0, "run_id", m.run_id)
+                f.insert(1, "cell_id", m.cell_id)
                 frames.append(f)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -54,7 +54,7 @@ def test_two_auto_invocations_make_two_campaigns_on_one_boot(tmp_path: Path) -> 
     assert len(two) == c2["ok"] and two["run_id"].str.endswith("-camp2").all()
     assert not runs[runs["campaign"] == 1]["run_id"].str.contains("-camp").any()
     assert set(runs["boot_id"]) == {boot}
-    seeds = {m["run_id"]: m["sysbench_seed"] for m in store.iter_manifests()}
+    seeds = {m.run_id: m.sysbench_seed for m in store.records()}
     assert len(set(seeds.values())) == len(seeds)  # every run, in either campaign, its own sysbench seed
 
     recs = store.campaigns()

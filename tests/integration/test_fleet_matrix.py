@@ -42,32 +42,32 @@ def _study(tmp: Path, netns_hosts, name: str, reps: int = 1):
 def test_matrix_split_across_two_ssh_hosts(tmp_path: Path, netns_hosts) -> None:
     study = _study(tmp_path, netns_hosts, "it-fleet-split", reps=2)
     counts = run_study(study, progress=False)
-    failed = {m["run_id"]: (m["host"], m.get("failed_step"), m.get("error"))
-              for m in study.store.iter_manifests() if m["status"] != "ok"}
+    failed = {m.run_id: (m.host, m.failed_step, m.error)
+              for m in study.store.records() if m.status != "ok"}
     events = (study.store.root / "fleet-events.jsonl").read_text()
-    assert counts["ok"] == 8 and counts["failed"] == 0 and counts["not_attempted"] == 0, (counts, failed, events)
-    hosts = counts["hosts"]
+    assert counts.ok == 8 and counts.failed == 0 and counts.not_attempted == 0, (counts, failed, events)
+    hosts = counts.hosts
     assert set(hosts) == {"h1", "h2"} and all(h["lost"] is None for h in hosts.values())
     assert all(h["runs"] == 4 for h in hosts.values()), hosts  # one whole replicate block each
-    manifests = list(study.store.iter_manifests())
-    assert {m["host"] for m in manifests} == {"h1", "h2"}
+    manifests = list(study.store.records())
+    assert {m.host for m in manifests} == {"h1", "h2"}
     plan = json.loads((study.store.root / "plan.json").read_text())
     assert plan["hosts"] == ["h1", "h2"] and sorted(plan["block_hosts"].values()) == ["h1", "h2"]
     for m in manifests:  # each block on its assigned host
-        assert m["host"] == plan["block_hosts"][str(m["block"])]
+        assert m.host == plan["block_hosts"][str(m.block)]
     for m in manifests:
-        assert m["status"] == "ok" and m["summary"]["tps"] > 0
-        assert m["host_facts"]["host"] == m["host"]
+        assert m.status == "ok" and m.summary["tps"] > 0
+        assert m.host_facts["host"] == m.host
     # each host prepared its own dataset, and recorded its facts, in the controller's store
     assert {p.parent.name for p in (study.store.root / "datasets").glob("*/*.json")} == {"h1", "h2"}
     assert {p.stem for p in study.store.hosts.glob("*.json")} == {"h1", "h2"}
     # the runs of both hosts overlapped in time: the fleet measured in parallel
-    spans = {m["host"]: [] for m in manifests}
+    spans = {m.host: [] for m in manifests}
     for m in manifests:
-        spans[m["host"]].append((m["started_utc"], m["finished_utc"]))
+        spans[m.host].append((m.started_utc, m.finished_utc))
     (a0, a1), (b0, b1) = ((min(s for s, _ in v), max(e for _, e in v)) for v in spans.values())
     assert a0 < b1 and b0 < a1
-    assert study_status(study)["pending"] == 0
+    assert study_status(study).pending == 0
 
 
 class HostDropper(threading.Thread):
@@ -109,20 +109,20 @@ def test_a_host_that_drops_out_stops_the_line_and_a_rerun_resumes(tmp_path: Path
         if dropper.dropped.is_set():
             h2.start_sshd_again()  # h2 comes back: for the rerun below and the session's other tests
     assert dropper.dropped.is_set()
-    assert counts["hosts"]["h2"]["lost"] and counts["hosts"]["h1"]["lost"] is None
-    assert set(counts["lost_hosts"]) == {"h2"} and not counts["lost_hosts_allowed"]
-    manifests = {m["run_id"]: m for m in study.store.iter_manifests()}
-    lost = [m for m in manifests.values() if m.get("host_lost")]
+    assert counts.hosts["h2"]["lost"] and counts.hosts["h1"]["lost"] is None
+    assert set(counts.lost_hosts) == {"h2"} and not counts.lost_hosts_allowed
+    manifests = {m.run_id: m for m in study.store.records()}
+    lost = [m for m in manifests.values() if m.host_lost]
     assert len(lost) == 1 and lost[0]["host"] == "h2" and lost[0]["status"] == "failed"
     # the line stopped: h1 finished what it was measuring and started nothing more
-    assert counts["failed"] == 1 and counts["ok"] + counts["failed"] + counts["not_attempted"] == 8
-    assert counts["not_attempted"] >= 3 and set(counts["not_run"]) == {
+    assert counts.failed == 1 and counts.ok + counts.failed + counts.not_attempted == 8
+    assert counts.not_attempted >= 3 and set(counts.not_run) == {
         r for r in (x.run_id for x in study.experiment.plan()) if r not in manifests}
     events = (study.store.root / "fleet-events.jsonl").read_text()
     assert '"event": "host_lost"' in events and '"host": "h2"' in events and "line_stopped" in events
-    assert study_status(study)["lost_hosts"].keys() == {"h2"}
+    assert study_status(study).lost_hosts.keys() == {"h2"}
     # the rerun resumes with both hosts (h2 is back): what was not measured is measured now
     again = run_study(study, progress=False)
-    assert again["already_done"] == counts["ok"] and again["ok"] == 8 - counts["ok"] and again["failed"] == 0
-    assert all(h["lost"] is None for h in again["hosts"].values()), again["hosts"]
-    assert study_status(study)["pending"] == 0 and not study_status(study)["failed"]
+    assert again.already_done == counts.ok and again.ok == 8 - counts.ok and again.failed == 0
+    assert all(h["lost"] is None for h in again.hosts.values()), again.hosts
+    assert study_status(study).pending == 0 and not study_status(study).failed

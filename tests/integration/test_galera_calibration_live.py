@@ -67,22 +67,22 @@ def test_followers_on_a_calibrated_throttled_medium() -> None:
         assert rec["reached"] is True and rec["chosen"] == 300, rec  # the mildest candidate reaches 20 %
         assert rec["runs"][0]["fc_paused_pct"] >= TARGET and len(rec["runs"]) == 1
         cal_store = ResultStore(results / "calibration" / "campaign-1")
-        (cal,) = list(cal_store.iter_manifests())
-        assert cal["status"] == "ok" and cal["cell"]["follower_medium"] == "slow"
-        assert (cal_store.raw / cal["run_id"] / "wsrep-samples.txt").is_file()
+        (cal,) = list(cal_store.records())
+        assert cal.status == "ok" and cal.cell["follower_medium"] == "slow"
+        assert (cal_store.raw / cal.run_id / "wsrep-samples.txt").is_file()
 
         throttle = rec["medium_state"]["throttle"]
         limit_file = Path(throttle["cgroup"]) / "blkio.throttle.write_iops_device"
         if throttle.get("version") == 1:
             assert f"{throttle['device']} 300" in limit_file.read_text()
 
-        (m,) = list(ResultStore(results).iter_manifests())
-        assert m["status"] == "ok" and m["media_state"]["slow"]["throttle"]["write_iops"] == 300
-        nodes = m["nodes"]
+        (m,) = list(ResultStore(results).records())
+        assert m.status == "ok" and m.media_state["slow"]["throttle"]["write_iops"] == 300
+        nodes = m.nodes
         assert "/media/disk/" in nodes["node1"]["command"] and "dbmatrix-throttle" not in nodes["node1"]["command"]
         for n in ("node2", "node3"):
             assert "/media/slow/" in nodes[n]["command"] and "dbmatrix-throttle" in nodes[n]["command"]
-        assert min(v["fc_paused_pct"] for v in m["wsrep"].values()) > 0  # the followers held the writer back
+        assert min(v["fc_paused_pct"] for v in m.wsrep.values()) > 0  # the followers held the writer back
 
         r = _dbmatrix("analyse", "--profile", "smoke", "--spec", str(spec), "--inventory", str(inv),
                       "--results", str(results))

@@ -125,44 +125,44 @@ def first_pass(env):
 
 def test_a_short_cell_on_a_synced_three_node_cluster(env, first_pass) -> None:
     m, _, _, _ = first_pass
-    assert m["status"] == "ok", m.get("error")
-    assert m["topology"]["nodes"] == 3 and m["cluster"]["run_as"] == ["mysql"] * 3
-    assert m["cluster"]["start_s"] > 0 and m["summary"]["tps"] > 0
-    ports = [p for n in m["nodes"].values() for p in n["ports"].values()]
+    assert m.status == "ok", m.error
+    assert m.topology["nodes"] == 3 and m.cluster["run_as"] == ["mysql"] * 3
+    assert m.cluster["start_s"] > 0 and m.summary["tps"] > 0
+    ports = [p for n in m.nodes.values() for p in n["ports"].values()]
     assert len(set(ports)) == 12 and min(ports) >= int(os.environ.get("DBMATRIX_BASE_PORT", "13306"))
     for name in ("node2", "node3"):
-        assert m["nodes"][name]["sst_s"] is not None and m["nodes"][name]["join_s"] >= m["nodes"][name]["sst_s"]
-    assert set(m["wsrep"]) == {"node1", "node2", "node3"}
-    for name, d in m["wsrep"].items():
+        assert m.nodes[name]["sst_s"] is not None and m.nodes[name]["join_s"] >= m.nodes[name]["sst_s"]
+    assert set(m.wsrep) == {"node1", "node2", "node3"}
+    for name, d in m.wsrep.items():
         assert set(d) == set(WSREP_KEYS)
         assert d["cluster_size"] == 3 and d["state"] == "Synced" and d["cluster_status"] == "Primary"
         assert abs(d["window_s"] - 4) < 3
         assert 0 <= d["fc_paused_pct"] <= 100 and d["applier_threads"] == 1
         assert d["committed"] > 0  # write-sets committed cluster-wide in the window
-    n1 = m["wsrep"]["node1"]
+    n1 = m.wsrep["node1"]
     # Galera opens its window idle (a separate warm-up sysbench): read under load, one node after the
     # other, the nodes' counters would bracket different write sets.
-    assert m["window_mode"] == "two_process" and "window_mode_reason" in m
+    assert m.window_mode == "two_process" and m.window_mode_reason is not None
     assert n1["local_commits"] == n1["replicated"] > 0
-    assert m["wsrep"]["node2"]["received"] >= m["wsrep"]["node1"]["replicated"]
+    assert m.wsrep["node2"]["received"] >= m.wsrep["node1"]["replicated"]
     d = env["store"].raw / OTHER_RUN
     variables = (d / "variables-node3.tsv").read_text()
     assert "wsrep_slave_threads\t1\n" in variables and "wsrep_on\tON\n" in variables
-    assert {f"mariadbd-node{i}.err" for i in (1, 2, 3)} <= set(env["store"].manifest(OTHER_RUN)["files"])
+    assert {f"mariadbd-node{i}.err" for i in (1, 2, 3)} <= set(env["store"].record(OTHER_RUN).files)
     samples = (d / "wsrep-samples.txt").read_text()
     assert all(f" node{i} wsrep_local_recv_queue" in samples for i in (1, 2, 3))
-    assert all(v["samples"] >= 3 for v in m["wsrep_samples"]["nodes"].values())
-    assert all(v.get("stop_mode") == "kill" and v["stop_s"] < 2 for v in m["nodes"].values())
+    assert all(v["samples"] >= 3 for v in m.wsrep_samples["nodes"].values())
+    assert all(v.get("stop_mode") == "kill" and v["stop_s"] < 2 for v in m.nodes.values())
 
 
 def test_a_node_killed_mid_run_fails_that_run_only(env, first_pass) -> None:
     _, m, killed, _ = first_pass
     assert killed is not None, "the killer never saw the measured sysbench"
-    assert m["status"] == "failed" and m["failed_step"] == "measure"
-    assert "node2" in m["error"] and "died during the measured window" in m["error"]
-    assert m["dead_nodes"] == ["node2"] and m["nodes"]["node2"]["pid"] == killed
+    assert m.status == "failed" and m.failed_step == "measure"
+    assert "node2" in m.error and "died during the measured window" in m.error
+    assert m.dead_nodes == ["node2"] and m.nodes["node2"]["pid"] == killed
     store = env["store"]
-    files = set(store.manifest(KILLED_RUN)["files"])
+    files = set(store.record(KILLED_RUN).files)
     assert {f"mariadbd-node{i}.err" for i in (1, 2, 3)} <= files
     assert {"status-before-node2.tsv", "traceback.txt", "sysbench.out", "wsrep-samples.txt"} <= files
     assert "mysqld got signal" not in (store.raw / KILLED_RUN / "mariadbd-node1.err").read_text()
@@ -176,8 +176,8 @@ def test_rerun_resumes_the_failed_run_only(env, first_pass) -> None:
     pending = [r.run_id for r in env["exp"].plan() if store.status(r.run_id) != "ok"]
     assert pending == [KILLED_RUN]
     m = _run(env, KILLED_RUN)
-    assert m["status"] == "ok", m.get("error")
-    assert all(d["applier_threads"] == 4 and d["cluster_size"] == 3 for d in m["wsrep"].values())
+    assert m.status == "ok", m.error
+    assert all(d["applier_threads"] == 4 and d["cluster_size"] == 3 for d in m.wsrep.values())
     assert (store.raw / OTHER_RUN / "manifest.json").read_text() == before
     kept = [p.name for p in store.failed.iterdir()]
     assert len(kept) == 1 and kept[0].startswith(f"{KILLED_RUN}@")
@@ -191,8 +191,8 @@ def test_a_missing_sst_tool_fails_the_run_at_plan(env) -> None:
     exp = parse_experiment({**SPEC, "topology": {"kind": "galera", "nodes": 3, "sst_method": "mariabackup"}})
     store = ResultStore(f"{env['base']}/results-mariabackup")
     m = execute_galera_run([env["ctx"]] * 3, exp, exp.plan()[0], env["dataset"], store)
-    assert m["status"] == "failed" and m["failed_step"] == "plan"
-    assert "install the mariadb-backup package" in m["error"]
+    assert m.status == "failed" and m.failed_step == "plan"
+    assert "install the mariadb-backup package" in m.error
 
 
 def test_datadirs_the_mysql_user_cannot_reach_are_refused(env) -> None:

@@ -53,25 +53,25 @@ def spread_study(tmp_path: Path, netns_hosts):
 
 def test_a_cluster_spread_over_two_hosts_runs_a_cell(spread_study, netns_hosts) -> None:
     counts = run_study(spread_study, progress=False)
-    manifests = list(spread_study.store.iter_manifests())
+    manifests = list(spread_study.store.records())
     assert len(manifests) == 1
     m = manifests[0]
-    assert counts["ok"] == 1 and m["status"] == "ok", (m.get("failed_step"), m.get("error"))
-    assert m["host"] == "h1" and m["topology"]["hosts"] == ["h1", "h2", "h2"]
+    assert counts.ok == 1 and m.status == "ok", (m.failed_step, m.error)
+    assert m.host == "h1" and m.topology["hosts"] == ["h1", "h2", "h2"]
     h1, h2 = netns_hosts["h1"].address, netns_hosts["h2"].address
-    assert {k: (n["host"], n["address"]) for k, n in m["nodes"].items()} == {
+    assert {k: (n["host"], n["address"]) for k, n in m.nodes.items()} == {
         "node1": ("h1", h1), "node2": ("h2", h2), "node3": ("h2", h2)}
-    assert all(n["sst_s"] is None or n["sst_s"] >= 0 for k, n in m["nodes"].items() if k != "node1")
-    assert m["summary"]["tps"] > 0
+    assert all(n["sst_s"] is None or n["sst_s"] >= 0 for k, n in m.nodes.items() if k != "node1")
+    assert m.summary["tps"] > 0
     # at the end of the window every node was a Synced member of the 3-node cluster, and the write sets
     # node 1 replicated were received by the nodes on the other host
-    assert set(m["wsrep"]) == {"node1", "node2", "node3"}
-    for name, d in m["wsrep"].items():
+    assert set(m.wsrep) == {"node1", "node2", "node3"}
+    for name, d in m.wsrep.items():
         assert (d["cluster_size"], d["state"]) == (3, "Synced"), (name, d)
-    assert m["wsrep"]["node1"]["replicated"] > 0
+    assert m.wsrep["node1"]["replicated"] > 0
     for name in ("node2", "node3"):
-        assert m["wsrep"][name]["received"] >= m["wsrep"]["node1"]["replicated"] * 0.9, m["wsrep"]
-    run_dir = spread_study.store.root / "raw" / m["run_id"]
+        assert m.wsrep[name]["received"] >= m.wsrep["node1"]["replicated"] * 0.9, m.wsrep
+    run_dir = spread_study.store.root / "raw" / m.run_id
     assert {p.name for p in run_dir.glob("mariadbd-node*.err")} == {f"mariadbd-node{i}.err" for i in (1, 2, 3)}
     for h in netns_hosts:
         assert h.processes("mariadbd") == [], f"a node left running on {h.name}"

@@ -63,30 +63,30 @@ def ran(study):
 
 
 def test_runs_complete_and_the_failing_cell_is_recorded(study, ran):
-    counts = {k: ran[k] for k in ("planned", "already_done", "ok", "failed", "adaptive", "not_attempted")}
+    counts = {k: getattr(ran, k) for k in ("planned", "already_done", "ok", "failed", "adaptive", "not_attempted")}
     assert counts == {"planned": 8, "already_done": 0, "ok": 4, "failed": 4, "adaptive": 0, "not_attempted": 0}
-    assert ran["campaign"] == 1 and ran["campaign_complete"] is False  # the failing cell leaves it incomplete
+    assert ran.campaign == 1 and ran.campaign_complete is False  # the failing cell leaves it incomplete
     store: ResultStore = study.store
-    manifests = {m["run_id"]: m for m in store.iter_manifests()}
+    manifests = {m.run_id: m for m in store.records()}
     assert len(manifests) == 8
     for run_id, m in manifests.items():
-        if m["cell"]["threads"] == 12:
-            assert m["status"] == "failed" and m["failed_step"] == "warmup"
-            out = "warmup.out" if m["window_mode"] == "two_process" else "sysbench.out"  # one process: both
+        if m.cell["threads"] == 12:
+            assert m.status == "failed" and m.failed_step == "warmup"
+            out = "warmup.out" if m.window_mode == "two_process" else "sysbench.out"  # one process: both
             assert "Too many connections" in (store.raw / run_id / out).read_text()
             assert (store.raw / run_id / "mariadbd.err").is_file()
         else:
-            assert m["status"] == "ok", m.get("error")
+            assert m.status == "ok", m.error
             for f in ("sysbench.out", "variables.tsv", "status-before.tsv", "status-after.tsv", "mariadbd.err"):
-                assert f in m["files"]
-            assert m["versions"]["mariadb"].startswith("10.") and m["versions"]["sysbench"] == "1.0.20"
-            assert m["host_facts"]["online_cpus"] >= 1
-            assert m["spec"]["name"] == "it-pipeline" and "commit" in m["git"]
-            assert m["server"]["stop_mode"] == "kill" and m["server"]["clean_shutdown"] is False
-            assert m["server"]["stop_s"] < 1 and m["os_cache_dropped"] in (True, False)
-            assert "--rand-type=uniform" in m["sysbench"]["command"]
-            assert m["cache_bytes_effective"] == m["cache_bytes"]
-            ds = m["dataset"]
+                assert f in m.files
+            assert m.versions["mariadb"].startswith("10.") and m.versions["sysbench"] == "1.0.20"
+            assert m.host_facts["online_cpus"] >= 1
+            assert m.spec["name"] == "it-pipeline" and "commit" in m.git
+            assert m.server["stop_mode"] == "kill" and m.server["clean_shutdown"] is False
+            assert m.server["stop_s"] < 1 and m.os_cache_dropped in (True, False)
+            assert "--rand-type=uniform" in m.sysbench["command"]
+            assert m.cache_bytes_effective == m.cache_bytes
+            ds = m.dataset
             assert 0 < ds["data_physical_bytes"] <= ds["datadir_physical_bytes"]
     assert not _mariadbd_pids(), "no server may outlive the matrix"
 
@@ -101,14 +101,14 @@ def test_cache_follows_the_measured_size(study, ran):
 
 
 def test_rerun_resumes_and_keeps_failed_attempts(study, ran):
-    before = {m["run_id"]: m["started_utc"] for m in study.store.iter_manifests() if m["status"] == "ok"}
+    before = {m.run_id: m.started_utc for m in study.store.records() if m.status == "ok"}
     again = run_study(study, progress=False)
-    assert again["already_done"] == 4 and again["ok"] == 0 and again["failed"] == 4
-    after = {m["run_id"]: m["started_utc"] for m in study.store.iter_manifests() if m["status"] == "ok"}
+    assert again.already_done == 4 and again.ok == 0 and again.failed == 4
+    after = {m.run_id: m.started_utc for m in study.store.records() if m.status == "ok"}
     assert after == before, "completed runs are never redone"
     assert len(list(study.store.failed.iterdir())) == 4, "earlier failed attempts are kept"
     st = study_status(study)
-    assert st["ok"] == 4 and len(st["failed"]) == 4 and st["pending"] == 0
+    assert st.ok == 4 and len(st.failed) == 4 and st.pending == 0
 
 
 def test_analysis_figure_and_macros_are_deterministic(study, ran, tmp_path):

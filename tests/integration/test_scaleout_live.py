@@ -59,25 +59,25 @@ def test_two_instances_on_this_machine(tmp_path: Path, monkeypatch: pytest.Monke
                                                     "media": {"disk": {"kind": "dir"}}}]})
     study = load_study("smoke", spec=spec, inventory=inv, results_dir=tmp_path / "results")
     counts = run_study(study, progress=False)
-    ms = {(m["cell"]["instances"], m["cell"].get("pinning", "none")): m for m in study.store.iter_manifests()}
-    assert counts["ok"] == len(ms) == (4 if pinned is not SPEC else 2), \
-        [(m.get("failed_step"), m.get("error")) for m in ms.values()]
+    ms = {(m.cell["instances"], m.cell.get("pinning", "none")): m for m in study.store.records()}
+    assert counts.ok == len(ms) == (4 if pinned is not SPEC else 2), \
+        [(m.failed_step, m.error) for m in ms.values()]
     two = ms[(2, "none")]
-    assert two["client"]["transport"] == "socket" and len(two["client"]["sockets"]) == 2
-    assert "--mysql-socket=" + ",".join(two["client"]["sockets"]) in two["sysbench"]["command"]
-    per = two["instances_window"]["per_instance"]
+    assert two.client["transport"] == "socket" and len(two.client["sockets"]) == 2
+    assert "--mysql-socket=" + ",".join(two.client["sockets"]) in two.sysbench["command"]
+    per = two.instances_window["per_instance"]
     assert set(per) == {"i1", "i2"} and all(f["com_select"] > 0 and f["cpu_s"] is not None for f in per.values())
     assert sum(f["share"] for f in per.values()) == pytest.approx(1.0, abs=1e-5)
-    assert len({i["datadir"] for i in two["instances"].values()}) == 2
-    assert all("--skip-networking" in i["options"] for i in two["instances"].values())
-    assert all(i["stop_mode"] == "kill" for i in two["instances"].values())  # the default stop_mode
+    assert len({i["datadir"] for i in two.instances.values()}) == 2
+    assert all("--skip-networking" in i["options"] for i in two.instances.values())
+    assert all(i["stop_mode"] == "kill" for i in two.instances.values())  # the default stop_mode
     assert _pids_on(str(work)) == []
     if pinned is not SPEC:  # one CPU each, applied by taskset to the running server
-        p = ms[(2, "instance")]["instances"]
+        p = ms[(2, "instance")].instances
         assert [p[k]["command"].split()[:3] for k in ("i1", "i2")] == [["taskset", "-c", str(c)] for c in cpus]
         assert [p[k]["affinity"].rsplit(":", 1)[1].strip() for k in ("i1", "i2")] == [str(c) for c in cpus]
     tables = scaleout_tables(study.store.load_runs(), study.store.load_histograms(), study.store.load_intervals(),
-                             study.store.iter_manifests())
+                             study.store.records())
     cells = tables["scaleout-cells"]
     assert sorted(set(cells["instances"])) == [1, 2] and (cells["qps"] > 0).all() and cells["p95_ms"].notna().all()
     assert len(tables["scaleout-instance-runs"]) == 3 * len(ms) // 2
@@ -97,18 +97,18 @@ def test_instances_across_the_two_namespace_hosts(tmp_path: Path, netns_hosts) -
         spec_path, inv = _write(tmp_path, spec, inventory)
         study = load_study("smoke", spec=spec_path, inventory=inv, results_dir=tmp_path / "results")
         counts = run_study(study, progress=False)
-        (m,) = list(study.store.iter_manifests())
-        assert counts["ok"] == 1 and m["status"] == "ok", (m.get("failed_step"), m.get("error"))
+        (m,) = list(study.store.records())
+        assert counts.ok == 1 and m.status == "ok", (m.failed_step, m.error)
         h1, h2 = netns_hosts["h1"].address, netns_hosts["h2"].address
-        assert m["client"]["transport"] == "tcp" and m["client"]["addresses"] == [h1, h2]
-        assert m["client"]["host"] == client and m["host"] == "h1"  # the worker is the first host
-        assert {k: (i["host"], i["address"]) for k, i in m["instances"].items()} == {"i1": ("h1", h1),
+        assert m.client["transport"] == "tcp" and m.client["addresses"] == [h1, h2]
+        assert m.client["host"] == client and m.host == "h1"  # the worker is the first host
+        assert {k: (i["host"], i["address"]) for k, i in m.instances.items()} == {"i1": ("h1", h1),
                                                                                      "i2": ("h2", h2)}
-        per = m["instances_window"]["per_instance"]
+        per = m.instances_window["per_instance"]
         assert all(f["com_select"] > 0 for f in per.values()), per
-        assert m["summary"]["qps"] > 0
-        print(f"client on {client}: aggregate QPS {m['summary']['qps']:.0f}; per instance "
-              + ", ".join(f"{k} ({m['instances'][k]['host']}): share {f['share']:.3f}, {f['qps_status']:.0f} q/s, "
+        assert m.summary["qps"] > 0
+        print(f"client on {client}: aggregate QPS {m.summary['qps']:.0f}; per instance "
+              + ", ".join(f"{k} ({m.instances[k]['host']}): share {f['share']:.3f}, {f['qps_status']:.0f} q/s, "
                           f"CPU {f['cpu_pct']} %" for k, f in per.items()))
         for h in netns_hosts:
             assert h.processes("mariadbd") == [], f"an instance left running on {h.name}"

@@ -28,15 +28,15 @@ def test_tpcc_cell_runs_and_passes_the_consistency_check(tmp_path) -> None:
     spec.write_text(yaml.safe_dump(SPEC))
     study = load_study("smoke", spec=spec, results_dir=tmp_path / "results")
     counts = run_study(study, progress=False)
-    assert counts["ok"] == 1, list(study.store.iter_manifests())
-    (m,) = list(study.store.iter_manifests())
-    assert m["cell_id"] == "innodb-c50-b16k-none-disk-t2-tpcc"
-    assert m["summary"]["tpmC"] > 0 and m["summary"]["tps"] > 0
-    tx = m["tpcc"]["transactions"]
+    assert counts.ok == 1, list(study.store.records())
+    (m,) = list(study.store.records())
+    assert m.cell_id == "innodb-c50-b16k-none-disk-t2-tpcc"
+    assert m.summary["tpmC"] > 0 and m.summary["tps"] > 0
+    tx = m.tpcc["transactions"]
     assert set(tx) == {"new_order", "payment", "order_status", "delivery", "stock_level"}
     assert all(t["committed"] > 0 for t in tx.values()), tx
-    assert m["tpcc"]["new_order_committed"] == tx["new_order"]["committed"]
-    check = m["tpcc_consistency"]
+    assert m.tpcc["new_order_committed"] == tx["new_order"]["committed"]
+    check = m.tpcc_consistency
     assert check["passed"] and sorted(c["condition"] for c in check["conditions"]) == [1, 2, 3, 4]
-    assert "tpcc.lua" in m["sysbench"]["command"] and "--trx_level=RC" in m["sysbench"]["command"]
-    assert m["dataset"]["schema"] == "tpcc" and m["dataset"]["data_physical_bytes"] > 50 * 2**20
+    assert "tpcc.lua" in m.sysbench["command"] and "--trx_level=RC" in m.sysbench["command"]
+    assert m.dataset["schema"] == "tpcc" and m.dataset["data_physical_bytes"] > 50 * 2**20

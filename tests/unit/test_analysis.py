@@ -23,6 +23,7 @@ from dbmatrix.analyse.claims import CLAIMS
 from dbmatrix.analyse.kinds import load_study_tables
 from dbmatrix.parse import sysbench
 from dbmatrix.publish import build, hooks, paper_inputs
+from dbmatrix.record import RunRecord
 from dbmatrix.spec.experiment import Experiment, parse_experiment
 from dbmatrix.store import ResultStore
 
@@ -107,7 +108,7 @@ def build_store(root: Path, exp: Experiment) -> tuple[ResultStore, dict[str, lis
         staging = store.begin_run(run.run_id)
         (staging / "sysbench.out").write_text(text)
         n = round(float(tps.sum()))
-        store.commit_run(staging, {
+        store.commit_run(staging, RunRecord.from_dict({
             "run_id": run.run_id, "experiment": exp.name, "cell_id": c.cell_id, "cell": c.levels(),
             "repetition": run.repetition, "block": run.block, "order": run.order, "host": "db1",
             "status": "ok", "medium": {"name": "disk", "emulates": None}, "cache_bytes": 2**20,
@@ -116,11 +117,11 @@ def build_store(root: Path, exp: Experiment) -> tuple[ResultStore, dict[str, lis
             "system": {"window_s": float(exp.measure_s), "cpu_user_s": 2e-4 * n, "cpu_sys_s": 1e-4 * n,
                        "host_cpu_busy_s": 5e-4 * n, "dev_write_bytes": 4 * 188 * 3.0 * n,
                        "dev_read_ios": 0.5 * n if c.cache_pct == 25 else 0.0},
-        })
+        }))
     failed = store.begin_run("innodb-c25-b4k-none-disk-t4-r9")
-    store.commit_run(failed, {"run_id": "innodb-c25-b4k-none-disk-t4-r9", "experiment": exp.name,
-                              "cell_id": "innodb-c25-b4k-none-disk-t4", "cell": exp.cells()[0].levels(),
-                              "repetition": 9, "block": 9, "order": 99, "host": "db1", "status": "failed"})
+    store.commit_run(failed, RunRecord.from_dict({
+        "run_id": "innodb-c25-b4k-none-disk-t4-r9", "experiment": exp.name, "cell_id": "innodb-c25-b4k-none-disk-t4",
+        "cell": exp.cells()[0].levels(), "repetition": 9, "block": 9, "order": 99, "host": "db1", "status": "failed"}))
     return store, hists
 
 

@@ -85,6 +85,17 @@ def test_the_layers_point_one_way() -> None:
         assert "run" not in pkg_edges.get(pkg, set()) and "publish" not in pkg_edges.get(pkg, set()), pkg
 
 
+def test_the_run_record_is_pure_and_read_below_run() -> None:
+    """The run record (dbmatrix.record) is read by the store, analysis and publishing and written by run/:
+    it imports only spec/ (factor defaults) and nothing that does I/O; the store reads it, never run/."""
+    mod_edges, pkg_edges = _graph()
+    assert pkg_edges.get("record", set()) <= {"spec"}, pkg_edges.get("record")
+    assert "dbmatrix.record" in mod_edges["dbmatrix.store"]
+    assert "run" not in pkg_edges.get("store", set())
+    assert {t for t, _ in _imports(LIB / "record.py")} <= {"__future__", "json", "collections.abc", "dataclasses",
+                                                          "typing", "dbmatrix.spec.experiment", "dbmatrix.spec.factors"}
+
+
 def test_no_module_imports_another_modules_private_names() -> None:
     offenders = []
     for p in LIB.rglob("*.py"):
@@ -183,9 +194,9 @@ def test_the_kind_check_can_fail() -> None:
 
 # ------------------------------------------------------------------------------------ publishing's inputs
 
-RAW_MODULES = ("dbmatrix.workload", "dbmatrix.parse", "dbmatrix.hosts.collect", "dbmatrix.hosts.cache_counters",
-               "dbmatrix.analyse.wsrep", "dbmatrix.run", "dbmatrix.store")
-RAW_CALLS = {"iter_manifests", "manifest", "parsed", "load_runs", "load_intervals", "load_histograms",
+RAW_MODULES = ("dbmatrix.workload", "dbmatrix.parse", "dbmatrix.hosts.collect", "dbmatrix.record", "dbmatrix.run",
+               "dbmatrix.store")
+RAW_CALLS = {"records", "record", "parsed", "load_runs", "load_intervals", "load_histograms",
              "analyse", "analyse_replication", "scaleout_tables", "write_host_record"}
 
 
@@ -224,8 +235,8 @@ def test_publishing_reads_processed_outputs_only() -> None:
 
 def test_the_raw_read_check_can_fail() -> None:
     assert raw_reads("from dbmatrix.workload.sysbench import parse_output\n")
-    assert raw_reads("m = st.store.manifest(run_id)\n") == ["line 1: calls st.store.manifest"]
-    assert raw_reads("for m in store.iter_manifests():\n    pass\n")
+    assert raw_reads("m = st.store.record(run_id)\n") == ["line 1: calls st.store.record"]
+    assert raw_reads("for m in store.records():\n    pass\n")
     assert raw_reads("files = st.store.hosts.glob('*.json')\n")
     assert raw_reads("from dbmatrix.store import write_text_atomic\nx = st.a.hosts\n") == []
 

@@ -86,6 +86,7 @@ def test_lost_hosts_are_read_back_from_the_fleet_events_and_said(tmp_path: Path)
     import json
 
     from dbmatrix.run.matrix import lost_hosts, lost_hosts_message
+    from dbmatrix.run.reports import RunReport
     from dbmatrix.store import ResultStore
 
     store = ResultStore(tmp_path)
@@ -93,9 +94,9 @@ def test_lost_hosts_are_read_back_from_the_fleet_events_and_said(tmp_path: Path)
               {"host": None, "event": "line_stopped"}]
     (tmp_path / "fleet-events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     assert lost_hosts(store) == {"h2": "setup failed"}
-    msg = lost_hosts_message({"lost_hosts": {"h2": "setup failed"}, "not_attempted": 7})
+    msg = lost_hosts_message(RunReport(1, "", 8, 0, lost_hosts={"h2": "setup failed"}, not_attempted=7))
     assert msg is not None and "h2 (setup failed)" in msg and "--allow-lost-hosts" in msg and "7 run(s)" in msg
-    assert lost_hosts_message({"ok": 3}) is None
+    assert lost_hosts_message(RunReport(1, "", 3, 0, ok=3)) is None
     # back in the next run command: no longer lost
     with open(tmp_path / "fleet-events.jsonl", "a") as f:
         f.write(json.dumps({"host": "h2", "event": "host_ready"}) + "\n")

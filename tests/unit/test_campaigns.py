@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from dbmatrix.campaigns import (
+from dbmatrix.record import RunRecord
+from dbmatrix.run.campaigns import (
     CampaignState,
-    campaign_of,
     campaign_states,
     choose,
     merge_record,
@@ -23,7 +23,7 @@ from dbmatrix.campaigns import (
 )
 from dbmatrix.run.matrix import adaptive_runs, campaign_states_of, choose_campaign, study_status
 from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError, load_spec
-from dbmatrix.store import ResultStore
+from dbmatrix.store import MANIFEST, ResultStore, write_json_atomic
 from dbmatrix.study import Study, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,11 +46,13 @@ def put(store: ResultStore, run: PlannedRun, status: str = "ok", *, campaign_key
         "run_id": run.run_id, "experiment": "cache-sweep-smoke", "cell_id": run.cell.cell_id,
         "cell": run.cell.levels(), "repetition": run.repetition, "block": run.block, "order": run.order,
         "host": "localhost", "status": status, "started_utc": f"2026-01-0{run.campaign}T00:00:00+00:00"}
-    if campaign_key:
-        m["campaign"] = run.campaign
     if boot is not None:
         m["boot_id"] = boot
-    store.commit_run(staging, m)
+    if campaign_key:
+        store.commit_run(staging, RunRecord.from_dict({**m, "campaign": run.campaign}))
+    else:  # as written before campaigns, read through the record's migrations
+        write_json_atomic(staging / MANIFEST, {"schema": 1, **m})
+        staging.rename(store.raw / run.run_id)
 
 
 def study_in(tmp_path: Path) -> Study:
@@ -142,10 +144,12 @@ def test_choose_auto_new_last_and_k() -> None:
 
 def test_states_from_manifests_legacy_manifests_are_campaign_1() -> None:
     planned = {1: ["a-r1", "b-r1"], 2: ["a-r1-camp2", "b-r1-camp2"]}
-    ms = [{"run_id": "a-r1", "status": "ok", "host_facts": {"boot_id": BOOT_A}},  # legacy: no key
-          {"run_id": "b-r1", "status": "ok"},
-          {"run_id": "a-r1-camp2", "status": "failed", "campaign": 2, "boot_id": BOOT_B}]
-    assert [campaign_of(m) for m in ms] == [1, 1, 2]
+    ident = {"experiment": "e", "cell_id": "c", "cell": {}, "repetition": 1, "host": "h"}
+    ms = [RunRecord.from_dict({**ident, **m}) for m in (
+        {"run_id": "a-r1", "status": "ok", "host_facts": {"boot_id": BOOT_A}},  # legacy: no key
+        {"run_id": "b-r1", "status": "ok"},
+        {"run_id": "a-r1-camp2", "status": "failed", "campaign": 2, "boot_id": BOOT_B})]
+    assert [m.campaign for m in ms] == [1, 1, 2]
     s1, s2 = campaign_states(planned, ms)
     assert (s1.number, s1.complete, s1.boot_ids) == (1, True, (BOOT_A,))
     assert (s2.number, s2.complete, s2.ok, s2.failed, s2.boot_ids) == (2, False, 0, 1, (BOOT_B,))
@@ -168,10 +172,10 @@ def test_choose_campaign_from_a_results_directory(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="campaign: 7 does not exist"):
         choose_campaign(study, 7)
     st = study_status(study)
-    assert (st["campaign"], st["planned"], st["ok"], st["pending"]) == (2, 2, 1, 1)
-    assert [(r["campaign"], r["complete"], r["boot_ids"]) for r in st["campaigns"]] == \
+    assert (st.campaign, st.planned, st.ok, st.pending) == (2, 2, 1, 1)
+    assert [(r["campaign"], r["complete"], r["boot_ids"]) for r in st.campaigns] == \
         [(1, True, []), (2, False, [BOOT_B])]
-    assert st["next_auto"].startswith("campaign 2 (continued")
+    assert st.next_auto.startswith("campaign 2 (continued")
 
 
 def test_load_runs_has_campaign_and_boot_id(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 from dbmatrix import explore, steps
+from dbmatrix.run.reports import RunReport
 
 pytest.importorskip("ipywidgets")
 
@@ -165,15 +167,15 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
             name = "e"
 
     def with_hook(study: Any, *, progress: bool = True, on_interval: Any = None,
-                  campaign: Any = None) -> dict[str, Any]:
+                  campaign: Any = None) -> RunReport:
         calls.append({"progress": progress, "on_interval": on_interval, "campaign": campaign})
         if on_interval:
             for i in intervals(2, 10):
                 on_interval("r1", i)
-        return {"ok": 1}
+        return RunReport(campaign=1, campaign_reason="", planned=1, already_done=0, ok=1)
 
     monkeypatch.setattr(steps, "run_study", with_hook)
-    monkeypatch.setattr(steps, "study_status", lambda s: {})
+    monkeypatch.setattr(steps, "study_status", lambda s: SimpleNamespace(as_dict=dict))
     live = explore.LiveThroughput()
     df = steps.run_all([S()], on_interval=live.on_interval)
     assert df["ok"].tolist() == [1] and calls[-1]["on_interval"] == live.on_interval and live.updates == 2

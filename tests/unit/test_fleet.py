@@ -17,6 +17,7 @@ import pytest
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.hosts.scripted import ScriptedHost
+from dbmatrix.record import RunRecord
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.session import record_early_failure
 from dbmatrix.spec.assignment import assign_blocks, assign_runs
@@ -63,10 +64,11 @@ class Recorder:
             return record_early_failure(self.store, EXP, run, w.spec.name, "measure",
                                          EOFError("connection closed"))
         staging = self.store.begin_run(run.run_id)
-        return {"run_id": run.run_id, "status": "ok", **self._commit(staging, run, w)}
+        return self._commit(staging, run, w)
 
-    def _commit(self, staging: Path, run: PlannedRun, w: Worker) -> dict[str, Any]:
-        m = {"run_id": run.run_id, "status": "ok", "host": w.spec.name}
+    def _commit(self, staging: Path, run: PlannedRun, w: Worker) -> RunRecord:
+        m = RunRecord(run_id=run.run_id, experiment=EXP.name, cell_id=run.cell.cell_id, cell=run.cell.levels(),
+                      repetition=run.repetition, host=w.spec.name, status="ok")
         self.store.commit_run(staging, m)
         return m
 
@@ -110,8 +112,8 @@ def test_host_lost_mid_matrix_is_retired_and_its_run_marked(tmp_path: Path) -> N
     assert fleet.run(runs) == []
     h1_runs = [r for h, r in rec.calls if h == "h1"]
     assert len(h1_runs) == 1  # retired after its first failed run: the health check failed
-    m = store.manifest(h1_runs[0])
-    assert m["status"] == "failed" and m["host_lost"] and m["error"].startswith("host h1 dropped out")
+    m = store.record(h1_runs[0])
+    assert m is not None and m.failed and m.host_lost and str(m.error).startswith("host h1 dropped out")
     ok = [r.run_id for r in runs if store.status(r.run_id) == "ok"]
     assert len(ok) == len(runs) - 1
     assert [e["run_id"] for e in _events(store) if e["event"] == "host_lost"] == h1_runs

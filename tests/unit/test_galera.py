@@ -22,6 +22,7 @@ from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.parse import wsrep
 from dbmatrix.publish import figures_replication as plots_replication
 from dbmatrix.publish import replication as publish_replication
+from dbmatrix.record import RunRecord
 from dbmatrix.run import galera_cluster as galera
 from dbmatrix.run.galera import split_samples
 from dbmatrix.spec.experiment import Cell, SpecError, Topology, parse_experiment
@@ -338,13 +339,14 @@ def write_store(root: Path) -> tuple[ResultStore, Any]:
                     "wsrep": node_wsrep, "host_facts": FACTS, "cluster": {"start_s": 11.0},
                     "nodes": {"node1": {}, "node2": {"sst_s": 3.5, "join_s": 5.5},
                               "node3": {"sst_s": 3.3, "join_s": 5.3}}}
-        store.commit_run(staging, manifest)
+        store.commit_run(staging, RunRecord.from_dict(manifest))
     # one failed attempt of an extra run: listed, never averaged
     staging = store.begin_run("innodb-c100-b16k-none-disk-t4-wo-st4-r9")
-    store.commit_run(staging, {"run_id": "innodb-c100-b16k-none-disk-t4-wo-st4-r9", "experiment": exp.name,
+    store.commit_run(staging, RunRecord.from_dict({
+                               "run_id": "innodb-c100-b16k-none-disk-t4-wo-st4-r9", "experiment": exp.name,
                                "cell_id": "innodb-c100-b16k-none-disk-t4-wo-st4", "cell": {"slave_threads": 4},
-                               "status": "failed", "failed_step": "measure", "topology": {"kind": "galera"},
-                               "error": "RunFailed: node2 died during the measured window", "dead_nodes": ["node2"]})
+                               "repetition": 9, "host": "localhost", "status": "failed", "failed_step": "measure", "topology": {"kind": "galera"},
+                               "error": "RunFailed: node2 died during the measured window", "dead_nodes": ["node2"]}))
     return store, exp
 
 

@@ -211,7 +211,8 @@ def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) 
         d = store.raw / f"run{i}"
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(json.dumps({
-            "run_id": f"run{i}", "status": "ok", "host": host, "host_class": cls,
+            "run_id": f"run{i}", "experiment": "e", "cell_id": "c", "cell": {}, "repetition": 1,
+            "status": "ok", "host": host, "host_class": cls,
             "host_facts": {**FACTS, "host": host, "hostname": "vm"},
             "media_state": {"disk": MEDIA["disk"]}}))
     hosts = merge_host_facts([host_record(store)])
@@ -238,8 +239,8 @@ def test_host_record_keeps_each_fact_once_and_answers_per_run(tmp_path) -> None:
         d = store.raw / f"run{i}"
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(json.dumps({
-            "run_id": f"run{i}", "status": "ok", "host": "db1",
-            "host_facts": {**FACTS, "cpu_model": "run 2's" if i == 2 else "the runs'"},
+            "run_id": f"run{i}", "experiment": "e", "cell_id": "c", "cell": {}, "repetition": i + 1,
+            "status": "ok", "host": "db1", "host_facts": {**FACTS, "cpu_model": "run 2's" if i == 2 else "the runs'"},
             "media_state": {"disk": MEDIA["disk"]}}))
     assert load_host_record(store) == {"files": [], "runs": []}  # an older analysis: nothing recorded
     write_host_record(store)

@@ -106,7 +106,8 @@ def out_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _complete_run(root: Path, status: str = "ok") -> None:
     d = root / "raw" / "r1"
     d.mkdir(parents=True)
-    (d / "manifest.json").write_text(json.dumps({"run_id": "r1", "status": status}))
+    (d / "manifest.json").write_text(json.dumps({"run_id": "r1", "experiment": "e", "cell_id": "c", "cell": {},
+                                                 "repetition": 1, "host": "h", "status": status}))
 
 
 def test_runs_go_to_data_runs_and_never_into_the_reference(out_root: Path):

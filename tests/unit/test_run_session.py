@@ -12,6 +12,7 @@ import pytest
 from dbmatrix.hosts.remote import CommandResult, RunInterrupted
 from dbmatrix.hosts.scripted import ScriptedHost
 from dbmatrix.parse import sysbench
+from dbmatrix.record import RunRecord
 from dbmatrix.run.session import WINDOW_MODE_ENV, RunFailed, RunSession, execute, window_mode
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Experiment, PlannedRun, parse_experiment
@@ -61,8 +62,8 @@ class RecordingTopology(Topology):
         if name == self.fail_at:
             raise RunFailed(f"{name} broke")
 
-    def start_manifest(self) -> dict[str, Any]:
-        return {}
+    def start_record(self) -> RunRecord:
+        raise NotImplementedError  # session() builds the record
 
     def prepare(self, s: RunSession) -> None:
         self._hook("prepare")
@@ -101,7 +102,7 @@ class RecordingTopology(Topology):
     def stop_after_failure(self, s: RunSession) -> None:
         self.calls.append("stop_after_failure")
         if self.stop_fails:
-            s.manifest["stop_error"] = "server would not stop"
+            s.record.stop_error = "server would not stop"
 
     def abort(self) -> None:
         self.calls.append("abort")
@@ -123,8 +124,9 @@ def session(tmp_path: Path, exp: Experiment | None = None, run: PlannedRun | Non
     exp = exp or experiment()
     run = run or exp.plan()[0]
     store = ResultStore(tmp_path / "results")
-    manifest = {"run_id": run.run_id, "experiment": exp.name, "cell_id": run.cell.cell_id, "steps": {}}
-    return RunSession(store, exp, run, manifest, "restore", on_interval)
+    record = RunRecord(run_id=run.run_id, experiment=exp.name, cell_id=run.cell.cell_id, cell=run.cell.levels(),
+                       repetition=run.repetition, host="localhost")
+    return RunSession(store, exp, run, record, "restore", on_interval)
 
 
 def test_a_run_calls_the_hooks_in_order_and_commits_an_ok_manifest(tmp_path: Path) -> None:
@@ -132,18 +134,21 @@ def test_a_run_calls_the_hooks_in_order_and_commits_an_ok_manifest(tmp_path: Pat
     topo = RecordingTopology(host)
     s = session(tmp_path)
     m = execute(s, topo)
-    assert m["status"] == "ok" and m["error"] is None
+    assert m.status == "ok" and m.error is None
     assert [c for c in topo.calls if not c.startswith("monitor.")] == [*HOOKS, "save_outputs"]
     # The monitors run around the measured window only, and the collectors' window brackets sysbench.
     assert topo.calls.index("monitor.start") < topo.calls.index("open_window")
     assert topo.calls.index("close_window") < topo.calls.index("monitor.stop") < topo.calls.index("after_window")
-    assert list(m["steps"]) == ["restore", "warmup", "measure", "stop"]
-    assert m["summary"]["tps"] == pytest.approx(sysbench.parse_output(RUN_OUT).summary["tps"])
-    assert m["sysbench"]["exit_code"] == 0 and "--histogram=on" in m["sysbench"]["command"]
-    assert "--histogram=off" in m["sysbench_warmup"]["command"]
+    assert list(m.steps) == ["restore", "warmup", "measure", "stop"]
+    assert m.summary["tps"] == pytest.approx(sysbench.parse_output(RUN_OUT).summary["tps"])
+    assert m.sysbench["exit_code"] == 0 and "--histogram=on" in m.sysbench["command"]
+    assert "--histogram=off" in m.sysbench_warmup["command"]
     raw = s.store.raw / s.run.run_id
     assert (raw / "sysbench.out").read_text() == RUN_OUT and (raw / "warmup.out").is_file()
     assert s.store.status(s.run.run_id) == "ok"
+    # The committed manifest is the record's current-version JSON, read back equal and byte for byte.
+    text = (raw / "manifest.json").read_text()
+    assert text == m.to_json() and RunRecord.from_json(text) == m and RunRecord.from_json(text).to_json() == text
     # One warm-up and one measured sysbench, both over the topology's socket.
     assert host.count(r"^sysbench ") == 2 and all("--mysql-socket=/tmp/dbmatrix-unit/s.sock" in c
                                                    for c in host.matching(r"^sysbench "))
@@ -159,8 +164,8 @@ def test_a_failing_hook_is_recorded_with_its_step_and_everything_is_stopped(tmp_
     topo = RecordingTopology(bench_host(), fail_at=hook)
     s = session(tmp_path)
     m = execute(s, topo)
-    assert m["status"] == "failed" and m["failed_step"] == step
-    assert m["error"] == f"RunFailed: {hook} broke"
+    assert m.status == "failed" and m.failed_step == step
+    assert m.error == f"RunFailed: {hook} broke"
     assert topo.calls[-2:] == ["stop_after_failure", "save_outputs"]
     assert topo.calls.count("monitor.start") == topo.calls.count("monitor.stop") or "monitor.stop" in topo.calls
     raw = s.store.raw / s.run.run_id
@@ -176,8 +181,8 @@ def test_sysbench_failing_fails_the_run_at_measure_with_its_message(tmp_path: Pa
             exit_code=1)
     topo = RecordingTopology(host)
     m = execute(session(tmp_path), topo)
-    assert m["status"] == "failed" and m["failed_step"] == "measure"
-    assert m["error"].startswith("RunFailed: sysbench exited 1")
+    assert m.status == "failed" and m.failed_step == "measure"
+    assert m.error.startswith("RunFailed: sysbench exited 1")
     assert "check_results" not in topo.calls and "stop_after_failure" in topo.calls
 
 
@@ -186,14 +191,14 @@ def test_a_failed_warm_up_stops_before_the_window(tmp_path: Path) -> None:
     host.on(r"^sysbench .* --time=2 ", stderr="FATAL: error 2002: Can't connect", exit_code=1)
     topo = RecordingTopology(host)
     m = execute(session(tmp_path), topo)
-    assert m["failed_step"] == "warmup" and "warm-up sysbench exited 1" in m["error"]
+    assert m.failed_step == "warmup" and "warm-up sysbench exited 1" in m.error
     assert "before_window" not in topo.calls and host.count(r"^sysbench ") == 1
 
 
 def test_a_stop_error_after_a_failure_keeps_the_first_error(tmp_path: Path) -> None:
     topo = RecordingTopology(bench_host(), fail_at="start", stop_fails=True)
     m = execute(session(tmp_path), topo)
-    assert m["error"] == "RunFailed: start broke" and m["stop_error"] == "server would not stop"
+    assert m.error == "RunFailed: start broke" and m.stop_error == "server would not stop"
 
 
 def test_an_interrupt_discards_the_run_and_stops_everything(tmp_path: Path) -> None:
@@ -210,7 +215,7 @@ def test_an_open_loop_cell_without_its_closed_loop_twin_fails_before_starting(tm
     open_run = next(r for r in exp.plan() if r.cell.open_loop)
     topo = RecordingTopology(bench_host())
     m = execute(session(tmp_path, exp, open_run), topo)
-    assert m["failed_step"] == "restore" and "no completed closed-loop run" in m["error"]
+    assert m.failed_step == "restore" and "no completed closed-loop run" in m.error
     assert topo.calls == ["stop_after_failure", "save_outputs"]
 
 
@@ -223,8 +228,8 @@ def test_a_failed_tpcc_consistency_check_fails_the_run(tmp_path: Path) -> None:
     topo = RecordingTopology(host)
     topo.tpcc_script = "/tmp/dbmatrix-unit/lua/tpcc.lua"
     m = execute(session(tmp_path, exp), topo)
-    assert m["status"] == "failed" and m["failed_step"] == "consistency"
-    assert "consistency conditions" in m["error"] and m["tpcc_consistency"]["passed"] is False
+    assert m.status == "failed" and m.failed_step == "consistency"
+    assert "consistency conditions" in m.error and m.tpcc_consistency["passed"] is False
 
 
 def test_the_live_callback_gets_each_per_second_row_of_the_measured_window(tmp_path: Path) -> None:
@@ -242,7 +247,7 @@ CKPT_OUT = (FIXTURES / "run_oltp_read_write_checkpoint2_5s.stdout").read_text() 
 
 def one_process_session(tmp_path: Path, on_interval: Any = None) -> RunSession:
     s = session(tmp_path, on_interval=on_interval)
-    s.manifest["versions"] = {"sysbench": "1.0.20"}
+    s.record.versions = {"sysbench": "1.0.20"}
     return s
 
 
@@ -270,19 +275,19 @@ def test_one_process_run_opens_the_window_at_the_checkpoint(tmp_path: Path) -> N
     rows: list[dict[str, Any]] = []
     s = one_process_session(tmp_path, on_interval=lambda run_id, row: rows.append(row))
     m = execute(s, topo)
-    assert m["status"] == "ok" and m["window_mode"] == "one_process"
+    assert m.status == "ok" and m.window_mode == "one_process"
     (cmd,) = host.matching(r"^sysbench ")
     assert "--report-checkpoints=2" in cmd and "--histogram=on" in cmd
     # Monitors (and collectors) start before the one sysbench; the window's hooks fire at its checkpoint.
     calls = [c for c in topo.calls if c != "monitor.stop"]
     assert calls[:5] == ["prepare", "start", "monitors", "monitor.start", "before_window"]
     assert calls[5:7] == ["open_window", "after_warmup"]
-    assert list(m["steps"]) == ["restore", "warmup", "open_window", "measure", "stop"]
-    assert set(m["window"]) == {"checkpoint_s", "start_epoch", "line_late_s", "counters_late_s", "hooks_late_s"}
-    assert 0 <= m["window"]["counters_late_s"] <= m["window"]["hooks_late_s"]
+    assert list(m.steps) == ["restore", "warmup", "open_window", "measure", "stop"]
+    assert set(m.window) == {"checkpoint_s", "start_epoch", "line_late_s", "counters_late_s", "hooks_late_s"}
+    assert 0 <= m.window["counters_late_s"] <= m.window["hooks_late_s"]
     parsed = sysbench.parse_output(CKPT_OUT)
-    assert m["summary"]["tps"] == 750.24 and m["warmup_summary"]["transactions"] == 1482
-    assert "sysbench_warmup" not in m and not (s.store.raw / s.run.run_id / "warmup.out").exists()
+    assert m.summary["tps"] == 750.24 and m.warmup_summary["transactions"] == 1482
+    assert not m.sysbench_warmup and not (s.store.raw / s.run.run_id / "warmup.out").exists()
     # The live view gets the window's seconds only, re-based to 1.
     assert rows == parsed.intervals and [r["t_s"] for r in rows] == [1, 2, 3]
 
@@ -292,7 +297,7 @@ def test_a_topology_whose_window_opens_idle_runs_two_processes(tmp_path: Path) -
     topo = RecordingTopology(host)
     topo.window_opens_idle = True  # as Galera: several servers' counters must bracket the same work
     m = execute(one_process_session(tmp_path), topo)
-    assert m["window_mode"] == "two_process" and "must agree" in m["window_mode_reason"]
+    assert m.window_mode == "two_process" and "must agree" in str(m.window_mode_reason)
     assert not any("--report-checkpoints" in c for c in host.matching(r"^sysbench "))
     calls = [c for c in topo.calls if c != "monitor.stop"]
     assert calls.index("after_warmup") < calls.index("before_window") < calls.index("open_window")
@@ -302,8 +307,8 @@ def test_one_process_run_dying_in_the_warm_up_fails_at_warmup(tmp_path: Path) ->
     out = CKPT_OUT.split("[ 2s ] Checkpoint report:")[0] + "FATAL: mysql_drv_query() returned error 2013\n"
     topo = RecordingTopology(one_process_host(out, exit_code=1))
     m = execute(one_process_session(tmp_path), topo)
-    assert m["status"] == "failed" and m["failed_step"] == "warmup"
-    assert "sysbench (warm-up) exited 1: FATAL: mysql_drv_query()" in m["error"]
+    assert m.status == "failed" and m.failed_step == "warmup"
+    assert "sysbench (warm-up) exited 1: FATAL: mysql_drv_query()" in m.error
     assert "open_window" not in topo.calls and "monitor.stop" in topo.calls
 
 
@@ -312,11 +317,11 @@ def test_one_process_run_dying_in_the_warm_up_fails_at_warmup(tmp_path: Path) ->
 def test_one_process_hook_failing_at_the_checkpoint_fails_the_run(tmp_path: Path, hook: str, step: str) -> None:
     topo = RecordingTopology(one_process_host(), fail_at=hook)
     m = execute(one_process_session(tmp_path), topo)
-    assert m["status"] == "failed" and m["failed_step"] == step and m["error"] == f"RunFailed: {hook} broke"
+    assert m.status == "failed" and m.failed_step == step and m.error == f"RunFailed: {hook} broke"
     assert topo.calls[-2:] == ["stop_after_failure", "save_outputs"]
 
 
 def test_one_process_run_without_a_checkpoint_report_fails(tmp_path: Path) -> None:
     topo = RecordingTopology(one_process_host(RUN_OUT))  # a sysbench that ignored --report-checkpoints
     m = execute(one_process_session(tmp_path), topo)
-    assert m["status"] == "failed" and "no checkpoint report at 2 s" in m["error"]
+    assert m.status == "failed" and "no checkpoint report at 2 s" in m.error

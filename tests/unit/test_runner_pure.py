@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from dbmatrix.record import RunRecord
 from dbmatrix.run.context import media_used
 from dbmatrix.run.matrix import (
     DATASET_OVERHEAD_S,
@@ -153,8 +154,8 @@ def test_record_plan_refuses_a_changed_spec(tmp_path: Path) -> None:
 def _commit(store: ResultStore, run_id: str, cell_id: str, tps: float | None, status: str = "ok",
             steps: dict[str, float] | None = None) -> None:
     staging = store.begin_run(run_id)
-    store.commit_run(staging, {"run_id": run_id, "cell_id": cell_id, "status": status,
-                               "summary": {"tps": tps}, "steps": steps or {}})
+    store.commit_run(staging, RunRecord(run_id=run_id, experiment="e", cell_id=cell_id, cell={}, repetition=1,
+                                        host="localhost", status=status, summary={"tps": tps}, steps=steps or {}))
 
 
 def test_open_loop_rate_is_the_fraction_of_the_twins_mean(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from dbmatrix.analyse import scaleout as so
 from dbmatrix.hosts.inventory import HostSpec, parse_medium
 from dbmatrix.hosts.scripted import ScriptedHost
+from dbmatrix.record import RunRecord
 from dbmatrix.run.context import HostContext
 from dbmatrix.run.datasets import DatasetInfo
 from dbmatrix.run.instances import (
@@ -143,7 +144,9 @@ def _dataset() -> DatasetInfo:
 
 
 def _session(tmp: Path, exp: Any, run: Any) -> RunSession:
-    return RunSession(ResultStore(tmp / "results"), exp, run, {"run_id": run.run_id, "steps": {}}, "plan")
+    return RunSession(ResultStore(tmp / "results"), exp, run, RunRecord(
+        run_id=run.run_id, experiment=exp.name, cell_id=run.cell.cell_id, cell=run.cell.levels(),
+        repetition=run.repetition, host="localhost"), "plan")
 
 
 def test_prepare_gives_each_instance_its_own_paths_cpu_set_and_no_tcp_over_sockets(tmp_path: Path) -> None:
@@ -153,7 +156,7 @@ def test_prepare_gives_each_instance_its_own_paths_cpu_set_and_no_tcp_over_socke
     topo = Instances({"localhost": _ctx("localhost", host, tmp_path)}, exp, run, _dataset())
     s = _session(tmp_path, exp, run)
     topo.prepare(s)
-    i1, i2 = s.manifest["instances"]["i1"], s.manifest["instances"]["i2"]
+    i1, i2 = s.record.instances["i1"], s.record.instances["i2"]
     assert {i1["datadir"], i2["datadir"]} == {f"{tmp_path}/localhost/media/disk/instances/i1",
                                               f"{tmp_path}/localhost/media/disk/instances/i2"}
     assert len({i1["socket"], i2["socket"], i1["tmpdir"], i2["tmpdir"], i1["pid_file"], i2["pid_file"],
@@ -163,7 +166,7 @@ def test_prepare_gives_each_instance_its_own_paths_cpu_set_and_no_tcp_over_socke
     assert f"--tmpdir={i1['tmpdir']}" in i1["options"]
     cmd = topo.bench_command(s, 5, True)
     assert f"--mysql-socket={i1['socket']},{i2['socket']}" in cmd and "--threads=4" in cmd
-    assert s.manifest["client"]["transport"] == "socket"
+    assert s.record.client["transport"] == "socket"
 
 
 def test_instances_over_two_hosts_listen_on_the_same_port_for_a_remote_client(tmp_path: Path) -> None:
@@ -177,12 +180,12 @@ def test_instances_over_two_hosts_listen_on_the_same_port_for_a_remote_client(tm
     topo = Instances(ctxs, exp, run, _dataset())
     s = _session(tmp_path, exp, run)
     topo.prepare(s)
-    i1, i2 = s.manifest["instances"]["i1"], s.manifest["instances"]["i2"]
+    i1, i2 = s.record.instances["i1"], s.record.instances["i2"]
     assert (i1["host"], i2["host"]) == ("h1", "h2") and i1["port"] == i2["port"] == 23001
     assert "--bind-address=10.200.0.1" in i1["options"] and "--bind-address=10.200.0.2" in i2["options"]
     cmd = topo.bench_command(s, 5, True)
     assert "--mysql-host=10.200.0.1,10.200.0.2 --mysql-port=23001 --mysql-user=bench" in cmd
-    assert s.manifest["client"] == {"host": "h1", "transport": "tcp", "sockets": [],
+    assert s.record.client == {"host": "h1", "transport": "tcp", "sockets": [],
                                     "addresses": ["10.200.0.1", "10.200.0.2"], "ports": [23001]}
 
 
@@ -255,11 +258,12 @@ def test_peak_ratio_names_the_missing_instance_counts() -> None:
 
 def test_per_instance_qps_and_stability_at_the_best_setting() -> None:
     runs, hist = synthetic_runs({2: {1: 1000.0, 2: 2000.0}}, {2: {1: 0.1, 2: 0.1}}, reps=2)
-    manifests = [{"status": "ok", "run_id": r.run_id, "cell_id": r.cell_id,
+    manifests = [RunRecord.from_dict({"status": "ok", "run_id": r.run_id, "cell_id": r.cell_id, "experiment": "e",
+                  "cell": {}, "repetition": 1, "host": "h",
                   "instances": {"i1": {"host": "h"}, "i2": {"host": "h"}},
                   "instances_window": {"elapsed_s": 5.0, "per_instance": {
                       "i1": {"questions": 750, "share": 0.75, "cpu_pct": 80.0},
-                      "i2": {"questions": 250, "share": 0.25, "cpu_pct": 30.0}}}} for r in runs.itertuples()]
+                      "i2": {"questions": 250, "share": 0.25, "cpu_pct": 30.0}}}}) for r in runs.itertuples()]
     iv = pd.DataFrame([{"run_id": r.run_id, "cell_id": r.cell_id, "t_s": t, "qps": r.qps * (0.9 if t <= 2 else 1.0),
                         "lat_ms": 0.2} for r in runs.itertuples() for t in range(1, 5)])
     tables = so.scaleout_tables(runs, hist, iv, manifests)

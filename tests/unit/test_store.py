@@ -10,8 +10,16 @@ from typing import Any
 
 import pytest
 
+from dbmatrix.record import SCHEMA_VERSION, RunRecord
 from dbmatrix.spec.experiment import FACTORS
-from dbmatrix.store import MANIFEST, SCHEMA_VERSION, ResultStore, write_json_atomic, write_text_atomic
+from dbmatrix.store import MANIFEST, ResultStore, write_json_atomic, write_text_atomic
+
+
+def rec(run_id: str, status: str = "ok", **extra: Any) -> RunRecord:
+    """A minimal run record (identity only)."""
+    return RunRecord(run_id=run_id, experiment="e", cell_id="c", cell={}, repetition=1, host="h", status=status,
+                     **extra)
+
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench"
 RW = FIX / "run_oltp_read_write_innodb_t2_5s.stdout"
@@ -77,7 +85,7 @@ def add_run(store: ResultStore, m: dict[str, Any], with_output: bool = True) -> 
         shutil.copyfile(RW, staging / "sysbench.out")
         (staging / "sysbench.err").write_text("")
     (staging / "variables.tsv").write_text("innodb_page_size\t16384\n")
-    return store.commit_run(staging, m)
+    return store.commit_run(staging, RunRecord.from_dict(m))
 
 
 def test_begin_and_commit_run(tmp_path: Path) -> None:
@@ -86,26 +94,26 @@ def test_begin_and_commit_run(tmp_path: Path) -> None:
     assert staging.parent == store.raw and staging.name.startswith(".tmp-r1-") and staging.is_dir()
     (staging / "sysbench.out").write_text("out")
     (staging / "a.txt").write_text("a")
-    final = store.commit_run(staging, {"run_id": "r1", "status": "ok"})
+    final = store.commit_run(staging, rec("r1"))
     assert final == store.raw / "r1"
     assert not staging.exists()
     m = json.loads((final / MANIFEST).read_text())
     assert m["schema"] == SCHEMA_VERSION
     assert m["files"] == ["a.txt", "sysbench.out"]  # sorted, manifest itself not listed
     assert (final / "sysbench.out").read_text() == "out"
-    assert store.manifest("r1") == m
+    assert store.record("r1") == RunRecord.from_dict(m) and store.record("r1").to_dict() == m  # type: ignore[union-attr]
     assert store.status("r1") == "ok"
-    assert store.status("r2") is None and store.manifest("r2") is None
+    assert store.status("r2") is None and store.record("r2") is None
 
 
 def test_commit_over_failed_run_keeps_the_old_attempt(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     s1 = store.begin_run("r1")
     (s1 / "traceback.txt").write_text("boom")
-    store.commit_run(s1, {"run_id": "r1", "status": "failed", "finished_utc": "2026-01-02T03:04:05+00:00"})
+    store.commit_run(s1, rec("r1", "failed", finished_utc="2026-01-02T03:04:05+00:00"))
     s2 = store.begin_run("r1")
     (s2 / "sysbench.out").write_text("ok now")
-    store.commit_run(s2, {"run_id": "r1", "status": "ok"})
+    store.commit_run(s2, rec("r1"))
     assert store.status("r1") == "ok"
     assert not (store.raw / "r1" / "traceback.txt").exists()
     kept = list(store.failed.iterdir())
@@ -118,10 +126,10 @@ def test_commit_over_failed_run_keeps_the_old_attempt(tmp_path: Path) -> None:
 
 def test_commit_over_ok_run_refuses(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
-    store.commit_run(store.begin_run("r1"), {"run_id": "r1", "status": "ok", "marker": 1})
+    store.commit_run(store.begin_run("r1"), rec("r1", order=1))
     with pytest.raises(FileExistsError, match="r1"):
-        store.commit_run(store.begin_run("r1"), {"run_id": "r1", "status": "ok", "marker": 2})
-    assert store.manifest("r1")["marker"] == 1
+        store.commit_run(store.begin_run("r1"), rec("r1", order=2))
+    assert store.record("r1").order == 1  # type: ignore[union-attr]
     assert not store.failed.exists()
 
 
@@ -131,7 +139,7 @@ def test_clean_staging(tmp_path: Path) -> None:
     a = store.begin_run("r1")
     (a / "partial.out").write_text("x")
     store.begin_run("r2")
-    store.commit_run(store.begin_run("r3"), {"run_id": "r3", "status": "ok"})
+    store.commit_run(store.begin_run("r3"), rec("r3"))
     assert store.clean_staging() == 2
     assert sorted(p.name for p in store.raw.iterdir()) == ["r3"]
 
@@ -144,15 +152,28 @@ def test_discard(tmp_path: Path) -> None:
     assert not s.exists()
 
 
-def test_iter_manifests_skips_staging_and_incomplete(tmp_path: Path) -> None:
+def test_records_skip_staging_and_incomplete(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
-    assert list(store.iter_manifests()) == []
-    store.commit_run(store.begin_run("b"), {"run_id": "b", "status": "ok"})
-    store.commit_run(store.begin_run("a"), {"run_id": "a", "status": "ok"})
+    assert list(store.records()) == []
+    store.commit_run(store.begin_run("b"), rec("b"))
+    store.commit_run(store.begin_run("a"), rec("a"))
     staging = store.begin_run("c")
     write_json_atomic(staging / MANIFEST, {"run_id": "c", "status": "ok"})
     (store.raw / "d").mkdir()  # a directory without a manifest
-    assert [m["run_id"] for m in store.iter_manifests()] == ["a", "b"]
+    assert [m.run_id for m in store.records()] == ["a", "b"]
+
+
+def test_a_legacy_manifest_is_read_migrated_and_rewritten_in_the_current_schema(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    legacy = {"schema": 1, "run_id": "r1", "experiment": "e", "cell_id": "c", "cell": {"engine": "innodb"},
+              "repetition": 1, "host": "h", "status": "failed", "error": "x", "host_facts": {"boot_id": "b"}}
+    write_json_atomic(store.raw / "r1" / MANIFEST, legacy)
+    r = store.record("r1")
+    assert r is not None and r.campaign == 1 and r.boot_id == "b" and r.cell["engine"] == "innodb"
+    r.mark_host_lost("h")
+    store.rewrite_record(r)
+    assert json.loads((store.raw / "r1" / MANIFEST).read_text())["schema"] == SCHEMA_VERSION
+    assert store.record("r1") == r
 
 
 def test_store_paths(tmp_path: Path) -> None:

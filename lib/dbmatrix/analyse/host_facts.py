@@ -1,5 +1,5 @@
 """Each study's record of its hosts (``processed/host-facts.json``): the facts files under ``hosts/`` and the
-host facts, class and media states its runs' manifests recorded, so that the paper's setup table and
+host facts, class and media states its runs' records hold, so that the paper's setup table and
 macros read processed outputs only. :func:`merge_host_facts` combines the records of several studies."""
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ def host_record(store: ResultStore) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     media: dict[str, Any] = {}
     runs = []
-    for m in store.iter_manifests():
-        hf, ms = m.get("host_facts"), m.get("media_state")
-        runs.append({"run_id": m.get("run_id"), "host": m.get("host"), "host_class": m.get("host_class"),
-                     "host_facts": _key(facts, hf) if isinstance(hf, dict) else None,
-                     "media_state": _key(media, ms) if ms else None})
+    for m in store.records():
+        runs.append({"run_id": m.run_id, "host": m.host, "host_class": m.host_class,
+                     "host_facts": _key(facts, m.host_facts) if m.host_facts else None,
+                     "media_state": _key(media, m.media_state) if m.media_state else None})
     return {"files": files, "facts": facts, "media": media, "runs": runs}
 
 

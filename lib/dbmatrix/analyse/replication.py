@@ -33,6 +33,7 @@ from scipy import stats as sps
 
 from dbmatrix.analyse.stats import t_mean_ci, welch_log_ratio
 from dbmatrix.parse.wsrep import WSREP_KEYS, parse_samples
+from dbmatrix.record import RunRecord
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore, write_text_atomic
 
@@ -81,26 +82,26 @@ def _spread(nodes: dict[str, dict[str, Any]], key: str) -> float | None:
     return max(vals) - min(vals) if vals else None
 
 
-def run_row(m: dict[str, Any]) -> dict[str, Any]:
+def run_row(m: RunRecord) -> dict[str, Any]:
     """One completed galera run as a flat row (cluster figures: mean or max over the nodes).
 
     ``tps`` and ``lat_p95_ms`` are sysbench's summary of the measured window, the window its latency
     histogram covers: the same throughput as the study's processed runs table
     (:func:`dbmatrix.analyse.tables.prepare_runs`), so a run has one throughput in every table."""
-    cell = m.get("cell", {})
-    s = m.get("summary") or {}
-    w = m.get("wsrep") or {}
-    nodes = m.get("nodes") or {}
+    cell = m.cell
+    s = m.summary
+    w = m.wsrep
+    nodes = m.nodes
     sst = [v.get("sst_s") for v in nodes.values() if isinstance(v.get("sst_s"), (int, float))]
     join = [v.get("join_s") for v in nodes.values() if isinstance(v.get("join_s"), (int, float))]
     committed = _mean_over(w, "committed", "max")
     window = _mean_over(w, "window_s")
     return {
-        "run_id": m["run_id"], "cell_id": m["cell_id"], LEVEL: int(cell.get(LEVEL, 1)),
-        "follower_medium": cell.get("follower_medium", "same"),
-        "write_to": cell.get("write_to", "node1"), "threads": cell.get("threads"),
-        "workload": cell.get("workload"), "repetition": m.get("repetition"), "block": m.get("block"),
-        "order": m.get("order"), "host": m.get("host"), "campaign": int(m.get("campaign") or 1),
+        "run_id": m.run_id, "cell_id": m.cell_id, LEVEL: int(cell[LEVEL]),
+        "follower_medium": cell["follower_medium"],
+        "write_to": cell["write_to"], "threads": cell.get("threads"),
+        "workload": cell.get("workload"), "repetition": m.repetition, "block": m.block,
+        "order": m.order, "host": m.host, "campaign": m.campaign,
         "nodes": len(w) or None,
         "tps": s.get("tps"), "qps": s.get("qps"), "lat_p95_ms": s.get("lat_pct_ms"),
         "lat_avg_ms": s.get("lat_avg_ms"), "ignored_errors": s.get("ignored_errors"),
@@ -113,7 +114,7 @@ def run_row(m: dict[str, Any]) -> dict[str, Any]:
         "apply_window": _mean_over(w, "apply_window", "max"),
         "committed_per_s": committed / window if committed is not None and window else None,
         "window_s": window,
-        "cluster_start_s": (m.get("cluster") or {}).get("start_s"),
+        "cluster_start_s": m.cluster.get("start_s"),
         "sst_s": float(np.mean(sst)) if sst else None, "join_s": float(np.mean(join)) if join else None,
     }
 
@@ -138,11 +139,11 @@ def load_calibration(root: Path) -> pd.DataFrame:
                                                         kind="stable").reset_index(drop=True)
 
 
-def node_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
-    cell = m.get("cell", {})
-    return [{"run_id": m["run_id"], LEVEL: int(cell.get(LEVEL, 1)), "write_to": cell.get("write_to", "node1"),
+def node_rows(m: RunRecord) -> list[dict[str, Any]]:
+    cell = m.cell
+    return [{"run_id": m.run_id, LEVEL: int(cell[LEVEL]), "write_to": cell["write_to"],
              "node": node, **{k: d.get(k) for k in WSREP_KEYS}}
-            for node, d in sorted((m.get("wsrep") or {}).items())]
+            for node, d in sorted(m.wsrep.items())]
 
 
 def group_keys(runs: pd.DataFrame) -> list[str]:
@@ -280,25 +281,25 @@ def seed_position(lo: float, hi: float, seed_value: float) -> str:
 
 # =============================================================================== from the store
 
-def _galera_manifests(store: ResultStore, exp: Experiment) -> list[dict[str, Any]]:
-    return [m for m in store.iter_manifests()
-            if m.get("experiment") == exp.name and m.get("topology", {}).get("kind") == "galera"]
+def _galera_manifests(store: ResultStore, exp: Experiment) -> list[RunRecord]:
+    return [m for m in store.records()
+            if m.experiment == exp.name and m.topology.get("kind") == "galera"]
 
 
-def load_samples(store: ResultStore, manifests: Sequence[dict[str, Any]]) -> pd.DataFrame:
+def load_samples(store: ResultStore, manifests: Sequence[RunRecord]) -> pd.DataFrame:
     frames = []
     for m in manifests:
-        p = store.raw / m["run_id"] / "wsrep-samples.txt"
-        if m.get("status") != "ok" or not p.is_file():
+        p = store.raw / m.run_id / "wsrep-samples.txt"
+        if not m.ok or not p.is_file():
             continue
         s = parse_samples(p.read_text())
         if s.empty:
             continue
-        s.insert(0, "run_id", m["run_id"])
-        s.insert(1, LEVEL, int(m["cell"].get(LEVEL, 1)))
-        s.insert(2, "write_to", m["cell"].get("write_to", "node1"))
-        s.insert(3, "follower_medium", m["cell"].get("follower_medium", "same"))
-        s.insert(4, "repetition", m.get("repetition"))
+        s.insert(0, "run_id", m.run_id)
+        s.insert(1, LEVEL, int(m.cell[LEVEL]))
+        s.insert(2, "write_to", m.cell["write_to"])
+        s.insert(3, "follower_medium", m.cell["follower_medium"])
+        s.insert(4, "repetition", m.repetition)
         frames.append(s)
     cols = ["run_id", LEVEL, "write_to", "follower_medium", "repetition", "t_s", "node", "recv_queue",
             "send_queue", "paused_frac"]
@@ -317,20 +318,20 @@ def _latency_avg(store: ResultStore, run_id: str) -> float | None:
 def analyse_replication(store: ResultStore, exp: Experiment) -> dict[str, pd.DataFrame]:
     """Read the galera runs of `exp`, write ``processed/replication-*.csv`` and return the tables."""
     manifests = _galera_manifests(store, exp)
-    ok = [m for m in manifests if m.get("status") == "ok"]
+    ok = [m for m in manifests if m.ok]
     rows = []
     for m in ok:
         row = run_row(m)
-        row["lat_avg_ms"] = _latency_avg(store, m["run_id"])
+        row["lat_avg_ms"] = _latency_avg(store, m.run_id)
         rows.append(row)
     runs = pd.DataFrame(rows)
     if not runs.empty:
         runs = runs.sort_values("run_id", kind="stable").reset_index(drop=True)
     nodes = pd.DataFrame([r for m in ok for r in node_rows(m)])
-    failed = pd.DataFrame([{"run_id": m["run_id"], "cell_id": m.get("cell_id"), "failed_step": m.get("failed_step"),
-                            "error": (m.get("error") or "").splitlines()[0][:300] if m.get("error") else "",
-                            "dead_nodes": ",".join(m.get("dead_nodes") or [])}
-                           for m in manifests if m.get("status") == "failed"],
+    failed = pd.DataFrame([{"run_id": m.run_id, "cell_id": m.cell_id, "failed_step": m.failed_step,
+                            "error": (m.error or "").splitlines()[0][:300] if m.error else "",
+                            "dead_nodes": ",".join(m.dead_nodes)}
+                           for m in manifests if m.failed],
                           columns=["run_id", "cell_id", "failed_step", "error", "dead_nodes"])
     settings = setting_summary(runs)
     eff = effects(runs)

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.contrasts import Estimate, NotTestable
 from dbmatrix.analyse.stats import merged_percentiles, t_mean_ci
+from dbmatrix.record import RunRecord
 
 P95_THRESHOLD_MS = 0.5  # the seed's threshold
 KEYS = ["instances", "threads"]
@@ -45,17 +45,17 @@ def _ci(values: Sequence[float]) -> tuple[float, float]:
 
 # ------------------------------------------------------------------------------------ per-run rows
 
-def instance_rows(manifests: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def instance_rows(manifests: Iterable[RunRecord]) -> pd.DataFrame:
     """One row per instance of every completed run: its host, share of the window's queries, status
     QPS and mysqld CPU."""
     rows = []
     for m in manifests:
-        if m.get("status") != "ok":
+        if not m.ok:
             continue
-        window = m.get("instances_window") or {}
+        window = m.instances_window
         for name, f in sorted((window.get("per_instance") or {}).items(), key=lambda kv: int(kv[0][1:])):
-            info = (m.get("instances") or {}).get(name, {})
-            rows.append({"run_id": m["run_id"], "cell_id": m["cell_id"], "instance": name,
+            info = m.instances.get(name, {})
+            rows.append({"run_id": m.run_id, "cell_id": m.cell_id, "instance": name,
                          "instance_index": int(name[1:]), "host": info.get("host"), "cpus": info.get("cpus"),
                          "questions": f.get("questions"), "com_select": f.get("com_select"),
                          "share": f.get("share"), "qps_status": f.get("qps_status"), "cpu_s": f.get("cpu_s"),
@@ -213,7 +213,7 @@ def timeline(intervals: pd.DataFrame, runs: pd.DataFrame, cell_id: str) -> pd.Da
 # ------------------------------------------------------------------------------------ all tables
 
 def scaleout_tables(runs: pd.DataFrame, histograms: pd.DataFrame, intervals: pd.DataFrame,
-                    manifests: Iterable[Mapping[str, Any]], threshold_ms: float = P95_THRESHOLD_MS
+                    manifests: Iterable[RunRecord], threshold_ms: float = P95_THRESHOLD_MS
                     ) -> dict[str, pd.DataFrame]:
     """Every table of the study, under the names they are written as (processed/<name>.csv)."""
     runs = runs[runs["status"] == "ok"] if "status" in runs else runs

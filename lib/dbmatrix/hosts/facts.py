@@ -385,7 +385,7 @@ def os_facts(s: Sections) -> Facts:
             "kernel_build": _text(s, "uname_v").strip() or None,
             "kernel_cmdline": parse_cmdline(_text(s, "cmdline")),
             "arch": _text(s, "uname_m").strip() or None, "hostname": _text(s, "hostname").strip() or None,
-            # Changes at every boot: runs with the same boot id shared one boot (dbmatrix.campaigns).
+            # Changes at every boot: runs with the same boot id shared one boot (dbmatrix.run.campaigns).
             "boot_id": (_text(s, "boot_id").strip() or None) if "boot_id" in s else None}
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from dbmatrix.analyse.replication import CALIBRATION_DIR, run_row
 from dbmatrix.hosts import media
+from dbmatrix.record import RunRecord
 from dbmatrix.spec.experiment import Calibration, Cell, Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now, write_json_atomic
 
@@ -66,11 +67,11 @@ def record_path(root: Path, campaign: int) -> Path:
 
 def calibrate(exp: Experiment, store: ResultStore, campaign: int, states: Mapping[str, Any],
               set_limit: Callable[[int], None],
-              run: Callable[[Experiment, PlannedRun, ResultStore], dict[str, Any]]) -> dict[str, Any]:
+              run: Callable[[Experiment, PlannedRun, ResultStore], RunRecord]) -> dict[str, Any]:
     """Choose the campaign's limit (or reuse its record) and leave it set; returns the record.
 
     `set_limit(value)` sets the limit on every host holding followers; `run(exp, planned, store)` measures
-    one calibration run and returns its manifest (the study's own run path, so the runs are recorded)."""
+    one calibration run and returns its record (the study's own run path, so the runs are recorded)."""
     cal = _cal(exp)
     path = record_path(store.root, campaign)
     if path.is_file():
@@ -86,12 +87,12 @@ def calibrate(exp: Experiment, store: ResultStore, campaign: int, states: Mappin
     for limit, planned in calibration_runs(exp, campaign):
         set_limit(limit)
         m = run(cexp, planned, sub)
-        row = run_row(m) if m.get("status") == "ok" else {}
+        row = run_row(m) if m.ok else {}
         paused = row.get("fc_paused_pct")
         measured.append((limit, paused))
-        rows.append({"limit": limit, "run_id": planned.run_id, "status": m.get("status"),
+        rows.append({"limit": limit, "run_id": planned.run_id, "status": m.status,
                      "fc_paused_pct": paused, "tps": row.get("tps"),
-                     "error": m.get("error")})
+                     "error": m.error})
         if paused is not None and paused >= cal.target_fc_paused_pct:
             break
     choice = choose(measured, cal)

@@ -10,11 +10,12 @@ from dbmatrix.hosts import media
 from dbmatrix.hosts.facts import collect_facts
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
+from dbmatrix.record import RunRecord
 from dbmatrix.run.datasets import DatasetInfo, cache_sizing
 from dbmatrix.run.guard import Guard
 from dbmatrix.run.mysqld import constants_for, server_user
 from dbmatrix.run.ports import Owner, this_process
-from dbmatrix.run.session import base_manifest, sysbench_seed
+from dbmatrix.run.session import base_record, sysbench_seed
 from dbmatrix.spec.experiment import Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now, write_json_atomic
 from dbmatrix.workload import commands as workloads
@@ -90,21 +91,21 @@ def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_s
     return ctx
 
 
-def run_manifest(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: DatasetInfo,
-                 media_state: dict[str, Any]) -> dict[str, Any]:
-    """What every measured run's manifest starts with, whatever its topology (`ctx` is the host of the
+def run_record(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: DatasetInfo,
+               media_state: dict[str, Any]) -> RunRecord:
+    """What every measured run's record starts with, whatever its topology (`ctx` is the host of the
     server, or of node 1): identity, host facts, medium, dataset, cache sizing, server constants, CPU
     placement and the sysbench seed; `steps` is filled by the session's step clock."""
     cell = run.cell
     placement = exp.cpu_placement
-    return {
-        **base_manifest(exp, run, ctx.host.name), "boot_id": ctx.facts.get("boot_id"), "host_facts": ctx.facts,
-        "medium": ctx.spec.media[cell.medium].to_dict(), "media_state": media_state,
-        "versions": {"mariadb": ctx.facts.get("mariadb_version"),
-                     "sysbench": ctx.facts.get("sysbench_version")},
-        "dataset": dataset.to_dict(), **cache_sizing(cell, dataset, exp.cache_basis),
-        "server_constants": constants_for(cell, exp.server_options),
-        "cpu_placement": {"tool": placement.tool, "server": placement.server, "client": placement.client},
-        "sysbench_seed": sysbench_seed(exp.seed, run.run_id), "steps": {}, "adaptive": run.adaptive,
-        **({"host_class": ctx.spec.host_class} if ctx.spec.host_class else {}),
-    }
+    rec = base_record(exp, run, ctx.host.name)
+    rec.set(
+        boot_id=ctx.facts.get("boot_id"), host_facts=ctx.facts,
+        medium=ctx.spec.media[cell.medium].to_dict(), media_state=media_state,
+        versions={"mariadb": ctx.facts.get("mariadb_version"), "sysbench": ctx.facts.get("sysbench_version")},
+        dataset=dataset.to_dict(), **cache_sizing(cell, dataset, exp.cache_basis),
+        server_constants=constants_for(cell, exp.server_options),
+        cpu_placement={"tool": placement.tool, "server": placement.server, "client": placement.client},
+        sysbench_seed=sysbench_seed(exp.seed, run.run_id), host_class=ctx.spec.host_class or None,
+    )
+    return rec

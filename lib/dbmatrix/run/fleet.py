@@ -29,6 +29,7 @@ from typing import Any
 
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
+from dbmatrix.record import RunRecord
 from dbmatrix.run.session import record_early_failure
 from dbmatrix.spec.experiment import Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now
@@ -72,8 +73,8 @@ class Fleet:
     and the rest of a half-done block is reported as not run, so every host still measures whole blocks."""
 
     def __init__(self, specs: list[HostSpec], exp: Experiment, store: ResultStore,
-                 connect: Callable[[Worker], Any], execute: Callable[[Worker, PlannedRun], dict[str, Any]],
-                 on_result: Callable[[Worker, dict[str, Any]], None] | None = None, *,
+                 connect: Callable[[Worker], Any], execute: Callable[[Worker, PlannedRun], RunRecord],
+                 on_result: Callable[[Worker, RunRecord], None] | None = None, *,
                  allow_lost: bool = False):
         self.workers = [Worker(s) for s in specs]
         self.exp, self.store = exp, store
@@ -197,7 +198,7 @@ class Fleet:
         as not run. True if some block moved (another round is due)."""
         from dbmatrix.spec.assignment import reassign_blocks
 
-        started = {int(m["block"]) for m in self.store.iter_manifests() if m.get("block") is not None}
+        started = {int(m.block) for m in self.store.records() if m.block is not None}
         started |= self._taken_blocks
         block_hosts: dict[int, str] = {}
         for name, q in queues.items():
@@ -266,30 +267,29 @@ class Fleet:
             except Exception as exc:  # noqa: BLE001 - e.g. the connection broke outside a run step
                 manifest = self._record_host_failure(worker, run, exc)
             worker.busy_s += time.monotonic() - t0
-            if self._stop.is_set() and manifest.get("status") != "ok":
+            if self._stop.is_set() and not manifest.ok:
                 # Interrupted by Ctrl-C on the controller: discard, as a single-host run would.
                 self.store.forget(run.run_id)
                 return
             worker.done += 1
-            if manifest.get("status") == "ok":
+            if manifest.ok:
                 worker.ok += 1
             else:
                 worker.failed += 1
             self._on_result(worker, manifest)
-            if manifest.get("status") != "ok" and worker.host is not None and not host_alive(worker.host):
+            if not manifest.ok and worker.host is not None and not host_alive(worker.host):
                 self._retire(worker, "stopped answering after a failed run", run.run_id)
                 self._mark_host_lost(run.run_id, worker.spec.name)
 
-    def _record_host_failure(self, worker: Worker, run: PlannedRun, exc: Exception) -> dict[str, Any]:
+    def _record_host_failure(self, worker: Worker, run: PlannedRun, exc: Exception) -> RunRecord:
         return record_early_failure(self.store, self.exp, run, worker.spec.name, "host", exc)
 
     def _mark_host_lost(self, run_id: str, host: str) -> None:
         """Say in the failed run's manifest that its host dropped out (so a reader knows why)."""
-        m = self.store.manifest(run_id)
-        if m is not None and m.get("status") == "failed":
-            m["host_lost"] = True
-            m["error"] = f"host {host} dropped out: {m.get('error')}"
-            self.store.rewrite_manifest(run_id, m)
+        m = self.store.record(run_id)
+        if m is not None and m.failed:
+            m.mark_host_lost(host)
+            self.store.rewrite_record(m)
 
     def summary(self) -> dict[str, Any]:
         """Per host: runs measured (ok, failed), busy seconds (this host's own clock, not summed over

@@ -19,7 +19,8 @@ from dbmatrix.hosts import media
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.parse import sysbench
 from dbmatrix.parse.wsrep import parse_samples, summarize_samples, wsrep_deltas
-from dbmatrix.run.context import HostContext, run_manifest
+from dbmatrix.record import RunRecord
+from dbmatrix.run.context import HostContext, run_record
 from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, restore
 from dbmatrix.run.galera_cluster import (
     PORTS_PER_NODE,
@@ -120,9 +121,9 @@ class Galera(Topology):
                 out[name] = to_dict()
         return out
 
-    def start_manifest(self) -> dict[str, Any]:
-        m = run_manifest(self.exp, self.run, self.ctxs[0], self.dataset, self._media_states())
-        m.update(log_dir=None, topology={**asdict(self.exp.topology), "hosts": [c.spec.name for c in self.ctxs]},
+    def start_record(self) -> RunRecord:
+        m = run_record(self.exp, self.run, self.ctxs[0], self.dataset, self._media_states())
+        m.set(log_dir=None, topology={**asdict(self.exp.topology), "hosts": [c.spec.name for c in self.ctxs]},
                  cluster={"sync_timeout_s": self.timeout}, nodes={}, wsrep={})
         return m
 
@@ -159,12 +160,12 @@ class Galera(Topology):
         prefixes = [[*media.launch_prefix(c.spec.media[self.node_medium(i)]), *placement.prefix("server")]
                     for i, c in enumerate(ctxs, start=1)]
         self.cluster = GaleraCluster([c.host for c in ctxs], self.nodes, options, run_as, prefixes)
-        m = s.manifest
-        m["cluster"].update(name=self.name, base_port=base, run_as=run_as)
-        m["client"] = {"write_to": cell.write_to, "sockets": self._sockets, "host": self.client_host.name}
-        m["nodes"] = {n.name: {**n.to_dict(), "command": sv.command, "options": o}
+        m = s.record
+        m.cluster.update(name=self.name, base_port=base, run_as=run_as)
+        m.client = {"write_to": cell.write_to, "sockets": self._sockets, "host": self.client_host.name}
+        m.nodes = {n.name: {**n.to_dict(), "command": sv.command, "options": o}
                       for n, sv, o in zip(self.nodes, self.cluster.servers, options)}
-        m["server"] = {"command": self.cluster.servers[0].command, "options": options[0]}
+        m.server = {"command": self.cluster.servers[0].command, "options": options[0]}
 
     def sockets(self) -> list[str]:
         return self._sockets
@@ -184,32 +185,32 @@ class Galera(Topology):
             if not bind_failed(str(exc)) or self.block is None:
                 raise
             failed = set(self.block.ports)
-            s.manifest["cluster"]["port_retry"] = {"failed_base": self.block.base, "error": str(exc)[-500:]}
+            s.record.cluster["port_retry"] = {"failed_base": self.block.base, "error": str(exc)[-500:]}
             self._cluster().stop()
             self._release()
             self._plan(s, skip=failed)
             self._start(s)
 
     def _start(self, s: RunSession) -> None:
-        cluster, nodes, m = self._cluster(), self.nodes, s.manifest
+        cluster, nodes, m = self._cluster(), self.nodes, s.record
         s.mark("restore")
         cluster.prepare_dirs()
         restore(self.ctxs[0].host, self.dataset, nodes[0].paths.datadir)
         cluster.chown_datadir(1)
         s.mark("drop_caches")
-        m["os_cache_dropped"] = all(drop_os_caches(h) for h in _hosts_of(self.ctxs).values())
+        m.os_cache_dropped = all(drop_os_caches(h) for h in _hosts_of(self.ctxs).values())
         s.mark("bootstrap")
         t_cluster = time.monotonic()
-        m["cluster"]["bootstrap_s"] = round(cluster.bootstrap(self.timeout), 3)
-        m["nodes"]["node1"]["pid"] = cluster.servers[0].pid
+        m.cluster["bootstrap_s"] = round(cluster.bootstrap(self.timeout), 3)
+        m.nodes["node1"]["pid"] = cluster.servers[0].pid
         s.mark("join")
         for n in nodes[1:]:
             cluster.join(n.index, self.timeout)
             sv = cluster.servers[n.index - 1]
             log = sv.host.run(f"cat {shlex.quote(sv.paths.error_log)}", check=False).stdout
-            m["nodes"][n.name].update(pid=sv.pid, join_s=cluster.join_s[n.name], sst_s=parse_sst_seconds(log))
-        m["cluster"]["start_s"] = round(time.monotonic() - t_cluster, 3)
-        m["server"]["pid"] = self.measured_pid = cluster.servers[0].pid
+            m.nodes[n.name].update(pid=sv.pid, join_s=cluster.join_s[n.name], sst_s=parse_sst_seconds(log))
+        m.cluster["start_s"] = round(time.monotonic() - t_cluster, 3)
+        m.server["pid"] = self.measured_pid = cluster.servers[0].pid
         s.mark("variables")
         for n, sv in zip(nodes, cluster.servers):
             v = sv.global_variables()
@@ -220,7 +221,7 @@ class Galera(Topology):
             if problems:
                 raise RunFailed(f"{n.name}: {', '.join(problems)}")
             if n.index == 1:
-                m["cache_bytes_effective"] = int(v.get("innodb_buffer_pool_size", 0) or 0)
+                m.cache_bytes_effective = int(v.get("innodb_buffer_pool_size", 0) or 0)
 
     def after_warmup(self, s: RunSession) -> None:
         dead = self._cluster().dead_nodes()
@@ -253,26 +254,26 @@ class Galera(Topology):
     def after_window(self, s: RunSession) -> None:
         for n in self.nodes:
             s.save_tsv(f"status-after-{n.name}.tsv", self.after[n.name])
-            s.manifest["wsrep"][n.name] = wsrep_deltas(self.before[n.name], self.after[n.name])
+            s.record.wsrep[n.name] = wsrep_deltas(self.before[n.name], self.after[n.name])
 
     def check_results(self, s: RunSession, parsed: sysbench.SysbenchOutput) -> None:
         degraded = [f"{k}: cluster_size={d['cluster_size']}, state={d['state']}"
-                    for k, d in s.manifest["wsrep"].items()
+                    for k, d in s.record.wsrep.items()
                     if d["cluster_size"] != self.exp.topology.nodes or d["state"] != "Synced"]
         if degraded:
             raise RunFailed(f"the cluster was not intact at the end of the window ({'; '.join(degraded)})")
 
     # -------------------------------------------------------------------------------- stopping
     def stop(self, s: RunSession) -> None:
-        cluster, m = self._cluster(), s.manifest
+        cluster, m = self._cluster(), s.record
         cluster.stop(mode=self.exp.stop_mode)  # the datadirs are made afresh by the next run's prepare_dirs
         for n, sv in zip(self.nodes, cluster.servers):
-            m["nodes"][n.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown,
+            m.nodes[n.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown,
                                       stop_mode=sv.stop_mode)
-        m["server"].update(stop_s=m["nodes"]["node1"]["stop_s"], stop_mode=m["nodes"]["node1"]["stop_mode"],
-                           clean_shutdown=m["nodes"]["node1"]["clean_shutdown"])
+        m.server.update(stop_s=m.nodes["node1"]["stop_s"], stop_mode=m.nodes["node1"]["stop_mode"],
+                        clean_shutdown=m.nodes["node1"]["clean_shutdown"])
         if cluster.stop_errors:
-            m["stop_error"] = cluster.stop_errors
+            m.stop_error = cluster.stop_errors
         self._release()
 
     def _release(self) -> None:
@@ -282,10 +283,10 @@ class Galera(Topology):
 
     def stop_after_failure(self, s: RunSession) -> None:
         if self.cluster is not None:
-            s.manifest["dead_nodes"] = self.cluster.dead_nodes()
+            s.record.dead_nodes = self.cluster.dead_nodes()
             self.cluster.stop()
             if self.cluster.stop_errors:
-                s.manifest["stop_error"] = self.cluster.stop_errors
+                s.record.stop_error = self.cluster.stop_errors
         self._release()
 
     def abort(self) -> None:
@@ -298,12 +299,12 @@ class Galera(Topology):
     def save_outputs(self, s: RunSession) -> None:
         if self.samplers:
             text = "".join(sm.text for sm in self.samplers)
-            start = (s.manifest.get("window") or {}).get("start_epoch")
+            start = s.record.window.get("start_epoch")
             if start is not None:  # one-process run: the samplers ran through the warm-up too
                 warm, text = split_samples(text, start)
                 s.save("wsrep-samples-warmup.txt", warm)
             s.save("wsrep-samples.txt", text)
-            s.manifest["wsrep_samples"] = {
+            s.record.wsrep_samples = {
                 "interval_s": self.samplers[0].interval_s,
                 "errors": {sm.host.name: sm.error for sm in self.samplers if sm.error},
                 "nodes": summarize_samples(parse_samples(text))}

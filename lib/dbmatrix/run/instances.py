@@ -27,7 +27,8 @@ from typing import Any
 from dbmatrix.hosts import media
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.parse.sysbench import SysbenchOutput
-from dbmatrix.run.context import HostContext, run_manifest
+from dbmatrix.record import RunRecord
+from dbmatrix.run.context import HostContext, run_record
 from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, prepare_dataset, restore
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, render_options
 from dbmatrix.run.ports import PortBlock, lease_block
@@ -222,11 +223,11 @@ class Instances(Topology):
         self.t_open = self.t_close = 0.0
         self.state = worker.media.get(run.cell.medium)
 
-    def start_manifest(self) -> dict[str, Any]:
+    def start_record(self) -> RunRecord:
         worker = next(iter(self.ctxs.values()))
         to_dict = getattr(self.state, "to_dict", None)
-        m = run_manifest(self.exp, self.run, worker, self.dataset, {self.run.cell.medium: to_dict()} if to_dict else {})
-        m.update(log_dir=None, topology={"kind": "instances", "hosts": self.host_names,
+        m = run_record(self.exp, self.run, worker, self.dataset, {self.run.cell.medium: to_dict()} if to_dict else {})
+        m.set(log_dir=None, topology={"kind": "instances", "hosts": self.host_names,
                                          "client": self.client_ctx.spec.name},
                  instances={}, instances_window={})
         return m
@@ -278,14 +279,14 @@ class Instances(Topology):
         self.plans = sorted((p for g in self.groups.values() for p in g.plans), key=lambda p: p.index)
         if self.tcp:
             self.ports = sorted({p.paths.port for p in self.plans if p.paths.port is not None})
-        m = s.manifest
-        m["client"] = {"host": self.client_ctx.spec.name, "transport": "tcp" if self.tcp else "socket",
+        m = s.record
+        m.client = {"host": self.client_ctx.spec.name, "transport": "tcp" if self.tcp else "socket",
                        "sockets": [] if self.tcp else self.sockets(),
                        "addresses": self._addresses() if self.tcp else [], "ports": self.ports}
-        m["instances"] = {p.name: {**p.to_dict(), "command": sv.command, "options": sv.options}
+        m.instances = {p.name: {**p.to_dict(), "command": sv.command, "options": sv.options}
                           for g in self.groups.values() for p, sv in zip(g.plans, g.servers)}
         first = self.groups[self.host_names[0]].servers[0]
-        m["server"] = {"command": first.command, "options": first.options}
+        m.server = {"command": first.command, "options": first.options}
 
     def sockets(self) -> list[str]:
         return [p.paths.socket for p in self.plans]
@@ -306,7 +307,7 @@ class Instances(Topology):
         return sysbench.command_string([*self.client_prefix, *argv])
 
     def start(self, s: RunSession) -> None:
-        m = s.manifest
+        m = s.record
         s.mark("restore")
         for g in self.groups.values():
             if g.dataset is None:  # another host of the run: its own snapshot, prepared once
@@ -315,22 +316,22 @@ class Instances(Topology):
             g.ctx.host.run("mkdir -p " + shlex.join(sorted({p.paths.socket.rsplit('/', 1)[0] for p in g.plans})))
             for p in g.plans:
                 restore(g.ctx.host, g.dataset, p.paths.datadir)
-        m["datasets"] = {n: g.dataset.key for n, g in self.groups.items() if g.dataset is not None}
+        m.datasets = {n: g.dataset.key for n, g in self.groups.items() if g.dataset is not None}
         s.mark("drop_caches")
-        m["os_cache_dropped"] = all(drop_os_caches(g.ctx.host) for g in self.groups.values())
+        m.os_cache_dropped = all(drop_os_caches(g.ctx.host) for g in self.groups.values())
         s.mark("start")
         t0 = time.monotonic()
         for g in self.groups.values():
             for p, sv in zip(g.plans, g.servers):
                 sv.start()
-                m["instances"][p.name].update(pid=sv.pid, start_s=round(sv.started_s or 0, 3))
+                m.instances[p.name].update(pid=sv.pid, start_s=round(sv.started_s or 0, 3))
                 if p.cpus is not None:
                     affinity = g.ctx.host.run(f"taskset -cp {sv.pid}", check=False).stdout.strip()
-                    m["instances"][p.name]["affinity"] = affinity
-        m["instances_start_s"] = round(time.monotonic() - t0, 3)
+                    m.instances[p.name]["affinity"] = affinity
+        m.instances_start_s = round(time.monotonic() - t0, 3)
         first = self.groups[self.client_ctx.spec.name].servers
         self.measured_pid = first[0].pid if first else None
-        m["server"]["pid"] = self.measured_pid
+        m.server["pid"] = self.measured_pid
         s.mark("variables")
         for g in self.groups.values():
             for p, sv in zip(g.plans, g.servers):
@@ -338,7 +339,7 @@ class Instances(Topology):
                 s.save_tsv(f"variables-{p.name}.tsv", v)
                 if p.index == 1:
                     key = "innodb_buffer_pool_size" if s.cell.engine == "innodb" else "rocksdb_block_cache_size"
-                    m["cache_bytes_effective"] = int(v.get(key, 0) or 0)
+                    m.cache_bytes_effective = int(v.get(key, 0) or 0)
                 if self.tcp:
                     sv.sql(f"CREATE USER IF NOT EXISTS '{BENCH_USER}'@'%' IDENTIFIED BY '{BENCH_PASSWORD}'; "
                            f"GRANT ALL ON sbtest.* TO '{BENCH_USER}'@'%'")
@@ -369,12 +370,12 @@ class Instances(Topology):
             s.save_tsv(f"status-after-{name}.tsv", self.after.get(name, {}))
         elapsed = self.t_close - self.t_open
         figures = window_figures(self.before, self.after, self.cpu_before, self.cpu_after, elapsed)
-        s.manifest["instances_window"] = {"elapsed_s": round(elapsed, 3), "per_instance": figures}
+        s.record.instances_window = {"elapsed_s": round(elapsed, 3), "per_instance": figures}
 
     def check_results(self, s: RunSession, parsed: SysbenchOutput) -> None:
         # sysbench deals its connections round robin over the sockets: with fewer threads than instances the
         # last instances get none (expected, recorded). Questions counts our own SHOW STATUS: use Com_select.
-        idle = [n for n, f in s.manifest["instances_window"]["per_instance"].items()
+        idle = [n for n, f in s.record.instances_window["per_instance"].items()
                 if not f["com_select"] and int(n[1:]) <= s.cell.threads]
         if idle and s.cell.workload in ("oltp_point_select", "oltp_read_only", "oltp_read_write"):
             raise RunFailed(f"instance(s) {', '.join(idle)} answered no SELECT in the window: the client did "
@@ -402,18 +403,18 @@ class Instances(Topology):
         return errors
 
     def stop(self, s: RunSession) -> None:
-        m = s.manifest
+        m = s.record
         t0 = time.monotonic()
         errors = self._stop_all(self.exp.stop_mode)  # the datadirs are restored afresh by the next run
-        m["instances_stop_s"] = round(time.monotonic() - t0, 3)
+        m.instances_stop_s = round(time.monotonic() - t0, 3)
         for g in self.groups.values():
             for p, sv in zip(g.plans, g.servers):
-                m["instances"][p.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown,
+                m.instances[p.name].update(stop_s=round(sv.stop_s or 0, 3), clean_shutdown=sv.clean_shutdown,
                                               stop_mode=sv.stop_mode)
-        m["server"].update(stop_s=m["instances_stop_s"], stop_mode=self.exp.stop_mode,
-                           clean_shutdown=all(m["instances"][p.name].get("clean_shutdown") for p in self.plans))
+        m.server.update(stop_s=m.instances_stop_s, stop_mode=self.exp.stop_mode,
+                        clean_shutdown=all(m.instances[p.name].get("clean_shutdown") for p in self.plans))
         if errors:
-            m["stop_error"] = errors
+            m.stop_error = errors
 
     def stop_after_failure(self, s: RunSession) -> None:
         try:
@@ -421,7 +422,7 @@ class Instances(Topology):
         except Exception as exc:  # noqa: BLE001 - keep the first error; note the second
             errors = [f"{type(exc).__name__}: {exc}"]
         if errors:
-            s.manifest["stop_error"] = errors
+            s.record.stop_error = errors
 
     def abort(self) -> None:
         self._stop_all()

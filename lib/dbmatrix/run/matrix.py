@@ -17,26 +17,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbmatrix.campaigns import (
+from dbmatrix.hosts import media
+from dbmatrix.hosts.inventory import HostSpec
+from dbmatrix.hosts.remote import RunInterrupted
+from dbmatrix.paths import git_state
+from dbmatrix.record import RunRecord
+from dbmatrix.run import calibration
+from dbmatrix.run.campaigns import (
     CampaignOption,
     CampaignState,
     Choice,
-    campaign_of,
     campaign_states,
     campaigns_found,
     choose,
     merge_record,
 )
-from dbmatrix.hosts import media
-from dbmatrix.hosts.inventory import HostSpec
-from dbmatrix.hosts.remote import RunInterrupted
-from dbmatrix.paths import git_state
-from dbmatrix.run import calibration
 from dbmatrix.run.context import HostContext, connect_host
 from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
+from dbmatrix.run.reports import RunReport, StudyStatus
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.standalone import Standalone
 from dbmatrix.run.topology import Topology
@@ -224,7 +225,7 @@ def topology_for(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Da
 
 def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: ResultStore,
                   datasets: dict[str, DatasetInfo | Exception], peers: dict[str, HostContext] | None = None,
-                  on_interval: IntervalCallback | None = None) -> dict[str, Any]:
+                  on_interval: IntervalCallback | None = None) -> RunRecord:
     """Measure a run through its topology, or record why it could not start (its medium or dataset
     failed); the dataset is prepared on first use per host."""
     for name in {run.cell.medium, run.cell.log_medium, run.cell.follower_medium} - {"same"}:
@@ -260,14 +261,14 @@ def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
 
 def campaign_states_of(store: ResultStore, exp: Experiment) -> list[CampaignState]:
     """Every campaign of the results directory (with a manifest or a record) and how complete it is."""
-    manifests = list(store.iter_manifests())
-    numbers = campaigns_found(manifests, (int(r["campaign"]) for r in store.campaigns()))
+    records = list(store.records())
+    numbers = campaigns_found(records, (int(r["campaign"]) for r in store.campaigns()))
     planned = {k: [r.run_id for r in exp.plan(k)] for k in numbers}
-    return campaign_states(planned, manifests)
+    return campaign_states(planned, records)
 
 
 def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:
-    """The campaign `option` (auto, new, last or a number; :mod:`dbmatrix.campaigns`) selects in the
+    """The campaign `option` (auto, new, last or a number; :mod:`dbmatrix.run.campaigns`) selects in the
     study's results directory."""
     try:
         return choose(option, campaign_states_of(study.store, study.experiment))
@@ -278,8 +279,7 @@ def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:
 def _campaign_started(store: ResultStore, campaign: int) -> str | None:
     """When a campaign without a record began: its earliest run (campaign 1 of a directory measured
     before campaigns were recorded)."""
-    starts = [str(m["started_utc"]) for m in store.iter_manifests()
-              if campaign_of(m) == campaign and m.get("started_utc")]
+    starts = [str(m.started_utc) for m in store.records() if m.campaign == campaign and m.started_utc]
     return min(starts) if starts else None
 
 
@@ -306,10 +306,10 @@ def _record_campaign(study: Study, campaign: int, session_started: str, fleet: F
 
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
               host_name: str | None = None, on_interval: IntervalCallback | None = None,
-              allow_lost_hosts: bool = False, campaign: CampaignOption = "last") -> dict[str, Any]:
+              allow_lost_hosts: bool = False, campaign: CampaignOption = "last") -> RunReport:
     """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
     several, each host its own replicate blocks; see :mod:`dbmatrix.run.fleet` and
-    :mod:`dbmatrix.spec.assignment`); returns counts. Safe to call again to resume.
+    :mod:`dbmatrix.spec.assignment`); returns its counts (a :class:`RunReport`). Safe to call again to resume.
 
     A host that cannot be set up or stops answering stops the line (no further run starts) and is named
     in ``lost_hosts``; the caller fails (``dbmatrix run`` exits 4). With `allow_lost_hosts` the other
@@ -317,7 +317,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     measured and why. `on_interval(run_id, row)` receives each per-second sysbench row of a measured
     window as it comes.
 
-    `campaign` (:mod:`dbmatrix.campaigns`): ``last`` continues the latest campaign (nothing to run
+    `campaign` (:mod:`dbmatrix.run.campaigns`): ``last`` continues the latest campaign (nothing to run
     when it is complete), ``auto`` starts a new one when the latest is complete, ``new`` always starts one,
     a number continues that campaign. Only the chosen campaign's runs are pending; the line saying which
     campaign and why is printed and returned as ``campaign_reason``."""
@@ -333,11 +333,10 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     record_assignment(store, exp, hosts, block_hosts)
     assignment = assign_runs(plan, block_hosts, hosts)
     pending = [r for r in plan if store.status(r.run_id) != "ok"]
-    counts: dict[str, Any] = {"campaign": choice.number, "campaign_reason": choice.line(),
-                              "planned": len(plan), "already_done": len(plan) - len(pending), "ok": 0,
-                              "failed": 0, "adaptive": 0, "not_attempted": 0}
+    counts = RunReport(campaign=choice.number, campaign_reason=choice.line(), planned=len(plan),
+                       already_done=len(plan) - len(pending))
     if host_name and len(hosts) > 1:  # one host's share of the blocks
-        counts["other_hosts_runs"] = sum(assignment[r.run_id] != host_name for r in pending)
+        counts.other_hosts_runs = sum(assignment[r.run_id] != host_name for r in pending)
         pending = [r for r in pending if assignment[r.run_id] == host_name]
     if max_runs is not None:
         pending = pending[:max_runs]
@@ -363,14 +362,14 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         if exp.topology.calibrate is not None:
             calibrate_followers(w, exp, store, choice.number)
 
-    def execute(w: Worker, run: PlannedRun) -> dict[str, Any]:
+    def execute(w: Worker, run: PlannedRun) -> RunRecord:
         bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(specs) > 1 else run.run_id)
         return run_or_record(w.ctx, exp, run, store, w.datasets, w.peers, on_interval)
 
-    def on_result(w: Worker, m: dict[str, Any]) -> None:
+    def on_result(w: Worker, m: RunRecord) -> None:
         with lock:
-            counts[m["status"]] += 1
-            counts["adaptive"] += bool(m.get("adaptive"))
+            counts.count(m.status)
+            counts.adaptive += m.adaptive
             bar.update(1)
 
     fleet = Fleet(specs, exp, store, connect, execute, on_result, allow_lost=allow_lost_hosts)
@@ -400,18 +399,18 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
                 moved = {int(m["block"]): str(m["to"]) for m in fleet.moves}
                 record_assignment(store, exp, hosts, {**block_hosts, **moved}, fleet.moves)
             rec = _record_campaign(study, choice.number, session_started, fleet)
-    counts["campaign_complete"] = rec["complete"]
-    counts["not_attempted"] = len(left)
+    counts.campaign_complete = rec["complete"]
+    counts.not_attempted = len(left)
     if left:
-        counts["not_run"] = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
-    lost = {w.spec.name: w.lost for w in fleet.workers if w.lost}
+        counts.not_run = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
+    lost = {w.spec.name: str(w.lost) for w in fleet.workers if w.lost}
     if lost:
-        counts["lost_hosts"] = lost
-        counts["lost_hosts_allowed"] = allow_lost_hosts
+        counts.lost_hosts = lost
+        counts.lost_hosts_allowed = allow_lost_hosts
     if fleet.moves:
-        counts["blocks_moved"] = list(fleet.moves)
+        counts.blocks_moved = list(fleet.moves)
     if len(specs) > 1 or lost:
-        counts["hosts"] = fleet.summary()
+        counts.hosts = fleet.summary()
     return counts
 
 
@@ -430,21 +429,21 @@ def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign
                 raise state
             c.media[cal.medium] = media.set_throttle_limit(c.host, state, cal.limit, value)
 
-    def run(cexp: Experiment, planned: PlannedRun, sub: ResultStore) -> dict[str, Any]:
+    def run(cexp: Experiment, planned: PlannedRun, sub: ResultStore) -> RunRecord:
         return run_or_record(w.ctx, cexp, planned, sub, w.datasets, w.peers)
 
     return calibration.calibrate(exp, store, campaign, w.ctx.media, set_limit, run)
 
 
-def lost_hosts_message(counts: Mapping[str, Any]) -> str | None:
+def lost_hosts_message(counts: RunReport) -> str | None:
     """The line a command prints when hosts were lost (None: none was), naming them and what to do."""
-    lost = counts.get("lost_hosts") or {}
+    lost = counts.lost_hosts
     if not lost:
         return None
     names = ", ".join(f"{h} ({why})" for h, why in sorted(lost.items()))
-    left = counts.get("not_attempted", 0)
-    if counts.get("lost_hosts_allowed"):
-        return (f"lost host(s): {names}; allowed (--allow-lost-hosts): {len(counts.get('blocks_moved', []))} "
+    left = counts.not_attempted
+    if counts.lost_hosts_allowed:
+        return (f"lost host(s): {names}; allowed (--allow-lost-hosts): {len(counts.blocks_moved)} "
                 f"whole block(s) moved to other hosts, {left} run(s) not run")
     return (f"lost host(s): {names}; the line stopped with {left} run(s) not run. Fix the host and run again "
             "(completed runs are kept), or pass --allow-lost-hosts to let the other hosts take its whole "
@@ -467,9 +466,9 @@ def adaptive_runs(store: ResultStore, exp: Experiment, campaign: int = 1) -> lis
     cells = exp.cells()
     by_id = {c.cell_id: c for c in cells}
     done = runs.groupby("cell_id")["repetition"].max().to_dict()
-    manifests = [m for m in store.iter_manifests() if campaign_of(m) == campaign]
-    attempted = {m["run_id"] for m in manifests}
-    first_order = len(cells) * exp.repetitions + sum(bool(m.get("adaptive")) for m in manifests) + 1
+    manifests = [m for m in store.records() if m.campaign == campaign]
+    attempted = {m.run_id for m in manifests}
+    first_order = len(cells) * exp.repetitions + sum(m.adaptive for m in manifests) + 1
     extra: list[PlannedRun] = []
     for cell_id in sorted(more):
         if more[cell_id] <= 0 or cell_id not in by_id:
@@ -488,8 +487,8 @@ def time_accounting(store: ResultStore) -> dict[str, float]:
     """Seconds spent per step over all recorded runs (failed ones too) and dataset preparation:
     how much of the wall time was measurement."""
     steps: dict[str, float] = {}
-    for m in store.iter_manifests():
-        for step, secs in (m.get("steps") or {}).items():
+    for m in store.records():
+        for step, secs in m.steps.items():
             steps[step] = steps.get(step, 0.0) + float(secs)
     ds = store.root / "datasets"
     prepare = sum(json.loads(p.read_text()).get("prepare_s", 0.0) for p in ds.glob("*/*.json")) \
@@ -541,17 +540,9 @@ def campaign_lines(study: Study, plan_note: bool = False) -> list[str]:
             f"  --campaign last would run {choose('last', states).line()}"]
 
 
-def study_status(study: Study) -> dict[str, Any]:
-    """Counts of done/failed/pending runs and the estimated time left, in total and per host.
-
-    ``estimated_remaining_s`` is the wall-clock time left (the hosts measure in parallel; the busiest
-    host's share), ``estimated_remaining_machine_s`` the time summed over hosts. ``per_host`` gives each
-    host's runs (planned, ok, failed, pending), its busy time (``busy_s``: the seconds its runs took,
-    its own clock) and its remaining estimate; ``busy_s_total`` adds them over hosts (machine time, not
-    wall time). ``lost_hosts`` names hosts the last run command lost.
-
-    The counts are the latest campaign's (what ``--campaign last`` continues); ``campaigns`` lists every
-    campaign with its completeness and boots, and ``next_auto`` what ``--campaign auto`` would do."""
+def study_status(study: Study) -> StudyStatus:
+    """Counts of done/failed/pending runs of the latest campaign and the estimated time left, in total and
+    per host (see :class:`StudyStatus`)."""
     exp, store = study.experiment, study.store
     states = campaign_states_of(store, exp)
     current = choose("last", states)
@@ -564,12 +555,12 @@ def study_status(study: Study) -> dict[str, Any]:
     assignment = assign_runs(plan, study_assignment(study, hosts), hosts)
     ran_on: dict[str, str] = {}
     busy: dict[str, float] = {}
-    for m in store.iter_manifests():
-        if campaign_of(m) != current.number:
+    for m in store.records():
+        if m.campaign != current.number:
             continue
-        h = str(m.get("host"))
-        ran_on[m["run_id"]] = h
-        busy[h] = busy.get(h, 0.0) + float(m.get("duration_s") or sum((m.get("steps") or {}).values()))
+        h = str(m.host)
+        ran_on[m.run_id] = h
+        busy[h] = busy.get(h, 0.0) + float(m.duration_s or sum(m.steps.values()))
     per_host: dict[str, dict[str, Any]] = {}
     for h in dict.fromkeys([*hosts, *sorted(busy)]):
         mine = [r.run_id for r in plan if ran_on.get(r.run_id, assignment.get(r.run_id)) == h]
@@ -580,18 +571,18 @@ def study_status(study: Study) -> dict[str, Any]:
             "estimated_remaining_s": (summary.estimated_s_per_host.get(h, 0.0) if summary else 0.0),
         }
     lost = lost_hosts(store)
-    return {
-        "results_dir": str(store.root), "experiment": exp.name, "campaign": current.number,
-        "campaigns": campaign_table(store, states), "next_auto": choose("auto", states).line(),
-        "planned": len(plan),
-        "ok": sum(v == "ok" for v in statuses.values()), "failed": failed,
-        "pending": sum(v is None for v in statuses.values()),
-        "estimated_remaining_s": summary.estimated_wall_s if summary else 0.0,
-        "estimated_remaining_machine_s": summary.estimated_s if summary else 0.0,
-        "hosts": hosts, "per_host": per_host,
-        "busy_s_total": round(sum(busy.values()), 1), "lost_hosts": lost,
-        "host_check": _host_check_line(store),
-    }
+    return StudyStatus(
+        results_dir=str(store.root), experiment=exp.name, campaign=current.number,
+        campaigns=campaign_table(store, states), next_auto=choose("auto", states).line(),
+        planned=len(plan),
+        ok=sum(v == "ok" for v in statuses.values()), failed=failed,
+        pending=sum(v is None for v in statuses.values()),
+        estimated_remaining_s=summary.estimated_wall_s if summary else 0.0,
+        estimated_remaining_machine_s=summary.estimated_s if summary else 0.0,
+        hosts=hosts, per_host=per_host,
+        busy_s_total=round(sum(busy.values()), 1), lost_hosts=lost,
+        host_check=_host_check_line(store),
+    )
 
 
 def _host_check_line(store: ResultStore) -> str | None:

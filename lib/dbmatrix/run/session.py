@@ -1,7 +1,7 @@
 """One measured run as a session: the skeleton every topology shares.
 
 A :class:`RunSession` owns the bookkeeping of one run: the staging directory its outputs are written to,
-the manifest, the step clock, failure recording, interrupt shielding and the final commit into the
+its record (the manifest), the step clock, failure recording, interrupt shielding and the final commit into the
 result store. :func:`execute` is the one run loop; a :class:`~dbmatrix.run.topology.Topology` (one
 server, a Galera cluster, several instances) supplies the hooks that differ::
 
@@ -12,8 +12,9 @@ server, a Galera cluster, several instances) supplies the hooks that differ::
 That is the ``one_process`` window mode (sysbench ``--report-checkpoints``: the measured histogram,
 counters and tps cover only the window). Where the client's sysbench lacks it, ``two_process`` runs a
 separate warm-up sysbench, then before_window, then the window (monitors, collectors, open_window,
-counters, sysbench). The manifest's ``window_mode`` says which ran, ``window`` how late after the
-checkpoint the window's snapshots were taken.
+counters, sysbench). The record's ``window_mode`` says which ran, ``window`` how late after the
+checkpoint the window's snapshots were taken. The session and the topologies write the run's
+:class:`~dbmatrix.record.RunRecord` (``s.record``), committed as ``manifest.json``.
 
 Whatever happens, the run ends committed (status ``ok`` or ``failed`` with its step, error, traceback
 and every log the topology can fetch), or, on Ctrl-C/SIGTERM, discarded with every server stopped.
@@ -32,12 +33,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dbmatrix.campaigns import campaign_of
 from dbmatrix.hosts import collect
 from dbmatrix.hosts.remote import CommandResult, Host, RunInterrupted
 from dbmatrix.parse import sysbench
 from dbmatrix.parse.system_counters import counter_deltas
 from dbmatrix.paths import git_state
+from dbmatrix.record import RunRecord
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.experiment import Cell, Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now, write_text_atomic
@@ -112,35 +113,35 @@ def sysbench_seed(spec_seed: int, run_id: str) -> int:
     return zlib.crc32(f"{spec_seed}:{run_id}".encode()) % (2**31 - 1) + 1
 
 
-def base_manifest(exp: Experiment, run: PlannedRun, host: str) -> dict[str, Any]:
-    """What every manifest says about the run, whether it was measured or failed before starting."""
-    return {
-        "run_id": run.run_id, "experiment": exp.name, "spec_digest": exp.digest(), "spec": exp.to_dict(),
-        "cell_id": run.cell.cell_id, "cell": run.cell.levels(), "repetition": run.repetition,
-        "block": run.block, "order": run.order, "adaptive": run.adaptive, "campaign": run.campaign,
-        "host": host, "git": git_state(),
-        "started_utc": utc_now(),
-    }
+def base_record(exp: Experiment, run: PlannedRun, host: str) -> RunRecord:
+    """What every run's record says about the run, whether it was measured or failed before starting."""
+    return RunRecord(
+        run_id=run.run_id, experiment=exp.name, spec_digest=exp.digest(), spec=exp.to_dict(),
+        cell_id=run.cell.cell_id, cell=run.cell.levels(), repetition=run.repetition,
+        block=run.block, order=run.order, adaptive=run.adaptive, campaign=run.campaign,
+        host=host, git=git_state(), started_utc=utc_now(),
+    )
 
 
 def record_early_failure(store: ResultStore, exp: Experiment, run: PlannedRun, host: str, step: str,
-                         exc: BaseException, boot_id: str | None = None) -> dict[str, Any]:
+                         exc: BaseException, boot_id: str | None = None) -> RunRecord:
     """Commit a failed run that never started (its medium, dataset or host failed first)."""
     staging = store.begin_run(run.run_id)
     write_text_atomic(staging / "traceback.txt", "".join(traceback.format_exception(exc)))
-    manifest = {**base_manifest(exp, run, host), "boot_id": boot_id, "status": "failed", "failed_step": step,
-                "error": f"{type(exc).__name__}: {exc}", "finished_utc": utc_now()}
-    store.commit_run(staging, manifest)
-    return manifest
+    rec = base_record(exp, run, host)
+    rec.boot_id = boot_id
+    rec.fail(step, f"{type(exc).__name__}: {exc}")
+    rec.finish(utc_now())
+    store.commit_run(staging, rec)
+    return rec
 
 
 def open_loop_rate(store: ResultStore, cell: Cell, campaign: int = 1) -> tuple[int, float]:
     """--rate for an open-loop cell: its fraction of the mean tps measured by its closed-loop twin in
     the same campaign."""
     twin = cell.closed_loop_twin().cell_id
-    tps = [m["summary"]["tps"] for m in store.iter_manifests()
-           if m.get("status") == "ok" and m.get("cell_id") == twin and (m.get("summary") or {}).get("tps")
-           and campaign_of(m) == campaign]
+    tps = [m.summary["tps"] for m in store.records()
+           if m.ok and m.cell_id == twin and (m.summary or {}).get("tps") and m.campaign == campaign]
     if not tps:
         raise RunFailed(f"open loop: no completed closed-loop run of {twin} to take the peak throughput from")
     peak = sum(tps) / len(tps)
@@ -165,14 +166,13 @@ def tsv(pairs: dict[str, str]) -> str:
 # ------------------------------------------------------------------------------------ the session
 
 class RunSession:
-    """The bookkeeping of one run: staging, manifest, steps, saved outputs and the final commit."""
+    """The bookkeeping of one run: staging, its record, steps, saved outputs and the final commit."""
 
-    def __init__(self, store: ResultStore, exp: Experiment, run: PlannedRun, manifest: dict[str, Any],
+    def __init__(self, store: ResultStore, exp: Experiment, run: PlannedRun, record: RunRecord,
                  first_step: str, on_interval: IntervalCallback | None = None) -> None:
         self.store, self.exp, self.run, self.cell = store, exp, run, run.cell
-        self.manifest = manifest
-        self.manifest.setdefault("steps", {})
-        self.clock = StepClock(self.manifest["steps"], first_step)
+        self.record = record
+        self.clock = StepClock(self.record.steps, first_step)
         self.staging = store.begin_run(run.run_id)
         self.seed = sysbench_seed(exp.seed, run.run_id)
         self.on_interval = on_interval
@@ -211,19 +211,16 @@ class RunSession:
         return on_line
 
     def fail(self, exc: BaseException) -> None:
-        self.manifest["status"] = "failed"
-        self.manifest["failed_step"] = self.clock.step
-        self.manifest["error"] = f"{type(exc).__name__}: {exc}"
+        self.record.fail(self.clock.step, f"{type(exc).__name__}: {exc}")
         self.save("traceback.txt", traceback.format_exc())
 
     def discard(self) -> None:
         self.store.discard(self.staging)
 
-    def commit(self, t0: float) -> dict[str, Any]:
-        self.manifest["finished_utc"] = utc_now()
-        self.manifest["duration_s"] = round(time.monotonic() - t0, 3)
-        self.store.commit_run(self.staging, self.manifest)
-        return self.manifest
+    def commit(self, t0: float) -> RunRecord:
+        self.record.finish(utc_now(), round(time.monotonic() - t0, 3))
+        self.store.commit_run(self.staging, self.record)
+        return self.record
 
 
 def _sysbench_failure(r: CommandResult, parsed: sysbench.SysbenchOutput | None, what: str) -> RunFailed:
@@ -239,7 +236,7 @@ def _warm_up(s: RunSession, topo: Topology) -> None:
     r = topo.client_host.run(cmd, check=False, timeout=exp.warmup_s + 300)
     s.save("warmup.out", r.stdout)
     s.save("warmup.err", r.stderr)
-    s.manifest["sysbench_warmup"] = {"command": cmd, "exit_code": r.exit_code}
+    s.record.sysbench_warmup = {"command": cmd, "exit_code": r.exit_code}
     if not r.ok:
         raise RunFailed(f"warm-up sysbench exited {r.exit_code}: {(r.stderr or r.stdout)[-500:]}")
     topo.after_warmup(s)
@@ -326,8 +323,8 @@ def _run_window(s: RunSession, topo: Topology) -> tuple[CommandResult, str, dict
     after = collect.snapshot_counters(host, pid=topo.measured_pid, devices=topo.devices())
     s.save("sysbench.out", r.stdout)
     s.save("sysbench.err", r.stderr)
-    s.manifest["window"] = opener.timing
-    s.manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}
+    s.record.window = opener.timing
+    s.record.sysbench = {"command": cmd, "exit_code": r.exit_code}
     if opener.thread is None and not r.ok:
         raise _sysbench_failure(r, sysbench.parse_output(r.stdout, r.stderr), "sysbench (warm-up)")
     before = opener.wait()
@@ -341,11 +338,11 @@ def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.Sys
     mode: monitors and collectors start before the one sysbench (so nothing is spawned inside the window;
     their samples before ``window.start_epoch`` are the warm-up's), the hooks run at its checkpoint."""
     exp, host = s.exp, topo.measured_host
-    mode = s.manifest["window_mode"]
+    mode = s.record.window_mode
     if mode == "one_process":
         s.mark("warmup")
         collectors = _start_monitors(s, topo, monitors)
-        s.manifest["collectors_started_epoch"] = collectors.started_at
+        s.record.collectors_started_epoch = collectors.started_at
         r, cmd, before, after = _run_window(s, topo)
     else:
         s.mark("measure")
@@ -359,12 +356,12 @@ def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.Sys
         after = collect.snapshot_counters(host, pid=topo.measured_pid, devices=topo.devices())
         s.save("sysbench.out", r.stdout)
         s.save("sysbench.err", r.stderr)
-        s.manifest["sysbench"] = {"command": cmd, "exit_code": r.exit_code}  # one-process: _run_window wrote it
+        s.record.sysbench = {"command": cmd, "exit_code": r.exit_code}  # one-process: _run_window wrote it
     topo.close_window(s, r)
     for m in monitors:
         m.stop()
-    s.manifest["system"] = counter_deltas(before, after)
-    s.manifest["collectors"] = {"devices": topo.devices(), "errors": collectors.errors}
+    s.record.system = counter_deltas(before, after)
+    s.record.collectors = {"devices": topo.devices(), "errors": collectors.errors}
     topo.after_window(s)
     parsed = sysbench.parse_output(r.stdout, r.stderr)
     if not r.ok or not parsed.complete:
@@ -372,10 +369,10 @@ def _measure(s: RunSession, topo: Topology, monitors: list[Any]) -> sysbench.Sys
     summary = {k: parsed.summary.get(k) for k in ("tps", "qps", "lat_pct_ms", "ignored_errors")}
     if s.cell.workload == "tpcc":
         summary["tpmC"] = parsed.summary.get("tpmC")
-        s.manifest["tpcc"] = parsed.summary.get("tpcc")
-    s.manifest["summary"] = summary
+        s.record.tpcc = parsed.summary.get("tpcc") or {}
+    s.record.summary = summary
     if parsed.checkpoint_s is not None:
-        s.manifest["warmup_summary"] = {k: parsed.warmup_summary.get(k)
+        s.record.warmup_summary = {k: parsed.warmup_summary.get(k)
                                         for k in ("tps", "transactions", "ignored_errors", "total_time_s")}
     return parsed
 
@@ -389,19 +386,19 @@ def _tpcc_consistency(s: RunSession, topo: Topology) -> None:
     conditions = (1, 2, 3, 4) if w.tables * w.warehouses <= TPCC_FULL_CHECK_MAX_WAREHOUSES else (1, 2, 3)
     check = check_consistency(topo.client_host, socket=topo.sockets()[0], script=topo.tpcc_script,
                               tables=w.tables, scale=w.warehouses, conditions=conditions)
-    s.manifest["tpcc_consistency"] = check.to_dict()
+    s.record.tpcc_consistency = check.to_dict()
     if not check.passed:
         raise RunFailed(f"TPC-C consistency conditions {check.failed} failed after the run")
 
 
 def measure(store: ResultStore, exp: Experiment, run: PlannedRun, topo: Topology,
-            on_interval: IntervalCallback | None = None) -> dict[str, Any]:
-    """A new session for `run` through `topo`, executed: the committed manifest."""
-    return execute(RunSession(store, exp, run, topo.start_manifest(), topo.first_step, on_interval), topo)
+            on_interval: IntervalCallback | None = None) -> RunRecord:
+    """A new session for `run` through `topo`, executed: the committed record."""
+    return execute(RunSession(store, exp, run, topo.start_record(), topo.first_step, on_interval), topo)
 
 
-def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
-    """Measure one run through its topology; always returns a committed manifest (ok or failed) unless
+def execute(s: RunSession, topo: Topology) -> RunRecord:
+    """Measure one run through its topology; always returns a committed record (ok or failed) unless
     interrupted, in which case every server is stopped and the unfinished run discarded."""
     t0 = time.monotonic()
     monitors: list[Any] = []
@@ -413,16 +410,16 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
     try:
         if s.cell.open_loop:
             s.rate, peak = open_loop_rate(s.store, s.cell, s.run.campaign)
-            s.manifest.update(rate_tps=s.rate, closed_loop_peak_tps=round(peak, 3))
-        mode = window_mode((s.manifest.get("versions") or {}).get("sysbench"), s.exp.warmup_s)
+            s.record.set(rate_tps=s.rate, closed_loop_peak_tps=round(peak, 3))
+        mode = window_mode((s.record.versions or {}).get("sysbench"), s.exp.warmup_s)
         if mode == "one_process" and topo.window_opens_idle and not os.environ.get(WINDOW_MODE_ENV):
             mode = "two_process"
-            s.manifest["window_mode_reason"] = (f"the {topo.kind} topology reads counters of several servers that "
+            s.record.window_mode_reason = (f"the {topo.kind} topology reads counters of several servers that "
                                                 "must agree: its window opens while no client runs")
-        s.manifest["window_mode"] = mode
+        s.record.window_mode = mode
         topo.prepare(s)
         topo.start(s)
-        if s.manifest["window_mode"] != "one_process":
+        if s.record.window_mode != "one_process":
             if s.exp.warmup_s > 0:
                 _warm_up(s, topo)
             topo.before_window(s)
@@ -433,8 +430,7 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
         s.mark("stop")
         topo.stop(s)
         s.mark("done")
-        s.manifest["status"] = "ok"
-        s.manifest["error"] = None
+        s.record.succeed()
     except (KeyboardInterrupt, RunInterrupted):
         with shielded():
             stop_monitors()
@@ -455,6 +451,6 @@ def execute(s: RunSession, topo: Topology) -> dict[str, Any]:
     return s.commit(t0)
 
 
-__all__ = ["WINDOW_MODES", "WINDOW_MODE_ENV", "RunFailed", "RunSession", "StepClock", "base_manifest", "execute",
+__all__ = ["WINDOW_MODES", "WINDOW_MODE_ENV", "RunFailed", "RunSession", "StepClock", "base_record", "execute",
            "interrupts_stop_cleanly", "measure", "open_loop_rate", "record_early_failure", "shielded",
            "sysbench_seed", "tsv", "window_mode"]

@@ -3,11 +3,10 @@ options, measure, stop (the standalone topology of the run session)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from dbmatrix.hosts import media
 from dbmatrix.parse import sysbench
-from dbmatrix.run.context import HostContext, run_manifest
+from dbmatrix.record import RunRecord
+from dbmatrix.run.context import HostContext, run_record
 from dbmatrix.run.datasets import DatasetInfo, cache_sizing, drop_os_caches, restore
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, render_options
 from dbmatrix.run.session import RunSession
@@ -41,12 +40,12 @@ class Standalone(Topology):
         self.collect_dir = f"{hostspec.workdir}/run/collect"
         self.states = {n: ctx.media[n] for n in {cell.medium, cell.log_medium} - {"same"}}
 
-    def start_manifest(self) -> dict[str, Any]:
+    def start_record(self) -> RunRecord:
         states = {n: st.to_dict() for n, st in sorted(self.states.items())}
-        return run_manifest(self.exp, self.run, self.ctx, self.dataset, states)
+        return run_record(self.exp, self.run, self.ctx, self.dataset, states)
 
     def prepare(self, s: RunSession) -> None:
-        s.manifest.update(log_dir=self.log_dir, server={"command": self.server.command, "options": self.options})
+        s.record.set(log_dir=self.log_dir, server={"command": self.server.command, "options": self.options})
 
     def sockets(self) -> list[str]:
         return [self.paths.socket]
@@ -55,23 +54,23 @@ class Standalone(Topology):
         return sorted({st.device for st in self.states.values() if st.device})
 
     def start(self, s: RunSession) -> None:
-        host, m = self.ctx.host, s.manifest
+        host, m = self.ctx.host, s.record
         restore(host, self.dataset, self.datadir, self.log_dir)
         s.mark("drop_caches")
-        m["os_cache_dropped"] = drop_os_caches(host)
+        m.os_cache_dropped = drop_os_caches(host)
         s.mark("start")
         self.server.start()
         self.measured_pid = self.server.pid
-        m["server"]["start_s"] = round(self.server.started_s or 0, 3)
-        m["server"]["pid"] = self.server.pid
+        m.server["start_s"] = round(self.server.started_s or 0, 3)
+        m.server["pid"] = self.server.pid
         if s.exp.cpu_placement.server:
-            m["cpu_placement"]["server_affinity"] = host.run(f"taskset -cp {self.server.pid}",
-                                                             check=False).stdout.strip()
+            m.cpu_placement["server_affinity"] = host.run(f"taskset -cp {self.server.pid}",
+                                                          check=False).stdout.strip()
         s.mark("variables")
         variables = self.server.global_variables()
         s.save_tsv("variables.tsv", variables)
         key = "innodb_buffer_pool_size" if s.cell.engine == "innodb" else "rocksdb_block_cache_size"
-        m["cache_bytes_effective"] = int(variables.get(key, 0) or 0)
+        m.cache_bytes_effective = int(variables.get(key, 0) or 0)
 
     def before_window(self, s: RunSession) -> None:
         s.mark("status_before")
@@ -84,14 +83,14 @@ class Standalone(Topology):
     def stop(self, s: RunSession) -> None:
         """The spec's stop mode: the datadir is replaced by the next run's restore, nothing reads it."""
         self.server.stop(mode=self.exp.stop_mode)
-        s.manifest["server"].update(stop_s=round(self.server.stop_s or 0, 3), stop_mode=self.server.stop_mode,
-                                    clean_shutdown=self.server.clean_shutdown)
+        s.record.server.update(stop_s=round(self.server.stop_s or 0, 3), stop_mode=self.server.stop_mode,
+                               clean_shutdown=self.server.clean_shutdown)
 
     def stop_after_failure(self, s: RunSession) -> None:
         try:
             self.server.stop()
         except Exception as stop_exc:  # noqa: BLE001 - keep the first error; note the second
-            s.manifest["stop_error"] = f"{type(stop_exc).__name__}: {stop_exc}"
+            s.record.stop_error = f"{type(stop_exc).__name__}: {stop_exc}"
 
     def abort(self) -> None:
         self.server.stop()

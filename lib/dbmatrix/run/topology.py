@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.parse.sysbench import SysbenchOutput
+from dbmatrix.record import RunRecord
 from dbmatrix.workload import commands as workloads
 from dbmatrix.workload import sysbench
 
@@ -41,12 +42,12 @@ class Topology(ABC):
     client_prefix: list[str]
 
     @abstractmethod
-    def start_manifest(self) -> dict[str, Any]:
-        """What the run's manifest says before anything runs (identity, host facts, media, dataset, sizing)."""
+    def start_record(self) -> RunRecord:
+        """What the run's record says before anything runs (identity, host facts, media, dataset, sizing)."""
 
     @abstractmethod
     def prepare(self, s: RunSession) -> None:
-        """Plan the servers (paths, ports, options) and describe them in the manifest."""
+        """Plan the servers (paths, ports, options) and describe them in the record."""
 
     @abstractmethod
     def start(self, s: RunSession) -> None:
@@ -68,7 +69,7 @@ class Topology(ABC):
 
     # In a one-process run (sysbench --report-checkpoints) after_warmup, before_window and open_window
     # run on a helper thread at the checkpoint, while sysbench goes on measuring: keep them short, and
-    # let them only read the servers and write the session's manifest and files.
+    # let them only read the servers and write the session's record and files.
     def after_warmup(self, s: RunSession) -> None:
         """Check the servers survived the warm-up."""
 
@@ -86,7 +87,7 @@ class Topology(ABC):
         """Right after sysbench, before the monitors stop (e.g. check nodes, snapshot status)."""
 
     def after_window(self, s: RunSession) -> None:
-        """After the monitors stopped: per-server figures of the window into the manifest."""
+        """After the monitors stopped: per-server figures of the window into the record."""
 
     def check_results(self, s: RunSession, parsed: SysbenchOutput) -> None:
         """After a complete sysbench report: status after the run, cluster intact, …"""

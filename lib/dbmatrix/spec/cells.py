@@ -98,7 +98,7 @@ class PlannedRun:
     block: int  # replicate block (1-based): every cell once per block
     order: int  # 1-based position in the whole plan
     adaptive: bool = False  # added by the adaptive mode beyond the spec's repetitions
-    campaign: int = 1  # the run of the whole matrix it belongs to (dbmatrix.campaigns)
+    campaign: int = 1  # the run of the whole matrix it belongs to (dbmatrix.run.campaigns)
 
     @property
     def run_id(self) -> str:

@@ -41,7 +41,7 @@ class ScaleoutKind(StudyKind):
 
     def after_analysis(self, store: ResultStore, exp: Experiment, a: Analysis) -> None:
         tables = scaleout_tables(store.load_runs(), store.load_histograms(), store.load_intervals(),
-                                 store.iter_manifests())
+                                 store.records())
         for name, df in tables.items():
             write_csv(df, store.processed / f"{name}.csv")
 

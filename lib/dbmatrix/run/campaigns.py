@@ -2,7 +2,7 @@
 
 A results directory holds campaigns 1, 2, ...; repetitions within a campaign share the boot, the dataset
 snapshots and the hour, so the variation between campaigns is the larger, independent one. Campaign 1
-keeps the run ids ``<cell_id>-r<rep>`` (a manifest without a ``campaign`` key is campaign 1); campaign
+keeps the run ids ``<cell_id>-r<rep>`` (a manifest without a ``campaign`` key is campaign 1: its record's); campaign
 k >= 2 runs ``<cell_id>-r<rep>-camp<k>``. Choosing the campaign a command runs (``--campaign``):
 
 - ``auto``: continue the latest campaign if some planned run of it is not ok, else start a new one;
@@ -12,8 +12,8 @@ k >= 2 runs ``<cell_id>-r<rep>-camp<k>``. Choosing the campaign a command runs (
 
 The record ``campaigns/<k>.json`` (see :func:`merge_record`) says when the campaign started and finished,
 on which hosts and boots, with which git commit, spec digest and dataset snapshots, so a reader sees
-whether two campaigns shared a boot or a snapshot. File layout and I/O stay in :mod:`dbmatrix.store`
-and :mod:`dbmatrix.run.matrix`.
+whether two campaigns shared a boot or a snapshot. The store owns the files (``ResultStore.campaign_record``,
+``write_campaign_record``, ``campaigns``); :mod:`dbmatrix.run.matrix` calls it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from dbmatrix.record import RunRecord
 
 OPTIONS = ("auto", "new", "last")
 CampaignOption = str | int
@@ -45,16 +47,6 @@ def run_id(cell_id: str, repetition: int, campaign: int = 1) -> str:
     """The run id of repetition `repetition` of a cell in `campaign` (campaign 1: today's ids)."""
     base = f"{cell_id}-r{repetition}"
     return base if campaign == 1 else f"{base}-camp{campaign}"
-
-
-def campaign_of(manifest: Mapping[str, Any]) -> int:
-    """The campaign a manifest belongs to (1 for manifests written before campaigns existed)."""
-    return int(manifest.get("campaign") or 1)
-
-
-def boot_id_of(manifest: Mapping[str, Any]) -> str | None:
-    """The boot id a run was measured on: its own key, else its host facts' (None for old manifests)."""
-    return manifest.get("boot_id") or (manifest.get("host_facts") or {}).get("boot_id")
 
 
 def short_boot(boot_id: str | None) -> str:
@@ -83,16 +75,16 @@ class CampaignState:
 
 
 def campaign_states(planned: Mapping[int, Sequence[str]],
-                    manifests: Iterable[Mapping[str, Any]]) -> list[CampaignState]:
+                    records: Iterable[RunRecord]) -> list[CampaignState]:
     """The state of every campaign in `planned` (campaign number -> its planned run ids; callers give
-    the campaigns found, :func:`campaigns_found`), from the manifests of the results directory."""
+    the campaigns found, :func:`campaigns_found`), from the run records of the results directory."""
     status: dict[str, str | None] = {}
     boots: dict[int, list[str]] = {}
-    for m in manifests:
-        status[m["run_id"]] = m.get("status")
-        b = boot_id_of(m)
-        if b and b not in boots.setdefault(campaign_of(m), []):
-            boots[campaign_of(m)].append(b)
+    for m in records:
+        status[m.run_id] = m.status
+        b = m.boot_id
+        if b and b not in boots.setdefault(m.campaign, []):
+            boots[m.campaign].append(b)
     out = []
     for k in sorted(planned):
         ids = planned[k]
@@ -101,9 +93,9 @@ def campaign_states(planned: Mapping[int, Sequence[str]],
     return out
 
 
-def campaigns_found(manifests: Iterable[Mapping[str, Any]], recorded: Iterable[int] = ()) -> list[int]:
-    """Campaign numbers with a manifest or a record."""
-    return sorted({*(campaign_of(m) for m in manifests), *recorded})
+def campaigns_found(records: Iterable[RunRecord], recorded: Iterable[int] = ()) -> list[int]:
+    """Campaign numbers with a run or a campaign record."""
+    return sorted({*(m.campaign for m in records), *recorded})
 
 
 @dataclass(frozen=True)
