@@ -1,0 +1,201 @@
+"""A smoke matrix through a real Slurm cluster (tests/conftest_slurm.py: munged, slurmctld and one slurmd per
+network-namespace test host): every replicate block is one exclusive allocation of its node, the runs
+carry the lease in their manifests, the plan is the static inventory's; a node drained mid-matrix and a
+job cancelled from outside are lost hosts (the line stops, or with --allow-lost-hosts the other host
+goes on), no allocation outlives the command, and a rerun completes.
+
+The log (``-s``) prints what the closing note of the Slurm work shows: allocations requested, nodes per
+block, sacct lines, squeue during a run."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dbmatrix.run.matrix import run_study, study_assignment, summarize_study
+from dbmatrix.study import load_study
+
+pytestmark = pytest.mark.integration
+
+SPEC = {
+    "experiment": "it-slurm",
+    "workload": {"name": "oltp_read_write", "tables": 1, "table_size": 1000},
+    "factors": {"engine": "innodb", "cache_pct": [50, 100], "threads": 1},
+    "repetitions": 2,
+    "seed": 5,
+    "warmup_s": 0,
+    "measure_s": 1,
+}
+SQUEUE = ["squeue", "--noheader", "--states=all", "--format=%i %j %T %N %P %a %l %M"]
+
+
+def _inventory(netns_hosts, cluster, path: Path, scheduler: bool = True) -> str:
+    inv = netns_hosts.inventory_dict()
+    if scheduler:
+        inv = {"scheduler": "slurm",
+               "slurm": {"partition": cluster.partition, "account": "dblab", "conf": cluster.conf,
+                         "features": {"disk": "disk"}, "min_time_limit": 120, "grant_timeout_s": 60},
+               **inv}
+    path.write_text(yaml.safe_dump(inv, sort_keys=False))
+    return str(path)
+
+
+def _study(tmp: Path, netns_hosts, cluster, name: str, scheduler: bool = True):
+    spec = tmp / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump({**SPEC, "experiment": name}))
+    inv = _inventory(netns_hosts, cluster, tmp / f"{name}-inventory.yaml", scheduler)
+    return load_study("smoke", spec=spec, inventory=inv, results_dir=tmp / name)
+
+
+def _events(study) -> list[dict]:
+    path = study.store.root / "fleet-events.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.is_file() else []
+
+
+def _log(title: str, lines) -> None:
+    print(f"\n--- {title}")
+    for line in lines:
+        print(f"    {line}")
+
+
+def _our_jobs(cluster, name: str) -> list[str]:
+    out = cluster.run(*SQUEUE, check=False).stdout.splitlines()
+    return [line for line in out if f"dbmatrix-{name}-" in line]
+
+
+class WhenMeasuring(threading.Thread):
+    """Once host `host` runs sysbench, do `action` (once); meanwhile collect squeue snapshots."""
+
+    def __init__(self, cluster, host=None, action=None):
+        super().__init__(daemon=True)
+        self.cluster, self.host, self.action = cluster, host, action
+        self.done = threading.Event()
+        self.stop_flag = threading.Event()
+        self.squeue: list[str] = []
+
+    def run(self) -> None:
+        while not self.stop_flag.is_set():
+            out = self.cluster.run(*SQUEUE, "--states=running", check=False).stdout.strip()
+            if out and out not in self.squeue:
+                self.squeue.append(out)
+            if self.host is not None and not self.done.is_set() and self.host.processes("sysbench"):
+                self.action()
+                self.done.set()
+            time.sleep(0.2)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_flag.set()
+        self.join(10)
+
+
+def _print_leases(study) -> None:
+    rows = []
+    for m in sorted(study.store.iter_manifests(), key=lambda m: m["order"]):
+        lease = m.get("lease") or {}
+        sacct = lease.get("sacct") or {}
+        rows.append(f"order {m['order']} block {m['block']} {m['run_id']} on {m['host']}: {m['status']}"
+                    f"{' (' + str(m.get('failed_step')) + ')' if m['status'] != 'ok' else ''} job {lease.get('job_id')} "
+                    f"nodes {lease.get('nodes')}")
+        if sacct:
+            rows.append("  sacct: " + "|".join(f"{k}={sacct.get(k)}" for k in
+                                               ("JobID", "JobName", "Partition", "Account", "NodeList", "State",
+                                                "Start", "End", "Elapsed", "Timelimit", "source")))
+    _log(f"{study.experiment.name}: runs and their leases", rows)
+    _log("allocations requested", [e["request"] for e in _events(study) if e["event"] == "lease_requested"])
+
+
+def test_smoke_matrix_on_two_slurm_nodes_same_plan_as_static(tmp_path: Path, netns_hosts, slurm_cluster) -> None:
+    slurm_cluster.reset()
+    study = _study(tmp_path, netns_hosts, slurm_cluster, "it-slurm-smoke")
+    static = _study(tmp_path, netns_hosts, slurm_cluster, "it-slurm-static", scheduler=False)
+    # the same plan through the static inventory and through Slurm: the same blocks on the same hosts
+    a, b = summarize_study(study), summarize_study(static)
+    assert a.run_hosts == b.run_hosts and a.runs_per_host == b.runs_per_host == {"h1": 2, "h2": 2}
+    assert study_assignment(study) == study_assignment(static)
+    _log("plan: block -> host (static | slurm)", [f"{study_assignment(static)} | {study_assignment(study)}"])
+    with WhenMeasuring(slurm_cluster) as watch:
+        counts = run_study(study, progress=False)
+    _log("squeue while the matrix ran", watch.squeue)
+    _print_leases(study)
+    assert counts["ok"] == 4 and counts["failed"] == 0 and counts["not_attempted"] == 0, counts
+    manifests = list(study.store.iter_manifests())
+    plan = json.loads((study.store.root / "plan.json").read_text())
+    jobs: dict[int, set[str]] = {}
+    for m in manifests:
+        lease = m["lease"]
+        assert m["host"] == plan["block_hosts"][str(m["block"])]  # the planned host: same plan as static
+        assert lease["scheduler"] == "slurm" and lease["nodes"] == [m["host"]]
+        assert lease["partition"] == "bench" and lease["account"] == "dblab"
+        assert lease["sacct"]["JobName"] == f"dbmatrix-it-slurm-smoke-b{m['block']}"
+        assert lease["sacct"]["State"] == "CANCELLED" and lease["sacct"]["Account"] == "dblab"  # released
+        jobs.setdefault(m["block"], set()).add(lease["job_id"])
+    assert all(len(v) == 1 for v in jobs.values()) and len(set().union(*jobs.values())) == 2  # one job a block
+    # both blocks' allocations were running at once, each on its own node, and none is left
+    assert any(s.count("RUNNING") == 2 for s in watch.squeue), watch.squeue
+    assert not [j for j in _our_jobs(slurm_cluster, "it-slurm-smoke") if "RUNNING" in j or "PENDING" in j]
+    rec = study.store.campaign_record(1)
+    assert sorted(x["job_id"] for x in rec["leases"]) == sorted(set().union(*jobs.values()))
+    requests = [e["request"] for e in _events(study) if e["event"] == "lease_requested"]
+    assert len(requests) == 2 and all("--exclusive" in r and "--constraint=disk" in r and "--account=dblab" in r
+                                      for r in requests)
+
+
+def test_a_drained_node_stops_the_line_and_a_rerun_completes(tmp_path: Path, netns_hosts, slurm_cluster) -> None:
+    slurm_cluster.reset()
+    study = _study(tmp_path, netns_hosts, slurm_cluster, "it-slurm-drain")
+    drain = lambda: slurm_cluster.run("scontrol", "update", "nodename=h2", "state=drain", "reason=test")  # noqa: E731
+    try:
+        with WhenMeasuring(slurm_cluster, netns_hosts["h2"], drain) as watch:
+            counts = run_study(study, progress=False)
+        assert watch.done.is_set()
+        _log("drained h2 mid-matrix: counts", [json.dumps({k: counts.get(k) for k in
+                                                            ("ok", "failed", "not_attempted", "lost_hosts")})])
+        _log("sinfo after the drain", [slurm_cluster.run("sinfo", "-N", "-o", "%N %T %E", check=False).stdout])
+        _print_leases(study)
+        assert set(counts["lost_hosts"]) == {"h2"} and "drain" in counts["lost_hosts"]["h2"], counts
+        assert counts["hosts"]["h1"]["lost"] is None and not counts["lost_hosts_allowed"]
+        assert counts["failed"] == 0 and counts["ok"] + counts["not_attempted"] == 4  # the run under way counts
+        assert any(e["event"] == "line_stopped" for e in _events(study))
+        # the drained node's job was given back: nothing of ours holds a node
+        assert not [j for j in _our_jobs(slurm_cluster, "it-slurm-drain") if "RUNNING" in j]
+    finally:
+        slurm_cluster.reset()  # the node comes back
+    again = run_study(study, progress=False)
+    _log("rerun after resuming h2", [json.dumps({k: again.get(k) for k in ("already_done", "ok", "failed")})])
+    assert again["already_done"] == counts["ok"] and again["ok"] == 4 - counts["ok"] and again["failed"] == 0
+    assert all(m["status"] == "ok" and m["lease"]["job_id"] for m in study.store.iter_manifests())
+
+
+def test_a_job_cancelled_from_outside_is_a_lost_host(tmp_path: Path, netns_hosts, slurm_cluster) -> None:
+    slurm_cluster.reset()
+    study = _study(tmp_path, netns_hosts, slurm_cluster, "it-slurm-cancel")
+
+    def cancel() -> None:
+        out = slurm_cluster.run("squeue", "--noheader", "--nodelist=h2", "--format=%i", check=False).stdout
+        slurm_cluster.run("scancel", *out.split())
+
+    with WhenMeasuring(slurm_cluster, netns_hosts["h2"], cancel) as watch:
+        counts = run_study(study, progress=False, allow_lost_hosts=True)
+    assert watch.done.is_set()
+    _log("job of h2 cancelled from outside: counts", [json.dumps({k: counts.get(k) for k in
+                                                                  ("ok", "failed", "not_attempted", "lost_hosts",
+                                                                   "not_run")})])
+    _print_leases(study)
+    assert set(counts["lost_hosts"]) == {"h2"} and "CANCELLED" in counts["lost_hosts"]["h2"], counts
+    lost = [m for m in study.store.iter_manifests() if m.get("host_lost")]
+    assert len(lost) == 1 and lost[0]["host"] == "h2" and lost[0]["failed_step"] == "lease"
+    assert lost[0]["lease"]["sacct"]["State"] == "CANCELLED"
+    assert counts["ok"] == 2 and counts["failed"] == 1 and counts["not_attempted"] == 1  # h1's block is whole
+    again = run_study(study, progress=False)
+    _log("rerun", [json.dumps({k: again.get(k) for k in ("already_done", "ok", "failed")})])
+    assert again["ok"] == 2 and again["failed"] == 0
+    assert not [j for j in _our_jobs(slurm_cluster, "it-slurm-cancel") if "RUNNING" in j]
