@@ -107,3 +107,11 @@ def test_only_the_host_seam_imports_side_effect_libraries() -> None:
 def test_the_checks_can_fail() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == ["a", "b"]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_fleet_knows_leasers_only_through_the_leasing_seam() -> None:
+    """run/fleet.py and run/leasing.py name no scheduler: Slurm lives in run/slurm.py alone."""
+    mod_edges, _ = _graph()
+    for m in ("dbmatrix.run.fleet", "dbmatrix.run.leasing"):
+        assert "dbmatrix.run.slurm" not in mod_edges[m], m
+    assert "dbmatrix.run.leasing" in mod_edges["dbmatrix.run.fleet"]
