@@ -77,12 +77,15 @@ class WhenMeasuring(threading.Thread):
         self.done = threading.Event()
         self.stop_flag = threading.Event()
         self.squeue: list[str] = []
+        self._last: list[str] = []
 
     def run(self) -> None:
         while not self.stop_flag.is_set():
             out = self.cluster.run(*SQUEUE, "--states=running", check=False).stdout.strip()
-            if out and out not in self.squeue:
+            shape = [line.rsplit(" ", 1)[0] for line in out.splitlines()]  # without the elapsed time
+            if out and shape != self._last:
                 self.squeue.append(out)
+                self._last = shape
             if self.host is not None and not self.done.is_set() and self.host.processes("sysbench"):
                 self.action()
                 self.done.set()

@@ -7,6 +7,10 @@ A medium is declared per host as ``media: {name: {kind: ..., path: ..., emulates
 description: ..., <kind-specific options>}}``. Parsing fills every default in, so
 :meth:`Medium.to_dict` records the complete recipe and parses back to the same medium.
 
+An inventory may say where the fleet gets its hosts: ``scheduler: static`` (the default: the hosts are
+the study's) or ``scheduler: slurm`` with a ``slurm:`` section (:class:`SlurmSection`; the leaser is
+:mod:`dbmatrix.run.slurm`).
+
 Kinds and their options (sizes take an integer number of bytes or ``4G``/``256M``/``512K`` in
 binary units; ``sunit``/``swidth`` are in 512-byte sectors, as ``mkfs.xfs -d sunit=,swidth=``):
 
@@ -168,7 +172,7 @@ class HostSpec:
 
 SCHEDULERS = ("static", "slurm")
 SLURM_KEYS = ("partition", "account", "time_limit", "time_margin_pct", "min_time_limit", "features", "nodes",
-              "conf", "grant_timeout_s", "poll_s")
+              "conf", "grant_timeout_s")
 _SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 _SLURM_TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?\Z")
 
@@ -191,8 +195,7 @@ class SlurmSection:
     features: Mapping[str, str] = field(default_factory=dict, hash=False)
     nodes: Mapping[str, str] = field(default_factory=dict, hash=False)  # Slurm node -> inventory host
     conf: str | None = None
-    grant_timeout_s: float = 3600.0
-    poll_s: float = 5.0
+    grant_timeout_s: float = 3600.0  # how long a block may wait in the queue
 
     def host_of_node(self, node: str) -> str:
         return self.nodes.get(node, node)
@@ -266,7 +269,7 @@ def parse_slurm_section(raw: Any, host_names: list[str], source: str | None = No
     if len(set(maps["nodes"].values())) < len(maps["nodes"]):
         raise SpecError(f"{where}.nodes: two Slurm nodes map to one inventory host")
     floats: dict[str, float] = {}
-    for key, default in (("grant_timeout_s", 3600.0), ("poll_s", 5.0)):
+    for key, default in (("grant_timeout_s", 3600.0),):
         v = raw.get(key, default)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise SpecError(f"{where}.{key}: {v!r} must be a positive number of seconds")
@@ -274,7 +277,7 @@ def parse_slurm_section(raw: Any, host_names: list[str], source: str | None = No
     conf = raw.get("conf")
     return SlurmSection(names["partition"], names["account"], time_limit, float(margin), min_tl,
                         maps["features"], maps["nodes"], _local_path(str(conf), source) if conf else None,
-                        floats["grant_timeout_s"], floats["poll_s"])
+                        floats["grant_timeout_s"])
 
 
 @dataclass(frozen=True)
