@@ -123,7 +123,7 @@ def test_a_lease_lost_between_runs_stops_the_line(tmp_path: Path) -> None:
 
 def test_an_allocation_that_ended_during_a_run_fails_the_run(tmp_path: Path) -> None:
     leaser = FakeLeaser(end_during={2})
-    fleet, runner, store, runs, assignment = _fleet(tmp_path, leaser, allow_lost=True)
+    fleet, _runner, store, runs, assignment = _fleet(tmp_path, leaser, allow_lost=True)
     fleet.run(runs, assignment)
     fleet.close()
     failed = [m for m in store.iter_manifests() if m["status"] != "ok"]
@@ -134,7 +134,7 @@ def test_an_allocation_that_ended_during_a_run_fails_the_run(tmp_path: Path) -> 
 
 def test_a_refused_lease_is_a_lost_host_whose_unstarted_blocks_move_when_allowed(tmp_path: Path) -> None:
     leaser = FakeLeaser(refuse={"h2"})
-    fleet, runner, store, runs, assignment = _fleet(tmp_path, leaser, allow_lost=True)
+    fleet, runner, _store, runs, assignment = _fleet(tmp_path, leaser, allow_lost=True)
     left = fleet.run(runs, assignment)
     fleet.close()
     assert left == [] and {h for h, _ in runner.calls} == {"h1"}
@@ -145,7 +145,7 @@ def test_a_refused_lease_is_a_lost_host_whose_unstarted_blocks_move_when_allowed
 def test_ctrl_c_cancels_the_leases(tmp_path: Path) -> None:
     leaser = FakeLeaser()
     runs = EXP.plan()
-    fleet, runner, store, runs, assignment = _fleet(tmp_path, leaser, names=("h1",),
+    fleet, _runner, _store, runs, _assignment = _fleet(tmp_path, leaser, names=("h1",),
                                                     interrupt_at=runs[1].run_id)
     with pytest.raises(KeyboardInterrupt):
         try:
