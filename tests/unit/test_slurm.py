@@ -19,6 +19,7 @@ from dbmatrix.run.slurm import (
     job_name,
     leaser_for,
     lost_reason,
+    node_names,
     node_out_of_service,
     parse_granted,
     parse_sacct,
@@ -225,3 +226,25 @@ def test_slurm_leaser_refused_request_fails_and_cancels_by_name() -> None:
 
 def test_slurm_section_is_a_value() -> None:
     assert parse_slurm_section(None, ["n1"]) == SlurmSection()
+
+
+def test_inventory_hosts_map_to_slurm_nodes_by_map_name_or_node_address() -> None:
+    cfg = SlurmSection(nodes={"bench07": "pmem1"})
+    sinfo = parse_sinfo("bench07|idle|pmem|10.1.0.7\nn2|idle||10.1.0.2\nnode-x|idle||10.0.0.9\n")
+    hosts = {"pmem1": "bench07.lab", "n2": "10.1.0.2", "db9": "10.0.0.9", "gone": "10.9.9.9"}
+    assert node_names(cfg, hosts, sinfo) == {"pmem1": "bench07", "n2": "n2", "db9": "node-x", "gone": "gone"}
+
+
+def test_slurm_leaser_finds_a_node_by_its_address() -> None:
+    host = _slurm_host()
+    host.on(r"^sinfo --noheader --Node --format=%N\|%T\|%f\|%o$", stdout="node-07|idle|tmpfs|10.0.0.1\n")
+    leaser = SlurmLeaser(SlurmSection(), host, {"n1": "10.0.0.1"})
+    lease = leaser.lease(LeaseRequest(1, ("n1",), (), 600, "dbmatrix-x-b1"))
+    assert "--nodelist=node-07" in host.matching(r"^salloc ")[0] and lease.hosts == ("n1",)
+
+
+def test_scale_out_instances_with_their_client_on_another_host_ask_for_both() -> None:
+    inv = parse_inventory({"scheduler": "slurm", "hosts": HOSTS})
+    exp = parse_experiment({"experiment": "s", "factors": {"instances": [2], "threads": [1]}, "repetitions": 1,
+                            "topology": {"kind": "instances", "hosts": ["n1", "n2"], "client": "n2"}})
+    assert block_request(exp, inv, 1, "n1", 10).hosts == ("n1", "n2")

@@ -212,6 +212,18 @@ def lost_reason(job: JobState | None, nodes: Mapping[str, Mapping[str, Any]], jo
     return None
 
 
+def node_names(cfg: SlurmSection, hosts: Mapping[str, str], sinfo: Mapping[str, Mapping[str, Any]]
+               ) -> dict[str, str]:
+    """Inventory host -> Slurm node: the ``slurm.nodes`` map, else the node of the same name, else the node
+    whose NodeAddr is the host's address (`hosts`: host -> address; `sinfo`: :func:`parse_sinfo`)."""
+    by_addr = {str(v.get("address")): n for n, v in sinfo.items()}
+    out = {}
+    for host, address in hosts.items():
+        mapped = cfg.node_of_host(host)
+        out[host] = mapped if mapped != host or host in sinfo else by_addr.get(address, host)
+    return out
+
+
 def describe_request(cfg: SlurmSection, request: LeaseRequest) -> str:
     """What `dbmatrix plan` prints for one block's allocation."""
     nodes = [cfg.node_of_host(h) for h in request.hosts]
@@ -222,9 +234,10 @@ def describe_request(cfg: SlurmSection, request: LeaseRequest) -> str:
 def block_request(exp: Experiment, inventory: Inventory, block: int, host: str, estimated_s: float
                   ) -> LeaseRequest:
     """What block `block` (planned on `host`) asks for: its host and the other hosts of a cluster spread
-    over hosts (all at once), the features of the media the plan uses and of the hosts' classes, and
-    the time limit its estimated duration needs (a static inventory: the hosts only)."""
-    hosts = tuple(dict.fromkeys([host, *(h for h in exp.topology.hosts if h != host)]))
+    over hosts or scale-out instances and their client on other hosts (``topology.hosts``: all at once),
+    the features of the media the plan uses and of the hosts' classes, and the time limit its estimated
+    duration needs (a static inventory: the hosts only)."""
+    hosts = tuple(dict.fromkeys([host, *exp.topology.hosts]))
     cfg = inventory.slurm
     if cfg is None:
         return LeaseRequest(block, hosts, (), estimated_s, job_name(exp.name, block))
@@ -235,7 +248,7 @@ def block_request(exp: Experiment, inventory: Inventory, block: int, host: str, 
 def leaser_for(inventory: Inventory) -> Leaser:
     """The inventory's leaser: Slurm with ``scheduler: slurm``, else the static inventory."""
     if inventory.scheduler == "slurm" and inventory.slurm is not None:
-        return SlurmLeaser(inventory.slurm, LocalHost("slurm"))
+        return SlurmLeaser(inventory.slurm, LocalHost("slurm"), {h.name: h.address for h in inventory.hosts})
     return StaticLeaser()
 
 
@@ -247,8 +260,10 @@ class SlurmLeaser:
 
     scheduler = "slurm"
 
-    def __init__(self, cfg: SlurmSection, host: Host):
+    def __init__(self, cfg: SlurmSection, host: Host, addresses: Mapping[str, str] | None = None):
         self.cfg, self.host = cfg, host
+        self.addresses = dict(addresses or {})  # inventory host -> address (a node found by its NodeAddr)
+        self._nodes: dict[str, str] | None = None  # inventory host -> Slurm node, asked of sinfo once
         self._lock = threading.Lock()
         self._names: set[str] = set()  # every job name asked for (cancel a waiting request by name)
         self._held: dict[str, Lease] = {}  # job id -> lease not yet released
@@ -260,8 +275,15 @@ class SlurmLeaser:
     def describe(self, request: LeaseRequest) -> str:
         return describe_request(self.cfg, request)
 
+    def node_of(self, host: str) -> str:
+        """The Slurm node of an inventory host (:func:`node_names`; sinfo is asked once)."""
+        if self._nodes is None:
+            sinfo = parse_sinfo(self._run(sinfo_argv()).stdout) if self.addresses else {}
+            self._nodes = node_names(self.cfg, self.addresses, sinfo)
+        return self._nodes.get(host, self.cfg.node_of_host(host))
+
     def lease(self, request: LeaseRequest) -> Lease:
-        nodes = [self.cfg.node_of_host(h) for h in dict.fromkeys(request.hosts)]
+        nodes = [self.node_of(h) for h in dict.fromkeys(request.hosts)]
         with self._lock:
             self._names.add(request.name)
         argv = salloc_argv(self.cfg, nodes, request.features, request.time_limit_s, request.name)
@@ -276,7 +298,8 @@ class SlurmLeaser:
             raise LeaseFailed(f"{shlex.join(argv)} exited {r.exit_code}: {(r.stderr or r.stdout).strip()[-500:]}")
         state = parse_squeue(self._run(squeue_argv([job])).stdout).get(job)
         granted = state.nodes if state and state.nodes else tuple(nodes)
-        lease = Lease(request, tuple(self.cfg.host_of_node(n) for n in granted), job_id=job)
+        host_of = {n: h for h, n in (self._nodes or {}).items()}
+        lease = Lease(request, tuple(host_of.get(n, self.cfg.host_of_node(n)) for n in granted), job_id=job)
         lease.record = lease_record("slurm", job, granted, self.cfg.partition, self.cfg.account,
                                     self.accounting(job))
         with self._lock:
