@@ -1,6 +1,7 @@
 """A smoke matrix through a real Slurm cluster (tests/conftest_slurm.py: munged, slurmctld and one slurmd per
 network-namespace test host): every replicate block is one exclusive allocation of its node, the runs
-carry the lease in their manifests, the plan is the static inventory's; a node drained mid-matrix and a
+carry the lease in their manifests, the plan and the blocks each host measured are the static inventory's
+(both give the host check); a node drained mid-matrix and a
 job cancelled from outside are lost hosts (the line stops, or with --allow-lost-hosts the other host
 goes on), no allocation outlives the command, and a rerun completes.
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dbmatrix.analyse.hosts import host_check, host_check_line
 from dbmatrix.run.matrix import run_study, study_assignment, summarize_study
 from dbmatrix.study import load_study
 
@@ -150,6 +152,23 @@ def test_smoke_matrix_on_two_slurm_nodes_same_plan_as_static(tmp_path: Path, net
     requests = [e["request"] for e in _events(study) if e["event"] == "lease_requested"]
     assert len(requests) == 2 and all("--exclusive" in r and "--constraint=disk" in r and "--account=dblab" in r
                                       for r in requests)
+    # the same smoke matrix through the static inventory: the same blocks on the same hosts, and the host
+    # check (analyse.hosts) computes for both
+    done = run_study(static, progress=False)
+    assert done["ok"] == 4, done
+    blocks = {s.experiment.name: {m["block"]: m["host"] for m in s.store.iter_manifests()} for s in (study, static)}
+    _log("blocks per host as measured (slurm | static)", [f"{blocks[study.experiment.name]} | "
+                                                          f"{blocks[static.experiment.name]}"])
+    assert blocks[study.experiment.name] == blocks[static.experiment.name]
+    assert not any("lease" in m for m in static.store.iter_manifests())  # a static run records no lease
+    lines = []
+    for s in (study, static):
+        check = host_check(s.store.load_runs(), ["cache_pct"])
+        pooled = check[check["scope"] == "pooled"]
+        assert list(pooled["host"]) == ["h2"] and list(pooled["reference"]) == ["h1"], check
+        assert pooled["verdict"].iloc[0] in ("interchangeable", "inconclusive", "not interchangeable")
+        lines.append(f"{s.experiment.name}: {host_check_line(check)}")
+    _log("host check", lines)
 
 
 def test_a_drained_node_stops_the_line_and_a_rerun_completes(tmp_path: Path, netns_hosts, slurm_cluster) -> None:
