@@ -11,6 +11,10 @@ block, sacct lines, squeue during a run."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dbmatrix import paths
 from dbmatrix.analyse.hosts import host_check, host_check_line
 from dbmatrix.run.matrix import run_study, study_assignment, summarize_study
 from dbmatrix.study import load_study
@@ -221,3 +226,48 @@ def test_a_job_cancelled_from_outside_is_a_lost_host(tmp_path: Path, netns_hosts
     assert not [j for j in _our_jobs(slurm_cluster, "it-slurm-cancel") if "RUNNING" in j]
     # the failed run and the one not run stay pending: a rerun resumes them (shown after the drain above)
     assert sum(study.store.status(r.run_id) != "ok" for r in study.experiment.plan()) == 2
+
+
+def test_ctrl_c_cancels_the_granted_and_the_waiting_allocations(tmp_path: Path, netns_hosts, slurm_cluster) -> None:
+    """h2 is taken by someone else's job: our block for h2 waits in the queue (PENDING) while h1 measures;
+    Ctrl-C (SIGINT to `dbmatrix run`) cancels both our allocations and leaves the other job alone."""
+    slurm_cluster.reset()
+    name = "it-slurm-ctrlc"
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump({**SPEC, "experiment": name}))
+    inv = _inventory(netns_hosts, slurm_cluster, tmp_path / f"{name}-inventory.yaml")
+    other = slurm_cluster.run("salloc", "--nodes=1", "--exclusive", "--no-shell", "--nodelist=h2",
+                              "--job-name=someone-else", "--time=5")
+    other_id = other.stderr.split()[-1]
+    env = {**os.environ, "PYTHONPATH": str(paths.repo_root() / "lib")}
+    proc = subprocess.Popen([sys.executable, "-m", "dbmatrix", "run", "--profile", "smoke", "--spec", str(spec),
+                             "--inventory", inv, "--results", str(tmp_path / name), "--no-progress"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        seen = ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            queue = "\n".join(_our_jobs(slurm_cluster, name))
+            if "PENDING" in queue and "RUNNING" in queue and netns_hosts["h1"].processes("sysbench"):
+                seen = slurm_cluster.run(*SQUEUE, check=False).stdout
+                break
+            time.sleep(0.2)
+        if not seen:
+            proc.kill()
+            pytest.fail(f"no allocation waited while another ran: {_our_jobs(slurm_cluster, name)}\n"
+                        f"{''.join(proc.communicate(timeout=30))[-3000:]}")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    after = slurm_cluster.run(*SQUEUE, check=False).stdout
+    _log("squeue before Ctrl-C (block 1 waits behind someone else's job on h2)", [seen])
+    _log("squeue after Ctrl-C", [after])
+    try:
+        assert not [j for j in _our_jobs(slurm_cluster, name) if "RUNNING" in j or "PENDING" in j], (after, err[-2000:])
+        assert f"{other_id} someone-else RUNNING h2" in after  # not ours: left alone
+        assert proc.returncode != 0
+    finally:
+        slurm_cluster.run("scancel", other_id, check=False)

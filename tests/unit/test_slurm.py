@@ -107,7 +107,7 @@ def test_salloc_asks_for_whole_planned_nodes_with_the_media_features() -> None:
     bare = salloc_argv(SlurmSection(), ["n1"], (), 60, "j")
     assert not any(a.startswith(("--partition", "--account", "--constraint")) for a in bare)
     assert scancel_argv(["12", "13"]) == ["scancel", "12", "13"]
-    assert scancel_argv(names=["a", "b"]) == ["scancel", "--name=a,b"]
+    assert scancel_argv(name="a") == ["scancel", "--name=a"]
     assert job_name("my exp/1", 2) == "dbmatrix-my_exp_1-b2"
 
 
@@ -213,8 +213,9 @@ def test_slurm_leaser_leases_records_and_releases() -> None:
     assert leaser.lost(lease) is None and not leaser.ended(lease)
     leaser.release(lease)
     assert "scancel 41" in host.commands
-    leaser.cancel_all()
-    assert host.commands[-1] == "scancel --name=dbmatrix-x-b1"
+    leaser.lease(LeaseRequest(2, ("n1",), (), 600, "dbmatrix-x-b2"))
+    leaser.cancel_all()  # the held job by id, and every name asked for (a request still waiting) one by one
+    assert host.commands[-3:] == ["scancel 41", "scancel --name=dbmatrix-x-b1", "scancel --name=dbmatrix-x-b2"]
 
 
 def test_slurm_leaser_refused_request_fails_and_cancels_by_name() -> None:

@@ -113,11 +113,12 @@ def scontrol_job_argv(job_id: str) -> list[str]:
     return ["scontrol", "--oneliner", "show", "job", job_id]
 
 
-def scancel_argv(job_ids: Sequence[str] = (), names: Sequence[str] = ()) -> list[str]:
-    """Cancel jobs by id, or (a request still waiting, whose id salloc has not printed) by name."""
+def scancel_argv(job_ids: Sequence[str] = (), name: str | None = None) -> list[str]:
+    """Cancel jobs by id, or (a request still waiting, whose id salloc has not printed) by name (scancel
+    takes one name: a comma in it is part of the name)."""
     if job_ids:
         return ["scancel", *job_ids]
-    return ["scancel", f"--name={','.join(names)}"]
+    return ["scancel", f"--name={name}"]
 
 
 def parse_granted(stderr: str) -> str | None:
@@ -290,11 +291,11 @@ class SlurmLeaser:
         try:
             r = self._run(argv, timeout=self.cfg.grant_timeout_s)
         except Exception as exc:
-            self._run(scancel_argv(names=[request.name]))
+            self._run(scancel_argv(name=request.name))
             raise LeaseFailed(f"{shlex.join(argv)}: {type(exc).__name__}: {exc}") from exc
         job = parse_granted(r.stderr)
         if not r.ok or job is None:
-            self._run(scancel_argv(names=[request.name]))
+            self._run(scancel_argv(name=request.name))
             raise LeaseFailed(f"{shlex.join(argv)} exited {r.exit_code}: {(r.stderr or r.stdout).strip()[-500:]}")
         state = parse_squeue(self._run(squeue_argv([job])).stdout).get(job)
         granted = state.nodes if state and state.nodes else tuple(nodes)
@@ -348,5 +349,5 @@ class SlurmLeaser:
             ids, names = sorted(self._held), sorted(self._names)
         if ids:
             self._run(scancel_argv(ids))
-        if names:
-            self._run(scancel_argv(names=names))
+        for name in names:
+            self._run(scancel_argv(name=name))
