@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-pytest_plugins = ["tests.conftest_sshd", "tests.conftest_netns"]
+pytest_plugins = ["tests.conftest_sshd", "tests.conftest_netns", "tests.conftest_slurm"]
 
 _made: list[str] = []
 

@@ -156,6 +156,34 @@ def _plan_one(study) -> None:
               f"({format_duration(s.estimated_s)} of machine time in all; results in {study.store.root})")
     else:
         print(f"estimated duration: {format_duration(s.estimated_s)} (results in {study.store.root})")
+    for line in _allocation_lines(study):
+        print(line)
+
+
+def _allocation_lines(study) -> list[str]:
+    """With ``scheduler: slurm``: the allocation each replicate block will request and the time limit it
+    needs (the block's estimated duration plus the inventory's margin)."""
+    from dbmatrix.run.matrix import format_duration, plan_hosts, study_assignment, summarize_plan
+    from dbmatrix.run.slurm import block_request, describe_request
+
+    cfg = study.inventory.slurm
+    if cfg is None:
+        return []
+    exp = study.experiment
+    block_hosts = study_assignment(study, plan_hosts(study))
+    plan = exp.plan()
+    lines = [f"slurm allocations ({len(block_hosts)}, one per replicate block; whole nodes, released when the "
+             "block is done):"]
+    for block, host in sorted(block_hosts.items()):
+        runs = [r for r in plan if r.block == block]
+        est = summarize_plan(exp, runs, hosts=[host]).estimated_s
+        req = block_request(exp, study.inventory, block, host, est)
+        lines.append(f"  {describe_request(cfg, req)}")
+        lines.append(f"    {len(runs)} runs, ~{format_duration(est)} estimated; time limit "
+                     f"{format_duration(req.time_limit_s)}"
+                     + (" (fixed by slurm.time_limit)" if cfg.time_limit else
+                        f" (+{cfg.time_margin_pct:g} % margin, at least {format_duration(cfg.min_time_limit)})"))
+    return lines
 
 
 def _preflight(studies: list, *, skip: bool = False) -> dict[str, list]:

@@ -313,3 +313,10 @@ def test_the_length_check_can_fail(tmp_path: Path) -> None:
     (tmp_path / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
     (tmp_path / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
     assert _too_long(tmp_path) == {"long.py": MAX_MODULE_LINES + 1}
+
+def test_the_fleet_knows_leasers_only_through_the_leasing_seam() -> None:
+    """run/fleet.py and run/leasing.py name no scheduler: Slurm lives in run/slurm.py alone."""
+    mod_edges, _ = _graph()
+    for m in ("dbmatrix.run.fleet", "dbmatrix.run.leasing"):
+        assert "dbmatrix.run.slurm" not in mod_edges[m], m
+    assert "dbmatrix.run.leasing" in mod_edges["dbmatrix.run.fleet"]

@@ -53,7 +53,7 @@ def test_os_family_unsupported_names_the_supported_families() -> None:
 def test_wanted_packages() -> None:
     assert wanted_packages("debian", ("server",)) == PACKAGES["debian"]["server"]
     both = wanted_packages("debian", ("server", "test"))
-    test = ("openssh-server", "chromium", "chromium-driver")
+    test = ("openssh-server", "chromium", "chromium-driver", "slurm-wlm", "munge")
     assert both == PACKAGES["debian"]["server"] + test
     assert wanted_packages("debian", ("test", "test")) == test
     assert "mariadb-rocksdb-engine" in wanted_packages("rhel", ("server",))

@@ -7,6 +7,10 @@ A medium is declared per host as ``media: {name: {kind: ..., path: ..., emulates
 description: ..., <kind-specific options>}}``. Parsing fills every default in, so
 :meth:`Medium.to_dict` records the complete recipe and parses back to the same medium.
 
+An inventory may say where the fleet gets its hosts: ``scheduler: static`` (the default: the hosts are
+the study's) or ``scheduler: slurm`` with a ``slurm:`` section (:class:`SlurmSection`; the leaser is
+:mod:`dbmatrix.run.slurm`).
+
 Kinds and their options (sizes take an integer number of bytes or ``4G``/``256M``/``512K`` in
 binary units; ``sunit``/``swidth`` are in 512-byte sectors, as ``mkfs.xfs -d sunit=,swidth=``):
 
@@ -166,9 +170,121 @@ class HostSpec:
                        inventory=self.source)
 
 
+SCHEDULERS = ("static", "slurm")
+SLURM_KEYS = ("partition", "account", "time_limit", "time_margin_pct", "min_time_limit", "features", "nodes",
+              "conf", "grant_timeout_s")
+_SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
+_SLURM_TIME = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?\Z")
+
+
+@dataclass(frozen=True)
+class SlurmSection:
+    """The inventory's ``slurm:`` section (``scheduler: slurm``): where and how to ask Slurm for hosts.
+
+    ``features`` maps a medium name or a host class to the Slurm node feature that offers it (a block
+    asks ``--constraint`` for the features of the media its runs use); ``nodes`` maps a Slurm node name
+    to the inventory host (its SSH details) when the two names differ. ``time_limit`` is ``auto`` (the
+    plan's estimate for the block, plus ``time_margin_pct``, at least ``min_time_limit``) or a fixed
+    limit in seconds. ``conf`` is the ``SLURM_CONF`` the Slurm clients are run with (None: theirs)."""
+
+    partition: str | None = None
+    account: str | None = None
+    time_limit: int | None = None  # seconds; None: auto
+    time_margin_pct: float = 50.0
+    min_time_limit: int = 300
+    features: Mapping[str, str] = field(default_factory=dict, hash=False)
+    nodes: Mapping[str, str] = field(default_factory=dict, hash=False)  # Slurm node -> inventory host
+    conf: str | None = None
+    grant_timeout_s: float = 3600.0  # how long a block may wait in the queue
+
+    def host_of_node(self, node: str) -> str:
+        return self.nodes.get(node, node)
+
+    def node_of_host(self, host: str) -> str:
+        for node, h in self.nodes.items():
+            if h == host:
+                return node
+        return host
+
+
+def parse_slurm_time(value: Any, where: str) -> int:
+    """Seconds from a Slurm time (``minutes``, ``MM:SS``, ``HH:MM:SS``, ``D-HH[:MM[:SS]]``) or an int of
+    seconds."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    m = _SLURM_TIME.fullmatch(str(value).strip())
+    if not m or isinstance(value, bool):
+        raise SpecError(f"{where}: {value!r} must be seconds (an integer) or a Slurm time: minutes, MM:SS, "
+                        "HH:MM:SS or D-HH:MM:SS")
+    d, a, b, c = m.groups()
+    if d is not None:  # D-HH[:MM[:SS]]
+        secs = int(d) * 86400 + int(a) * 3600 + int(b or 0) * 60 + int(c or 0)
+    elif c is not None:
+        secs = int(a) * 3600 + int(b) * 60 + int(c)
+    elif b is not None:
+        secs = int(a) * 60 + int(b)
+    else:
+        secs = int(a) * 60
+    if secs <= 0:
+        raise SpecError(f"{where}: {value!r} must be a positive time")
+    return secs
+
+
+def parse_slurm_section(raw: Any, host_names: list[str], source: str | None = None) -> SlurmSection:
+    """The ``slurm:`` section, every field checked (errors name the field and the allowed values)."""
+    where = "inventory.slurm"
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{where}: must be a mapping with keys {', '.join(SLURM_KEYS)}")
+    unknown = set(raw) - set(SLURM_KEYS)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: "
+                        f"{', '.join(SLURM_KEYS)}")
+    names: dict[str, str | None] = {}
+    for key in ("partition", "account"):
+        v = raw.get(key)
+        if v is not None and not _SLURM_NAME.fullmatch(str(v)):
+            raise SpecError(f"{where}.{key}: {v!r} must be a Slurm {key} name (letters, digits, '_', '.', '-')")
+        names[key] = None if v is None else str(v)
+    tl = raw.get("time_limit", "auto")
+    time_limit = None if tl == "auto" else parse_slurm_time(tl, f"{where}.time_limit (or auto)")
+    margin = raw.get("time_margin_pct", 50)
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 1000:
+        raise SpecError(f"{where}.time_margin_pct: {margin!r} must be a number in [0, 1000]")
+    min_tl = parse_slurm_time(raw.get("min_time_limit", 300), f"{where}.min_time_limit")
+    maps: dict[str, dict[str, str]] = {}
+    for key in ("features", "nodes"):
+        v = raw.get(key) or {}
+        if not isinstance(v, Mapping) or not all(_SLURM_NAME.fullmatch(str(k)) and _SLURM_NAME.fullmatch(str(x))
+                                                 for k, x in v.items()):
+            what = ("medium or host class -> Slurm feature" if key == "features"
+                    else "Slurm node name -> inventory host name")
+            raise SpecError(f"{where}.{key}: {v!r} must map names to names ({what})")
+        maps[key] = {str(k): str(x) for k, x in v.items()}
+    for node, host in maps["nodes"].items():
+        if host not in host_names:
+            raise SpecError(f"{where}.nodes.{node}: {host!r} is not an inventory host; hosts: "
+                            f"{', '.join(host_names)}")
+    if len(set(maps["nodes"].values())) < len(maps["nodes"]):
+        raise SpecError(f"{where}.nodes: two Slurm nodes map to one inventory host")
+    floats: dict[str, float] = {}
+    for key, default in (("grant_timeout_s", 3600.0),):
+        v = raw.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise SpecError(f"{where}.{key}: {v!r} must be a positive number of seconds")
+        floats[key] = float(v)
+    conf = raw.get("conf")
+    return SlurmSection(names["partition"], names["account"], time_limit, float(margin), min_tl,
+                        maps["features"], maps["nodes"], _local_path(str(conf), source) if conf else None,
+                        floats["grant_timeout_s"])
+
+
 @dataclass(frozen=True)
 class Inventory:
     hosts: tuple[HostSpec, ...]
+    scheduler: str = "static"  # where the fleet gets its hosts: SCHEDULERS
+    slurm: SlurmSection | None = None  # with scheduler slurm
 
     def host(self, name: str) -> HostSpec:
         for h in self.hosts:
@@ -613,7 +729,14 @@ def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Invent
         hosts.append(HostSpec(name, str(h.get("address", "local")), h.get("user"), port,
                               _local_path(h.get("key_file"), source), _local_path(h.get("known_hosts"), source),
                               workdir, media, float(timeout), source, host_class))
-    return Inventory(tuple(hosts))
+    scheduler = raw.get("scheduler", "static")
+    if scheduler not in SCHEDULERS:
+        raise SpecError(f"inventory.scheduler: {scheduler!r} is not allowed; allowed: {', '.join(SCHEDULERS)}")
+    if "slurm" in raw and scheduler != "slurm":
+        raise SpecError("inventory.slurm: only with scheduler: slurm (the inventory says scheduler: "
+                        f"{scheduler})")
+    slurm = parse_slurm_section(raw.get("slurm"), [h.name for h in hosts], source) if scheduler == "slurm" else None
+    return Inventory(tuple(hosts), str(scheduler), slurm)
 
 
 def _local_path(value: str | None, source: str | None) -> str | None:

@@ -24,8 +24,9 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
                    "galera-4", "rsync"),
         "paper": ("latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
                   "texlive-fonts-recommended", "texlive-science", "poppler-utils"),
-        # the browser test (tests/browser): headless Chromium and its WebDriver drive JupyterLab
-        "test": ("openssh-server", "chromium", "chromium-driver"),
+        # the browser test (tests/browser): headless Chromium and its WebDriver drive JupyterLab;
+        # the Slurm tests (tests/conftest_slurm.py): slurmctld, slurmd, the clients and munge
+        "test": ("openssh-server", "chromium", "chromium-driver", "slurm-wlm", "munge"),
     },
     "rhel": {
         "server": ("mariadb-server", "mariadb", "mariadb-rocksdb-engine", "sysbench", "sysstat",
@@ -33,12 +34,12 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
                    "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm",
                    "galera", "rsync"),
         "paper": ("latexmk", "texlive-scheme-medium", "texlive-siunitx", "poppler-utils"),
-        "test": ("openssh-server",),
+        "test": ("openssh-server", "slurm", "slurm-slurmctld", "slurm-slurmd", "munge"),
     },
 }
 ROLES = ("server", "paper", "test")
 # Where a package does not come from the distribution's base repositories.
-HINTS = {"rhel": "sysbench comes from EPEL (dnf install epel-release) on RHEL-likes"}
+HINTS = {"rhel": "sysbench (and slurm for the test role) come from EPEL (dnf install epel-release) on RHEL-likes"}
 
 
 class SetupError(RuntimeError):

@@ -11,6 +11,14 @@ names the host). With lost hosts allowed, the lost host's whole blocks not yet s
 hosts; the rest of a half-done block is reported as not run. Runs not measured stay pending, so a rerun
 resumes them.
 
+Hosts come from a leaser (:mod:`dbmatrix.run.leasing`): the static inventory by default (every host
+connected and set up at the start, as always), or a lab's Slurm pool (:mod:`dbmatrix.run.slurm`), where
+a worker leases its block's host(s) before the block's first run (one allocation per block), sets the
+host up under the lease, checks between runs that the lease holds, and gives it back when it moves on to
+another block or the command ends. A lease that ends or whose node leaves service is a lost host, as
+above; a run during which the allocation ended is recorded as failed (its host was not exclusive
+throughout). Every run measured under a lease carries it in its manifest's ``lease``.
+
 Closed-loop runs all finish before open-loop runs start (the open-loop --rate comes from the closed-loop
 twin, which another host may still be measuring). Ctrl-C stops every host's in-flight command; the
 unfinished runs are discarded as in a single-host run.
@@ -30,6 +38,7 @@ from typing import Any
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
 from dbmatrix.record import RunRecord
+from dbmatrix.run.leasing import Lease, LeaseFailed, Leaser, LeaseRequest, StaticLeaser, record_lease
 from dbmatrix.run.session import record_early_failure
 from dbmatrix.spec.experiment import Experiment, PlannedRun
 from dbmatrix.store import ResultStore, utc_now
@@ -47,6 +56,7 @@ class Worker:
     datasets: dict[str, Any] = field(default_factory=dict)
     peers: dict[str, Any] = field(default_factory=dict)  # other nodes' hosts of a spread Galera cluster
     lost: str | None = None  # why the host was retired
+    lease: Lease | None = None  # the hosts of the block under way (leaser.lease)
     done: int = 0
     ok: int = 0
     failed: int = 0
@@ -75,8 +85,14 @@ class Fleet:
     def __init__(self, specs: list[HostSpec], exp: Experiment, store: ResultStore,
                  connect: Callable[[Worker], Any], execute: Callable[[Worker, PlannedRun], RunRecord],
                  on_result: Callable[[Worker, RunRecord], None] | None = None, *,
-                 allow_lost: bool = False):
+                 allow_lost: bool = False, leaser: Leaser | None = None,
+                 lease_request: Callable[[Worker, int], LeaseRequest] | None = None,
+                 on_lease: Callable[[Worker], None] | None = None):
         self.workers = [Worker(s) for s in specs]
+        self.leaser: Leaser = leaser or StaticLeaser()
+        self._lease_request = lease_request or (lambda w, b: LeaseRequest(b, (w.spec.name,)))
+        self._on_lease = on_lease or (lambda w: None)
+        self.leases: list[dict[str, Any]] = []  # every lease's record (block, hosts, the scheduler's record)
         self.exp, self.store = exp, store
         self._connect, self._execute = connect, execute
         self._on_result = on_result or (lambda w, m: None)
@@ -146,6 +162,7 @@ class Fleet:
                     t.join(timeout=0.2)  # short joins keep the main thread responsive to Ctrl-C
         except (KeyboardInterrupt, RunInterrupted):
             self._stop.set()
+            self._cancel_leases()  # a salloc still waiting in the queue returns
             for w in self.workers:
                 if w.host is not None:
                     w.host.interrupt()
@@ -156,7 +173,8 @@ class Fleet:
     def run(self, runs: list[PlannedRun], assignment: Mapping[str, str] | None = None) -> list[PlannedRun]:
         """Measure `runs` (each on its host of `assignment`, run_id -> host name; without one, on any
         host); returns the runs not measured (their reasons in ``not_run``)."""
-        self.connect_all()
+        if not self.leased:  # leased hosts are set up under their lease, in their worker
+            self.connect_all()
         if self._halt.is_set():
             self._not_run(runs, "not started: the line stopped (a host was lost)")
             return list(runs)
@@ -255,10 +273,116 @@ class Fleet:
             if threading.current_thread() is threading.main_thread():
                 raise
 
-    def _work_on(self, worker: Worker, queue: deque[PlannedRun]) -> None:
-        if worker.ctx is None and worker.lost is None:
+    # -- leases -----------------------------------------------------------------------------------
+    @property
+    def leased(self) -> bool:
+        """Do the hosts come from a scheduler (not the static inventory)?"""
+        return self.leaser.scheduler != "static"
+
+    def _hold_lease(self, worker: Worker, block: int) -> bool:
+        """The worker holds a live lease for `block` (asked for now if it holds another or none), and its
+        host is set up; False: the host is lost (retired)."""
+        if not self.leased:
+            return True
+        lease = worker.lease
+        if lease is not None and lease.block == block:
+            why = self.leaser.lost(lease)
+            if why:
+                self._lease_lost(worker, why)
+                return False
+            return True
+        self._release(worker)
+        request = self._lease_request(worker, block)
+        self.log_event(worker, "lease_requested", block=block, request=self.leaser.describe(request))
+        try:
+            worker.lease = lease = self.leaser.lease(request)
+        except LeaseFailed as exc:
+            self._retire(worker, f"no lease for block {block}: {exc}")
+            return False
+        self.log_event(worker, "lease_granted", block=block, hosts=list(lease.hosts), job_id=lease.job_id,
+                       nodes=(lease.record or {}).get("nodes"))
+        if lease.hosts[:1] != (worker.spec.name,):
+            self._lease_lost(worker, f"the lease for block {block} gave {', '.join(lease.hosts)}, not "
+                                     f"{worker.spec.name}")
+            return False
+        if worker.ctx is None:
             self._setup(worker)
-        while worker.lost is None and (run := self._next(queue)) is not None:
+        else:
+            try:
+                self._on_lease(worker)
+            except (KeyboardInterrupt, RunInterrupted):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the host cannot take the block: lost
+                self._retire(worker, f"setup under the lease failed: {type(exc).__name__}: {exc}")
+        if worker.lost is not None:
+            self._release(worker)
+        return worker.lost is None
+
+    def _release(self, worker: Worker) -> None:
+        """Give the worker's lease back; its runs' manifests get the final accounting record."""
+        lease, worker.lease = worker.lease, None
+        if lease is None:
+            return
+        try:
+            self.leaser.release(lease)
+        finally:
+            for run_id in lease.run_ids:
+                record_lease(self.store, run_id, lease.record)
+            rec = {"block": lease.block, "host": worker.spec.name, "hosts": list(lease.hosts),
+                   "runs": list(lease.run_ids), **(lease.record or {})}
+            with self._lock:
+                self.leases.append(rec)
+            self.log_event(worker, "lease_released", block=lease.block, job_id=lease.job_id,
+                           sacct=(lease.record or {}).get("sacct"))
+
+    def _lease_lost(self, worker: Worker, why: str, run_id: str | None = None) -> None:
+        self._retire(worker, f"lease lost: {why}", run_id)
+        self._release(worker)
+
+    def _cancel_leases(self) -> None:
+        try:
+            self.leaser.cancel_all()
+        except Exception:  # noqa: BLE001 - cancelling is best effort while stopping
+            traceback.print_exc()
+
+    def _check_after_run(self, worker: Worker, run: PlannedRun, record: RunRecord) -> RunRecord:
+        """Record the lease in the run's record; if the lease was lost meanwhile, retire the host, and
+        if the allocation ended under the run, record the run as failed (it was not exclusive)."""
+        lease = worker.lease
+        if lease is None or lease.record is None:
+            return record
+        lease.run_ids.append(run.run_id)
+        why = self.leaser.lost(lease)
+        if why and self.leaser.ended(lease) and record.ok:
+            r = self.store.record(run.run_id) or record
+            r.set(status="failed", failed_step="lease", host_lost=True,
+                  error=f"host {worker.spec.name}: the allocation ended during the run ({why})")
+            self.store.rewrite_record(r)
+            record = r
+        record_lease(self.store, run.run_id, lease.record)
+        if why:
+            self._lease_lost(worker, why, run.run_id)
+        return self.store.record(run.run_id) or record
+
+    def _peek_block(self, queue: deque[PlannedRun]) -> int | None:
+        with self._lock:
+            if not queue or self._stop.is_set() or self._halt.is_set():
+                return None
+            return queue[0].block
+
+    def _work_on(self, worker: Worker, queue: deque[PlannedRun]) -> None:
+        if worker.ctx is None and worker.lost is None and not self.leased:
+            self._setup(worker)
+        while worker.lost is None:
+            block = self._peek_block(queue)
+            if block is None or not self._hold_lease(worker, block):
+                return
+            run = self._next(queue)
+            if run is None:
+                return
+            if run.block != block and not self._hold_lease(worker, run.block):  # a queue shared by workers
+                self._record_host_failure(worker, run, RuntimeError(worker.lost))
+                return
             t0 = time.monotonic()
             try:
                 manifest = self._execute(worker, run)
@@ -266,6 +390,7 @@ class Fleet:
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. the connection broke outside a run step
                 manifest = self._record_host_failure(worker, run, exc)
+            manifest = self._check_after_run(worker, run, manifest)
             worker.busy_s += time.monotonic() - t0
             if self._stop.is_set() and not manifest.ok:
                 # Interrupted by Ctrl-C on the controller: discard, as a single-host run would.
@@ -277,7 +402,8 @@ class Fleet:
             else:
                 worker.failed += 1
             self._on_result(worker, manifest)
-            if not manifest.ok and worker.host is not None and not host_alive(worker.host):
+            if not manifest.ok and worker.lost is None and worker.host is not None \
+                    and not host_alive(worker.host):
                 self._retire(worker, "stopped answering after a failed run", run.run_id)
                 self._mark_host_lost(run.run_id, worker.spec.name)
 
@@ -298,6 +424,14 @@ class Fleet:
                               "lost": w.lost} for w in self.workers}
 
     def close(self) -> None:
+        """Give every lease back (and cancel any still waiting), then close the connections."""
+        for w in self.workers:
+            try:
+                self._release(w)
+            except Exception:  # noqa: BLE001 - the others are still released
+                traceback.print_exc()
+        if self.leased:
+            self._cancel_leases()
         for w in self.workers:
             if w.host is not None:
                 try:

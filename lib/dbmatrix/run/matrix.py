@@ -32,13 +32,14 @@ from dbmatrix.run.campaigns import (
     choose,
     merge_record,
 )
-from dbmatrix.run.context import HostContext, connect_host
+from dbmatrix.run.context import HostContext, connect_host, prepare_media
 from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
 from dbmatrix.run.reports import RunReport, StudyStatus
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
+from dbmatrix.run.slurm import block_request, leaser_for
 from dbmatrix.run.standalone import Standalone
 from dbmatrix.run.topology import Topology
 from dbmatrix.spec.assignment import assign_blocks, assign_runs, assignment_notes, host_of
@@ -300,6 +301,8 @@ def _record_campaign(study: Study, campaign: int, session_started: str, fleet: F
                        campaign_started_utc=_campaign_started(store, campaign) or session_started,
                        session_started_utc=session_started, now_utc=utc_now(), hosts=hosts, datasets=datasets,
                        git=git_state(), spec_digest=exp.digest(), state=state, session=fleet is not None)
+    if fleet is not None and fleet.leases:  # the scheduler's allocations of this session (run.leasing)
+        rec["leases"] = [*rec.get("leases", []), *fleet.leases]
     store.write_campaign_record(rec)
     return rec
 
@@ -372,7 +375,17 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             counts.adaptive += m.adaptive
             bar.update(1)
 
-    fleet = Fleet(specs, exp, store, connect, execute, on_result, allow_lost=allow_lost_hosts)
+    def lease_request(w: Worker, block: int) -> Any:  # one allocation per block (run.leasing)
+        mine = [r for r in pending if r.block == block]
+        return block_request(exp, study.inventory, block, w.spec.name,
+                             summarize_plan(exp, mine, hosts=[w.spec.name]).estimated_s if mine else 0.0)
+
+    def on_lease(w: Worker) -> None:  # a new lease of a host set up before: its media again (an epilog may unmount)
+        for c in [w.ctx, *w.peers.values()]:
+            c.media.update(prepare_media(c.host, c.spec, exp))
+
+    fleet = Fleet(specs, exp, store, connect, execute, on_result, allow_lost=allow_lost_hosts,
+                  leaser=leaser_for(study.inventory), lease_request=lease_request, on_lease=on_lease)
     with interrupts_stop_cleanly():
         try:
             left = fleet.run([r for r in pending if not r.cell.open_loop], assignment)
