@@ -113,7 +113,7 @@ def test_a_host_that_drops_out_stops_the_line_and_a_rerun_resumes(tmp_path: Path
     assert set(counts.lost_hosts) == {"h2"} and not counts.lost_hosts_allowed
     manifests = {m.run_id: m for m in study.store.records()}
     lost = [m for m in manifests.values() if m.host_lost]
-    assert len(lost) == 1 and lost[0]["host"] == "h2" and lost[0]["status"] == "failed"
+    assert len(lost) == 1 and lost[0].host == "h2" and lost[0].status == "failed"
     # the line stopped: h1 finished what it was measuring and started nothing more
     assert counts.failed == 1 and counts.ok + counts.failed + counts.not_attempted == 8
     assert counts.not_attempted >= 3 and set(counts.not_run) == {
