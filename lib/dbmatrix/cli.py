@@ -4,15 +4,48 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from dbmatrix import paths
 from dbmatrix.hosts.remote import CommandError, HostError, RunInterrupted
 from dbmatrix.spec.experiment import SpecError
 
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
+
+
+LOG_MODES = ("text", "json", "quiet")
+
+
+def configure_logging(mode: str = "text", stream: TextIO | None = None) -> logging.Handler:
+    """The entry point's logging: dbmatrix's loggers (the progress of runs, :mod:`dbmatrix.run.progress`)
+    print to `stream` (default: stderr; stdout keeps each command's own output), as text lines with the time,
+    as JSON lines (``json``, one object per event, for scripts) or only warnings (``quiet``). Called again,
+    it replaces its handler."""
+    from dbmatrix.run.progress import JsonLines
+
+    if mode not in LOG_MODES:
+        raise SpecError(f"logging: mode {mode!r}; allowed: {', '.join(LOG_MODES)}")
+    logger = logging.getLogger("dbmatrix")
+    for h in [h for h in logger.handlers if getattr(h, "dbmatrix_cli", False)]:
+        logger.removeHandler(h)
+    handler: logging.StreamHandler[TextIO] = logging.StreamHandler(stream or sys.stderr)
+    handler.dbmatrix_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(JsonLines() if mode == "json" else logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if mode == "quiet" else logging.INFO)
+    logger.propagate = False
+    return handler
+
+
+def log_mode(args: argparse.Namespace) -> str:
+    """--quiet (or --no-progress), --json, else text."""
+    if getattr(args, "quiet", False) or getattr(args, "no_progress", False):
+        return "quiet"
+    return "json" if getattr(args, "json", False) else "text"
 
 
 class HostProblems(Exception):
@@ -213,7 +246,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _preflight(studies)
     for study in studies:
         kwargs = {"host_name": args.host} if args.host else {}
-        counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs,
+        # one log line per run (dbmatrix.run.progress) instead of a tqdm bar, which the lines would break up
+        counts = run_study(study, progress=False, max_runs=args.max_runs,
                            allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign, **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts}))
         failed += counts.get("failed", 0)
@@ -400,11 +434,23 @@ def notebook_parameters(profile: str, results: str | None = None, spec: str | No
     return injected
 
 
+def kernel_logging_arguments(mode: str) -> list[str]:
+    """The kernel's command line options that configure its logging as this command's (`mode`): its
+    progress lines then go to the cells' stderr, which :func:`run_notebooks` forwards to the terminal. A
+    kernel JupyterLab starts has no such option: the notebook shows its progress widget only."""
+    return [f"--IPKernelApp.exec_lines=import dbmatrix.cli; dbmatrix.cli.configure_logging({mode!r})"]
+
+
 def run_notebooks(profile: str, names: Sequence[str], results: str | None = None,
                   spec: str | None = None, inventory: str | None = None,
-                  data: str | None = None, campaign: str | None = None) -> list[Path]:
+                  data: str | None = None, campaign: str | None = None, log: str = "text") -> list[Path]:
     """Execute notebooks in order with papermill. The executed copies (with papermill's provenance)
-    go to data/notebooks/<profile>/ (or <results>/notebooks/ for a single study's directory)."""
+    go to data/notebooks/<profile>/ (or <results>/notebooks/ for a single study's directory).
+
+    Unless `log` is ``quiet``, what the cells print goes to this terminal as it comes (stdout to stdout,
+    stderr to stderr: papermill's ``stdout_file``/``stderr_file``; its ``log_output`` would also log every
+    displayed table), and the kernel logs as this command does (:func:`kernel_logging_arguments`), so the
+    run notebook prints a line per run."""
     import papermill as pm
 
     injected = notebook_parameters(profile, results, spec, inventory, data, campaign)
@@ -417,8 +463,10 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
         dst = out_dir / f"{name}.ipynb"
         print(f"papermill {src.relative_to(paths.repo_root())} -> {dst}", flush=True)
         params = {k: v for k, v in injected.items() if k != "campaign" or name.startswith("10-")}
+        streams = {} if log == "quiet" else {"stdout_file": sys.stdout, "stderr_file": sys.stderr,
+                                             "extra_arguments": kernel_logging_arguments(log)}
         pm.execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
-                            progress_bar=False, log_output=True)
+                            progress_bar=False, log_output=False, **streams)
         done.append(dst)
     return done
 
@@ -426,7 +474,7 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
 def cmd_notebooks(args: argparse.Namespace) -> int:
     names = NOTEBOOKS if not args.only else tuple(n for n in NOTEBOOKS if n.split("-")[0] in args.only.split(","))
     run_notebooks(args.profile, names, args.results, args.spec, args.inventory, args.data,
-                  None if args.campaign is None else str(args.campaign))
+                  None if args.campaign is None else str(args.campaign), log=log_mode(args))
     return 0
 
 
@@ -501,6 +549,12 @@ def build_parser() -> argparse.ArgumentParser:
                                        "data/runs/<experiment> for runs; for analysis and figures that, "
                                        "else the committed data/reference/<experiment>)")
 
+    def log_args(sp: argparse.ArgumentParser) -> None:
+        g = sp.add_mutually_exclusive_group()
+        g.add_argument("--quiet", action="store_true", help="no progress lines (warnings and errors only)")
+        g.add_argument("--json", action="store_true", help="progress as JSON lines on stderr, one per event "
+                                                           "(study_start, run, study_end)")
+
     sp = sub.add_parser("plan", help="show cells, datasets and estimated duration; runs nothing")
     study_args(sp)
     sp.add_argument("--no-host-check", action="store_true",
@@ -511,7 +565,8 @@ def build_parser() -> argparse.ArgumentParser:
     study_args(sp)
     sp.add_argument("--max-runs", type=int, help="stop after this many runs per study (resume later)")
     sp.add_argument("--host", help="run on this inventory host only (default: all hosts of the inventory)")
-    sp.add_argument("--no-progress", action="store_true")
+    sp.add_argument("--no-progress", action="store_true", help="the same as --quiet")
+    log_args(sp)
     sp.add_argument("--allow-lost-hosts", action="store_true",
                     help="go on when a host is lost: the others take its whole blocks not yet started "
                          "(default: the line stops and the command fails)")
@@ -530,6 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("notebooks", help="execute the notebooks with papermill")
     study_args(sp)
     sp.add_argument("--only", help="comma list of notebook numbers, e.g. 20,30")
+    log_args(sp)
     sp.add_argument("--campaign", type=_campaign_arg, metavar="auto|new|last|K",
                     help=CAMPAIGN_HELP + " Passed to notebook 10 (its default: last; `make reproduce` passes "
                          "CAMPAIGN, default auto)")
@@ -566,6 +622,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    configure_logging(log_mode(args))
     try:
         _abs_args(args)
         return args.func(args)
