@@ -384,6 +384,41 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """B against A (:mod:`dbmatrix.analyse.compare`); exits 1 when --fail-above finds a regression."""
+    from dbmatrix.analyse import compare
+    from dbmatrix.resultsets import claims_table, load_set
+
+    if args.campaigns:
+        if not args.study or args.b:
+            raise SpecError("compare --campaigns KA KB: give --study EXPERIMENT and at most one result set "
+                            "(default: the study's data, data/runs when it has runs, else data/reference)")
+        root = args.a or str(paths.source_dir(args.study).parent)
+        sides = [load_set(root, args.profile, args.study, k) for k in args.campaigns]
+    else:
+        sides = [load_set(args.a or "reference", args.profile, args.study),
+                 load_set(args.b or "runs", args.profile, args.study)]
+    a, b = sides
+    claims = [None, None] if args.no_claims else [claims_table(s.studies, s.campaign) for s in sides]
+    result = compare.compare_sets(a.label, a.runs, b.label, b.runs, *claims)
+    text = {"markdown": compare.markdown, "json": compare.to_json}.get(args.format)
+    body = text(result, args.fail_above) if text else compare.to_csv(result)
+    if args.out:
+        Path(args.out).write_text(body)
+        if args.format == "csv" and result.claims is not None:
+            result.claims.to_csv(Path(args.out).with_name(Path(args.out).stem + "-claims.csv"), index=False)
+        print(f"comparison written to {args.out}")
+    else:
+        sys.stdout.write(body)
+    if args.fail_above is not None:
+        reg = result.regressions(args.fail_above)
+        if not reg.empty:
+            print(f"dbmatrix: {len(reg)} decided regression(s) beyond {args.fail_above:g} %: "
+                  + ", ".join(f"{r.cell_id} {r.metric} x{r.ratio:.3f}" for r in reg.itertuples()), file=sys.stderr)
+            return 1
+    return 0
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from dbmatrix.hosts.inventory import load_inventory
     from dbmatrix.hosts.remote import LocalHost
@@ -613,6 +648,23 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--csv", help="also write the claims table to this CSV file (and each campaign's "
                     "estimates and verdicts beside it, <name>-campaigns.csv)")
     sp.set_defaults(func=cmd_verdicts)
+    sp = sub.add_parser("compare", help="B against A: per cell the ratio B/A with its 95 %% CI, per claim "
+                                        "both verdicts; --fail-above for CI")
+    sp.add_argument("a", nargs="?", help="result set A: a study's results directory (with processed/), a "
+                                         "data root holding several, or the words reference / runs "
+                                         "(default: reference)")
+    sp.add_argument("b", nargs="?", help="result set B (default: runs, i.e. data/runs)")
+    sp.add_argument("--study", help="compare this experiment only (needed with --campaigns)")
+    sp.add_argument("--campaigns", nargs=2, type=int, metavar=("KA", "KB"),
+                    help="two campaigns of --study, in the result set A names (default: the study's data)")
+    sp.add_argument("--profile", default="quick", help="where to look for the experiments' specs first (claims)")
+    sp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
+    sp.add_argument("--out", help="write to this file (csv: the claims beside it, <name>-claims.csv)")
+    sp.add_argument("--fail-above", type=float, metavar="PCT",
+                    help="exit 1 when a decided regression (throughput down, p95 latency up: the interval "
+                         "excludes 1) is worse than PCT %% by its point estimate")
+    sp.add_argument("--no-claims", action="store_true", help="cells only (the claims take a few seconds)")
+    sp.set_defaults(func=cmd_compare)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "
                                   "repository's paper/, or $DBMATRIX_OUTPUT_ROOT/paper)")
