@@ -71,7 +71,8 @@ def cli_path(value: str | None, what: str, must_exist: bool = False) -> str | No
 def _abs_args(args: argparse.Namespace) -> None:
     """--spec, --inventory, --results, --data and --out relative to the current directory."""
     for key, what, must in (("spec", "--spec", True), ("inventory", "--inventory", True),
-                            ("results", "--results", False), ("data", "--data", False), ("out", "--out", False)):
+                            ("results", "--results", False), ("data", "--data", False), ("out", "--out", False),
+                            ("html", "--html", False)):
         if getattr(args, key, None):
             setattr(args, key, cli_path(getattr(args, key), what, must))
 
@@ -419,6 +420,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """One self-contained HTML file of the build `dbmatrix figures` wrote (:mod:`dbmatrix.publish.report`)."""
+    from dbmatrix.publish.report import write_report
+
+    target = args.html or str(paths.output_root() / "data" / "report.html")
+    try:
+        path = write_report(target, args.out)
+    except FileNotFoundError as exc:
+        raise SpecError(str(exc)) from None
+    print(f"report: {path} ({path.stat().st_size // 1024} KiB; open file://{path.resolve()})")
+    return 0
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from dbmatrix.hosts.inventory import load_inventory
     from dbmatrix.hosts.remote import LocalHost
@@ -665,6 +679,12 @@ def build_parser() -> argparse.ArgumentParser:
                          "excludes 1) is worse than PCT %% by its point estimate")
     sp.add_argument("--no-claims", action="store_true", help="cells only (the claims take a few seconds)")
     sp.set_defaults(func=cmd_compare)
+    sp = sub.add_parser("report", help="one self-contained HTML file: figures, claims, cells with intervals, "
+                                       "provenance, host facts (from what `dbmatrix figures` wrote)")
+    sp.add_argument("--out", help="read DIR/figures and DIR/paper/generated, as `figures --out DIR` wrote them "
+                                  "(default: the repository's, or $DBMATRIX_OUTPUT_ROOT's)")
+    sp.add_argument("--html", help="the file to write (default: data/report.html)")
+    sp.set_defaults(func=cmd_report)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "
                                   "repository's paper/, or $DBMATRIX_OUTPUT_ROOT/paper)")
