@@ -101,8 +101,8 @@ def load_set(arg: str, profile: str, only: str | None = None, campaign: int | No
         if only not in dirs:
             raise SpecError(f"--study: {only!r} not in {root}; it has {', '.join(sorted(dirs))}")
         dirs = {only: dirs[only]}
-    rs = ResultSet(label or (paths.display_path(root) + (f" campaign {campaign}" if campaign else "")),
-                   campaign=campaign)
+    shown = paths.display_path(dirs[only] if only is not None else root)
+    rs = ResultSet(label or (shown + (f" campaign {campaign}" if campaign else "")), campaign=campaign)
     for exp, d in dirs.items():
         rs.runs[exp] = read_runs(d, campaign)
         spec = spec_for(exp, profile)

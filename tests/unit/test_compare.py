@@ -164,3 +164,18 @@ def test_cli_compare_without_processed_tables_says_what_to_do(tmp_path: Path,
     (tmp_path / "x" / "raw").mkdir(parents=True)
     assert cli.main(["compare", str(tmp_path / "x"), str(tmp_path / "x")]) == 2
     assert "dbmatrix analyse" in capsys.readouterr().err
+
+
+def test_a_shift_shared_by_every_cell_is_decided_over_cells() -> None:
+    rng = np.random.default_rng(7)
+    a_cells = {("e", k): list(rng.lognormal(6, 0.15, 2)) for k in range(12)}
+    b_cells = {key: [v * 0.85 * float(rng.lognormal(0, 0.02)) for v in vals] for key, vals in a_cells.items()}
+    cells = compare.compare_cells(runs(a_cells), runs(b_cells))
+    o = compare.overall_ratio(cells, "tps")
+    assert o is not None and o.decided and o.lo < 0.85 < o.hi and o.df == 11
+    reg = compare.regressions(cells, 10.0)
+    assert compare.ALL_CELLS in set(reg["cell_id"])
+    assert compare.ALL_CELLS not in set(compare.regressions(cells, 20.0)["cell_id"])
+    same = compare.compare_cells(runs(a_cells), runs(a_cells))
+    assert not compare.overall_ratio(same, "tps").decided  # type: ignore[union-attr]
+    assert compare.overall_ratio(cells.iloc[:1], "tps") is None

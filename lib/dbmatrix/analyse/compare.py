@@ -141,19 +141,44 @@ def compare_cells(a_runs: pd.DataFrame, b_runs: pd.DataFrame, metrics: Sequence[
     return pd.DataFrame(rows)
 
 
+ALL_CELLS = "all matched cells"
+
+
+def overall_ratio(cells: pd.DataFrame, metric: str, level: float = LEVEL) -> RatioCI | None:
+    """The typical change over the matched cells: the geometric mean of their ratios B/A, with a t
+    interval over cells (each cell one observation, n-1 df). A shift shared by every cell, too small to
+    decide in any one cell from its few runs, is decided here. None with fewer than two cells."""
+    col = f"{metric}_ratio"
+    if col not in cells.columns:
+        return None
+    r = cells[col].astype(float)
+    logs = np.log(r[np.isfinite(r) & (r > 0)].to_numpy())
+    if len(logs) < 2:
+        return None
+    d, se = float(logs.mean()), float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    half = float(stats.t.ppf(0.5 + level / 2, len(logs) - 1)) * se
+    return RatioCI(math.exp(d), math.exp(d - half), math.exp(d + half), float(len(logs) - 1),
+                   f"geometric mean of {len(logs)} cell ratios, t over cells")
+
+
 def regressions(cells: pd.DataFrame, pct: float) -> pd.DataFrame:
     """Decided changes for the worse whose point estimate exceeds `pct` % (throughput below 1 - pct/100
-    of A's, latency above 1 + pct/100): one row per cell and metric."""
+    of A's, latency above 1 + pct/100): one row per cell and metric, and one for all matched cells
+    (:func:`overall_ratio`, cell_id :data:`ALL_CELLS`)."""
     rows = []
     for m, meta in METRICS.items():
         if f"{m}_ratio" not in cells.columns:
             continue
-        for _, r in cells[cells[f"{m}_decided"].astype(bool)].iterrows():
-            ratio = float(r[f"{m}_ratio"])
-            worse = (1 - ratio) * 100 if meta["higher_is_better"] else (ratio - 1) * 100
+        found = [(str(r["cell_id"]), RatioCI(float(r[f"{m}_ratio"]), float(r[f"{m}_lo"]), float(r[f"{m}_hi"]),
+                                             float(r[f"{m}_df"]), str(r[f"{m}_basis"])))
+                 for _, r in cells[cells[f"{m}_decided"].astype(bool)].iterrows()]
+        if (overall := overall_ratio(cells, m)) is not None and overall.decided:
+            found.append((ALL_CELLS, overall))
+        for cell_id, ci in found:
+            worse = (1 - ci.ratio) * 100 if meta["higher_is_better"] else (ci.ratio - 1) * 100
             if worse > pct:
-                rows.append({"cell_id": r["cell_id"], "metric": m, "ratio": ratio, "lo": r[f"{m}_lo"],
-                             "hi": r[f"{m}_hi"], "worse_pct": worse})
+                rows.append({"cell_id": cell_id, "metric": m, "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi,
+                             "worse_pct": worse})
     return pd.DataFrame(rows, columns=["cell_id", "metric", "ratio", "lo", "hi", "worse_pct"])
 
 
@@ -249,6 +274,12 @@ def markdown(c: Comparison, fail_above: float | None = None) -> str:
         out.append(f"{len(both)} cells matched, {int((t['side'] == 'A only').sum())} in A only, "
                    f"{int((t['side'] == 'B only').sum())} in B only; decided: {better} better, {worse} worse "
                    "(cell x metric).")
+        for m, meta in METRICS.items():
+            o = overall_ratio(t, m)
+            if o is not None:
+                word = change_word(o, meta["higher_is_better"])
+                out.append(f"All matched cells, {meta['label']}: B/A {o.ratio:.3f} [{o.lo:.3f}, {o.hi:.3f}] "
+                           f"({o.basis}){'' if word == 'undecided' else ': ' + word}.")
         out += ["", "| cell | runs A/B | tps A | tps B | tps B/A [95 % CI] | p95 ms A | p95 ms B | p95 B/A [95 % CI] |",
                 "|---|---|---|---|---|---|---|---|"]
         for _, r in t.iterrows():
@@ -282,8 +313,11 @@ def _jsonable(df: pd.DataFrame | None) -> list[dict[str, Any]]:
 
 
 def to_json(c: Comparison, fail_above: float | None = None) -> str:
+    overall = {s: {m: o.__dict__ for m in METRICS if (o := overall_ratio(t, m)) is not None}
+               for s, t in c.cells.items()}
     body: dict[str, Any] = {"a": c.a_label, "b": c.b_label, "level": LEVEL, "only": c.only, "notes": c.notes,
-                            "cells": {s: _jsonable(t) for s, t in c.cells.items()}, "claims": _jsonable(c.claims)}
+                            "cells": {s: _jsonable(t) for s, t in c.cells.items()}, "overall": overall,
+                            "claims": _jsonable(c.claims)}
     if fail_above is not None:
         body["fail_above_pct"] = fail_above
         body["regressions"] = _jsonable(c.regressions(fail_above))
