@@ -4,15 +4,48 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from dbmatrix import paths
 from dbmatrix.hosts.remote import CommandError, HostError, RunInterrupted
 from dbmatrix.spec.experiment import SpecError
 
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
+
+
+LOG_MODES = ("text", "json", "quiet")
+
+
+def configure_logging(mode: str = "text", stream: TextIO | None = None) -> logging.Handler:
+    """The entry point's logging: dbmatrix's loggers (the progress of runs, :mod:`dbmatrix.run.progress`)
+    print to `stream` (default: stderr; stdout keeps each command's own output), as text lines with the time,
+    as JSON lines (``json``, one object per event, for scripts) or only warnings (``quiet``). Called again,
+    it replaces its handler."""
+    from dbmatrix.run.progress import JsonLines
+
+    if mode not in LOG_MODES:
+        raise SpecError(f"logging: mode {mode!r}; allowed: {', '.join(LOG_MODES)}")
+    logger = logging.getLogger("dbmatrix")
+    for h in [h for h in logger.handlers if getattr(h, "dbmatrix_cli", False)]:
+        logger.removeHandler(h)
+    handler: logging.StreamHandler[TextIO] = logging.StreamHandler(stream or sys.stderr)
+    handler.dbmatrix_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(JsonLines() if mode == "json" else logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if mode == "quiet" else logging.INFO)
+    logger.propagate = False
+    return handler
+
+
+def log_mode(args: argparse.Namespace) -> str:
+    """--quiet (or --no-progress), --json, else text."""
+    if getattr(args, "quiet", False) or getattr(args, "no_progress", False):
+        return "quiet"
+    return "json" if getattr(args, "json", False) else "text"
 
 
 class HostProblems(Exception):
@@ -38,7 +71,8 @@ def cli_path(value: str | None, what: str, must_exist: bool = False) -> str | No
 def _abs_args(args: argparse.Namespace) -> None:
     """--spec, --inventory, --results, --data and --out relative to the current directory."""
     for key, what, must in (("spec", "--spec", True), ("inventory", "--inventory", True),
-                            ("results", "--results", False), ("data", "--data", False), ("out", "--out", False)):
+                            ("results", "--results", False), ("data", "--data", False), ("out", "--out", False),
+                            ("html", "--html", False)):
         if getattr(args, key, None):
             setattr(args, key, cli_path(getattr(args, key), what, must))
 
@@ -241,7 +275,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _preflight(studies)
     for study in studies:
         kwargs = {"host_name": args.host} if args.host else {}
-        counts = run_study(study, progress=not args.no_progress, max_runs=args.max_runs,
+        # one log line per run (dbmatrix.run.progress) instead of a tqdm bar, which the lines would break up
+        counts = run_study(study, progress=False, max_runs=args.max_runs,
                            allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign, **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts.as_dict()}))
         failed += counts.failed
@@ -378,6 +413,54 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """B against A (:mod:`dbmatrix.analyse.compare`); exits 1 when --fail-above finds a regression."""
+    from dbmatrix.analyse import compare
+    from dbmatrix.resultsets import claims_table, load_set
+
+    if args.campaigns:
+        if not args.study or args.b:
+            raise SpecError("compare --campaigns KA KB: give --study EXPERIMENT and at most one result set "
+                            "(default: the study's data, data/runs when it has runs, else data/reference)")
+        root = args.a or str(paths.source_dir(args.study).parent)
+        sides = [load_set(root, args.profile, args.study, k) for k in args.campaigns]
+    else:
+        sides = [load_set(args.a or "reference", args.profile, args.study),
+                 load_set(args.b or "runs", args.profile, args.study)]
+    a, b = sides
+    claims = [None, None] if args.no_claims else [claims_table(s.studies, s.campaign) for s in sides]
+    result = compare.compare_sets(a.label, a.runs, b.label, b.runs, *claims)
+    text = {"markdown": compare.markdown, "json": compare.to_json}.get(args.format)
+    body = text(result, args.fail_above) if text else compare.to_csv(result)
+    if args.out:
+        Path(args.out).write_text(body)
+        if args.format == "csv" and result.claims is not None:
+            result.claims.to_csv(Path(args.out).with_name(Path(args.out).stem + "-claims.csv"), index=False)
+        print(f"comparison written to {args.out}")
+    else:
+        sys.stdout.write(body)
+    if args.fail_above is not None:
+        reg = result.regressions(args.fail_above)
+        if not reg.empty:
+            print(f"dbmatrix: {len(reg)} decided regression(s) beyond {args.fail_above:g} %: "
+                  + ", ".join(f"{r.cell_id} {r.metric} x{r.ratio:.3f}" for r in reg.itertuples()), file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """One self-contained HTML file of the build `dbmatrix figures` wrote (:mod:`dbmatrix.publish.report`)."""
+    from dbmatrix.publish.report import write_report
+
+    target = args.html or str(paths.output_root() / "data" / "report.html")
+    try:
+        path = write_report(target, args.out)
+    except FileNotFoundError as exc:
+        raise SpecError(str(exc)) from None
+    print(f"report: {path} ({path.stat().st_size // 1024} KiB; open file://{path.resolve()})")
+    return 0
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from dbmatrix.hosts.inventory import load_inventory
     from dbmatrix.hosts.remote import LocalHost
@@ -428,11 +511,23 @@ def notebook_parameters(profile: str, results: str | None = None, spec: str | No
     return injected
 
 
+def kernel_logging_arguments(mode: str) -> list[str]:
+    """The kernel's command line options that configure its logging as this command's (`mode`): its
+    progress lines then go to the cells' stderr, which :func:`run_notebooks` forwards to the terminal. A
+    kernel JupyterLab starts has no such option: the notebook shows its progress widget only."""
+    return [f"--IPKernelApp.exec_lines=import dbmatrix.cli; dbmatrix.cli.configure_logging({mode!r})"]
+
+
 def run_notebooks(profile: str, names: Sequence[str], results: str | None = None,
                   spec: str | None = None, inventory: str | None = None,
-                  data: str | None = None, campaign: str | None = None) -> list[Path]:
+                  data: str | None = None, campaign: str | None = None, log: str = "text") -> list[Path]:
     """Execute notebooks in order with papermill. The executed copies (with papermill's provenance)
-    go to data/notebooks/<profile>/ (or <results>/notebooks/ for a single study's directory)."""
+    go to data/notebooks/<profile>/ (or <results>/notebooks/ for a single study's directory).
+
+    Unless `log` is ``quiet``, what the cells print goes to this terminal as it comes (stdout to stdout,
+    stderr to stderr: papermill's ``stdout_file``/``stderr_file``; its ``log_output`` would also log every
+    displayed table), and the kernel logs as this command does (:func:`kernel_logging_arguments`), so the
+    run notebook prints a line per run."""
     import papermill as pm
 
     injected = notebook_parameters(profile, results, spec, inventory, data, campaign)
@@ -445,8 +540,10 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
         dst = out_dir / f"{name}.ipynb"
         print(f"papermill {src.relative_to(paths.repo_root())} -> {dst}", flush=True)
         params = {k: v for k, v in injected.items() if k != "campaign" or name.startswith("10-")}
+        streams = {} if log == "quiet" else {"stdout_file": sys.stdout, "stderr_file": sys.stderr,
+                                             "extra_arguments": kernel_logging_arguments(log)}
         pm.execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
-                            progress_bar=False, log_output=True)
+                            progress_bar=False, log_output=False, **streams)
         done.append(dst)
     return done
 
@@ -454,7 +551,7 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
 def cmd_notebooks(args: argparse.Namespace) -> int:
     names = NOTEBOOKS if not args.only else tuple(n for n in NOTEBOOKS if n.split("-")[0] in args.only.split(","))
     run_notebooks(args.profile, names, args.results, args.spec, args.inventory, args.data,
-                  None if args.campaign is None else str(args.campaign))
+                  None if args.campaign is None else str(args.campaign), log=log_mode(args))
     return 0
 
 
@@ -529,6 +626,12 @@ def build_parser() -> argparse.ArgumentParser:
                                        "data/runs/<experiment> for runs; for analysis and figures that, "
                                        "else the committed data/reference/<experiment>)")
 
+    def log_args(sp: argparse.ArgumentParser) -> None:
+        g = sp.add_mutually_exclusive_group()
+        g.add_argument("--quiet", action="store_true", help="no progress lines (warnings and errors only)")
+        g.add_argument("--json", action="store_true", help="progress as JSON lines on stderr, one per event "
+                                                           "(study_start, run, study_end)")
+
     sp = sub.add_parser("plan", help="show cells, datasets and estimated duration; runs nothing")
     study_args(sp)
     sp.add_argument("--no-host-check", action="store_true",
@@ -539,7 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
     study_args(sp)
     sp.add_argument("--max-runs", type=int, help="stop after this many runs per study (resume later)")
     sp.add_argument("--host", help="run on this inventory host only (default: all hosts of the inventory)")
-    sp.add_argument("--no-progress", action="store_true")
+    sp.add_argument("--no-progress", action="store_true", help="the same as --quiet")
+    log_args(sp)
     sp.add_argument("--allow-lost-hosts", action="store_true",
                     help="go on when a host is lost: the others take its whole blocks not yet started "
                          "(default: the line stops and the command fails)")
@@ -558,6 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("notebooks", help="execute the notebooks with papermill")
     study_args(sp)
     sp.add_argument("--only", help="comma list of notebook numbers, e.g. 20,30")
+    log_args(sp)
     sp.add_argument("--campaign", type=_campaign_arg, metavar="auto|new|last|K",
                     help=CAMPAIGN_HELP + " Passed to notebook 10 (its default: last; `make reproduce` passes "
                          "CAMPAIGN, default auto)")
@@ -585,6 +690,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--csv", help="also write the claims table to this CSV file (and each campaign's "
                     "estimates and verdicts beside it, <name>-campaigns.csv)")
     sp.set_defaults(func=cmd_verdicts)
+    sp = sub.add_parser("compare", help="B against A: per cell the ratio B/A with its 95 %% CI, per claim "
+                                        "both verdicts; --fail-above for CI")
+    sp.add_argument("a", nargs="?", help="result set A: a study's results directory (with processed/), a "
+                                         "data root holding several, or the words reference / runs "
+                                         "(default: reference)")
+    sp.add_argument("b", nargs="?", help="result set B (default: runs, i.e. data/runs)")
+    sp.add_argument("--study", help="compare this experiment only (needed with --campaigns)")
+    sp.add_argument("--campaigns", nargs=2, type=int, metavar=("KA", "KB"),
+                    help="two campaigns of --study, in the result set A names (default: the study's data)")
+    sp.add_argument("--profile", default="quick", help="where to look for the experiments' specs first (claims)")
+    sp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
+    sp.add_argument("--out", help="write to this file (csv: the claims beside it, <name>-claims.csv)")
+    sp.add_argument("--fail-above", type=float, metavar="PCT",
+                    help="exit 1 when a decided regression (throughput down, p95 latency up: the interval "
+                         "excludes 1) is worse than PCT %% by its point estimate")
+    sp.add_argument("--no-claims", action="store_true", help="cells only (the claims take a few seconds)")
+    sp.set_defaults(func=cmd_compare)
+    sp = sub.add_parser("report", help="one self-contained HTML file: figures, claims, cells with intervals, "
+                                       "provenance, host facts (from what `dbmatrix figures` wrote)")
+    sp.add_argument("--out", help="read DIR/figures and DIR/paper/generated, as `figures --out DIR` wrote them "
+                                  "(default: the repository's, or $DBMATRIX_OUTPUT_ROOT's)")
+    sp.add_argument("--html", help="the file to write (default: data/report.html)")
+    sp.set_defaults(func=cmd_report)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "
                                   "repository's paper/, or $DBMATRIX_OUTPUT_ROOT/paper)")
@@ -594,6 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    configure_logging(log_mode(args))
     try:
         _abs_args(args)
         return args.func(args)

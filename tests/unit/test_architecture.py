@@ -233,6 +233,16 @@ def test_publishing_reads_processed_outputs_only() -> None:
     assert offenders == [], "\n".join(offenders)
 
 
+def test_compare_and_report_read_processed_outputs_only() -> None:
+    """`dbmatrix compare` and `dbmatrix report` read processed tables (runs.csv, cells.csv, the claims),
+    never the raw run records; the comparison itself opens no file."""
+    files = [LIB / "resultsets.py", LIB / "analyse" / "compare.py", LIB / "publish" / "report.py"]
+    offenders = [f"{p.relative_to(LIB)} {r}" for p in files for r in raw_reads(p.read_text())]
+    assert offenders == [], "\n".join(offenders)
+    io = [u for u in _io_uses(LIB / "analyse" / "compare.py") if not u.startswith("imports dbmatrix.")]
+    assert io == []
+
+
 def test_the_raw_read_check_can_fail() -> None:
     assert raw_reads("from dbmatrix.workload.sysbench import parse_output\n")
     assert raw_reads("m = st.store.record(run_id)\n") == ["line 1: calls st.store.record"]

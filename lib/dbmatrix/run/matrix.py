@@ -37,6 +37,7 @@ from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
+from dbmatrix.run.progress import RunProgress, format_duration, outcome_of
 from dbmatrix.run.reports import RunReport, StudyStatus
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.slurm import block_request, leaser_for
@@ -153,13 +154,6 @@ def summarize_study(study: Study, pending: list[PlannedRun] | None = None) -> Pl
     """:func:`summarize_plan` over the study's hosts and their recorded assignment."""
     hosts = plan_hosts(study)
     return summarize_plan(study.experiment, pending, hosts=hosts, block_hosts=study_assignment(study, hosts))
-
-
-def format_duration(seconds: float) -> str:
-    s = round(seconds)
-    h, rem = divmod(s, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
 
 
 def record_plan(store: ResultStore, exp: Experiment) -> None:
@@ -343,6 +337,10 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         pending = [r for r in pending if assignment[r.run_id] == host_name]
     if max_runs is not None:
         pending = pending[:max_runs]
+    est = summarize_plan(exp, pending, hosts=[s.name for s in specs], block_hosts=block_hosts).estimated_wall_s
+    report = RunProgress(exp.name, planned=len(plan), already_done=counts.already_done, to_run=len(pending),
+                         campaign=choice.number, hosts=len(specs), estimate_s=est if pending else None)
+    report.start()
     if not pending and not exp.noise.adaptive:
         return counts
     session_started = utc_now()
@@ -352,7 +350,6 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
 
     bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
-    est = summarize_plan(exp, pending, hosts=[s.name for s in specs], block_hosts=block_hosts).estimated_wall_s
     bar.set_postfix_str(f"plan ~{format_duration(est)} on {len(specs)} host(s)")
     lock = threading.Lock()
 
@@ -374,6 +371,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             counts.count(m.status)
             counts.adaptive += m.adaptive
             bar.update(1)
+            report.run_done(outcome_of(m))
 
     def lease_request(w: Worker, block: int) -> Any:  # one allocation per block (run.leasing)
         mine = [r for r in pending if r.block == block]
@@ -396,6 +394,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
                         (extra := adaptive_runs(store, exp, choice.number)):
                     bar.total += len(extra)
                     bar.refresh()
+                    report.add_runs(len(extra))
                     left += fleet.run(extra, assign_runs(extra, {}, live))
                     if left:
                         break
@@ -414,6 +413,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             rec = _record_campaign(study, choice.number, session_started, fleet)
     counts.campaign_complete = rec["complete"]
     counts.not_attempted = len(left)
+    report.finish(not_run=len(left))
     if left:
         counts.not_run = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
     lost = {w.spec.name: str(w.lost) for w in fleet.workers if w.lost}
