@@ -268,6 +268,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from dbmatrix.analyse.claims.registration import current_registration
     from dbmatrix.run.matrix import lost_hosts_message, run_study
 
     failed, lost = 0, False
@@ -277,7 +278,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         kwargs = {"host_name": args.host} if args.host else {}
         # one log line per run (dbmatrix.run.progress) instead of a tqdm bar, which the lines would break up
         counts = run_study(study, progress=False, max_runs=args.max_runs,
-                           allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign, **kwargs)
+                           allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign,
+                           registration=current_registration(), **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts.as_dict()}))
         failed += counts.failed
         if (msg := lost_hosts_message(counts)) is not None:
@@ -400,11 +402,15 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     for _, r in flips.iterrows():
         per = "".join(f"{result.campaign_verdict(r['id'], k) or '-':<17}" for k in ks)
         flag = "  <- flips" if r["flip"] else ""
+        registration = table.set_index("id")["registration"].get(r["id"], "")
+        flag += f"  ({registration})" if registration in ("revised after data", "added after data") else ""
         print(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
     tested = int((table["campaigns"] > 1).sum())
     print(f"claims judged on two or more campaigns: {tested}; flipping between campaigns: {int(flips['flip'].sum())}")
     opposite = flips.loc[flips["contradicted"], "id"].tolist()
     print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
+    for line in steps.campaign_lines(table, studies):
+        print(line)
     if args.csv:
         table.to_csv(args.csv, index=False)
         per_campaign = Path(args.csv).with_name(Path(args.csv).stem + "-campaigns.csv")

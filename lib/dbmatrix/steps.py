@@ -83,8 +83,12 @@ def run_matrix(study: Study, progress: bool = True,
     """Step 10: run or resume one study's matrix; returns counts and the status afterwards.
 
     `on_interval(run_id, interval)` receives each parsed sysbench per-second line while a run measures
-    (e.g. ``explore.LiveThroughput.on_interval``)."""
-    counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign)
+    (e.g. ``explore.LiveThroughput.on_interval``). A new campaign records the claims as they are
+    (:func:`dbmatrix.analyse.claims.registration.current_registration`)."""
+    from dbmatrix.analyse.claims.registration import current_registration
+
+    counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign,
+                       registration=current_registration())
     return {**counts.as_dict(), **study_status(study).as_dict()}
 
 
@@ -144,6 +148,29 @@ def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[s
     return publish_all(study_tables(have), profile, paths.figures_dir(out), paths.generated_dir(out),
                        not_run=[s.experiment.name for s in missing], data_root=str(data) if data else None,
                        opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})
+
+
+def campaign_lines(table: pd.DataFrame, studies: Sequence[Study]) -> list[str]:
+    """What each judging study's campaign level captured, whether the claims were fixed before their
+    data, and the studies whose verdict code changed since a campaign recorded it (``dbmatrix verdicts``)."""
+    from dbmatrix.analyse.campaign_records import load_campaign_summaries
+    from dbmatrix.analyse.claims.registration import code_changed, verdict_code_digest
+
+    out = []
+    tested = table[table["study"].fillna("").astype(str) != ""]
+    for study, g in tested.groupby("study", sort=True):
+        levels = sorted({str(x) for x in g["campaign_level"].fillna("") if x})
+        out.append(f"campaign level of {study}: {'; '.join(levels) or 'unknown'}")
+    counts = tested["registration"].fillna("").value_counts()
+    out.append("claims vs the registry their first campaign recorded: "
+               + ", ".join(f"{int(n)} {k}" for k, n in sorted(counts.items()) if k))
+    code = verdict_code_digest()
+    for s in studies:
+        changed = code_changed(load_campaign_summaries(s.store), code)
+        if changed:
+            out.append(f"{s.experiment.name}: the verdict code changed since campaign(s) "
+                       f"{', '.join(map(str, changed))} recorded it")
+    return out
 
 
 def verdicts(studies: Study | Sequence[Study]) -> tuple[ClaimVerdicts, pd.DataFrame]:

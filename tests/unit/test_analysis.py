@@ -145,7 +145,7 @@ def test_analyse_writes_every_table_byte_identical_twice(built, exp: Experiment)
     second = {p.name: p.read_bytes() for p in sorted(store.processed.iterdir())}
     assert first == second
     expected = {f"{t}.csv" for t in analysis.CSV_TABLES} | {"model.json", "intervals.parquet",
-                                                             "histograms.parquet", "steady.parquet", "host-facts.json"}
+                                                             "histograms.parquet", "steady.parquet", "host-facts.json", "campaigns.json"}
     assert set(first) == expected
 
 

@@ -167,7 +167,7 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
             name = "e"
 
     def with_hook(study: Any, *, progress: bool = True, on_interval: Any = None,
-                  campaign: Any = None) -> RunReport:
+                  campaign: Any = None, registration: Any = None) -> RunReport:
         calls.append({"progress": progress, "on_interval": on_interval, "campaign": campaign})
         if on_interval:
             for i in intervals(2, 10):

@@ -85,6 +85,12 @@ class StudyTables:
             self._host_record = load_host_record(self.store)
         return self._host_record
 
+    def campaign_summaries(self) -> list[dict[str, Any]]:
+        """processed/campaigns.json (:mod:`dbmatrix.analyse.campaign_records`): what each campaign shared."""
+        from dbmatrix.analyse.campaign_records import load_campaign_summaries
+
+        return load_campaign_summaries(self.store)
+
     def intervals(self) -> pd.DataFrame:
         if self._intervals is None:
             p = self.store.processed / "intervals.parquet"

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dbmatrix.analyse.campaign_records import write_campaign_summaries
 from dbmatrix.analyse.comparisons import model_pairwise_comparisons
 from dbmatrix.analyse.contrasts import INTERACTION_ALPHA, NotTestable, fit_log_model, ordered_levels
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
@@ -490,6 +491,7 @@ def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = F
     write_parquet(a.steady, out / "steady.parquet")
     write_text_atomic(out / "model.json", json.dumps(a.model, indent=2, sort_keys=True) + "\n")
     write_host_record(store)
+    write_campaign_summaries(store)
     return a
 
 

@@ -34,6 +34,37 @@ from dbmatrix.store import ResultStore, write_text_atomic
 # ------------------------------------------------------------------------------------ the whole build
 
 
+def campaign_macros(table: pd.DataFrame) -> dict[str, str]:
+    """What the judging studies' campaign levels captured (``campaignLevels``: each label with its studies)
+    and how many claims were fixed before their data, revised or added after it, or not registered
+    (``claimsRegistration``: the sentence; ``nClaimsRevisedAfterData`` ...)."""
+    from dbmatrix.analyse.claims.registration import STATUSES
+
+    tested = table[table["study"].fillna("").astype(str) != ""] if "study" in table else table.iloc[0:0]
+    by_label: dict[str, set[str]] = {}
+    for _, r in tested.iterrows():
+        for label in str(r.get("campaign_level") or "").split("; "):
+            if label:
+                by_label.setdefault(label, set()).update(str(r["study"]).split("+"))
+    levels = "; ".join(f"{', '.join(sorted(v))}: {k}" for k, v in sorted(by_label.items()))
+    m = {"campaignLevels": paper.latex_escape(levels or "no campaign records")}
+    reg = tested["registration"].fillna("") if "registration" in tested else pd.Series(dtype=str)
+    n = {k: int((reg == k).sum()) for k in STATUSES}
+    for k, v in n.items():
+        m[paper.macro_name("n", "claims", k)] = str(v)
+    if len(reg) and n["not registered"] == len(reg):
+        text = ("No claim was fixed before its data: the campaigns of this build predate the claim registry "
+                "(their records hold no digest of the claims).")
+    else:
+        revised = n["revised after data"] + n["added after data"]
+        text = (f"{n['fixed before data']} of {len(reg)} judged claims are as their first campaign recorded "
+                f"them before its data; {revised} were revised or added after it (marked in the table)"
+                + (f"; {n['not registered']} rest on campaigns recorded before the registry" if n["not registered"]
+                   else "") + ".")
+    m["claimsRegistration"] = text
+    return m
+
+
 def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
     """Per claim: its verdict, estimate, interval and the estimate with its interval; and the counts."""
     from dbmatrix.analyse.claims import COMPRESSES, FC_PAUSED, SATURATED, VERDICTS, flips
@@ -51,6 +82,7 @@ def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
     m["nCampaigns"] = str(int(camps.max())) if len(camps) else "0"
     m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
     m["nClaimsFlip"] = str(int(flips(verdicts)["flip"].sum())) if len(table) else "0"
+    m.update(campaign_macros(table))
     for _, r in table.iterrows():
         base = "claim" + r["id"][:1].upper() + r["id"][1:]
         kind = r["kind"]

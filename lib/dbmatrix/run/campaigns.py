@@ -141,7 +141,8 @@ def choose(option: CampaignOption, states: Sequence[CampaignState]) -> Choice:
 def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: str, campaign_started_utc: str,
                  session_started_utc: str, now_utc: str, hosts: Mapping[str, str | None],
                  datasets: Iterable[Mapping[str, Any]], git: Mapping[str, Any] | None, spec_digest: str,
-                 state: CampaignState, session: bool = True) -> dict[str, Any]:
+                 state: CampaignState, session: bool = True, kernels: Mapping[str, str | None] | None = None,
+                 registration: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The record ``campaigns/<k>.json`` after one session (one command) of campaign k (`session`
     False: the record a campaign gets when it starts, before any run).
 
@@ -149,7 +150,12 @@ def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: st
     session used (``DatasetInfo.to_dict()``; a snapshot created before the session started was reused
     from the host's cache). A campaign continued over several sessions lists them all in ``sessions``;
     ``hosts`` holds every boot id a host had during the campaign (two entries: the campaign spans a
-    reboot). ``finished_utc`` is set when the campaign's plan is complete, and kept."""
+    reboot); ``kernels`` every kernel release it ran. ``finished_utc`` is set when the campaign's plan is
+    complete, and kept.
+
+    `registration` (:func:`dbmatrix.analyse.claims.registration.current_registration`: a digest of each
+    claim's definition and of the code that computes verdicts) is stored when the campaign's record is
+    first written and never replaced: it is what the claims were before this campaign's data existed."""
     rec: dict[str, Any] = dict(old or {})
     sessions = list(rec.get("sessions") or [])
     used = []
@@ -167,6 +173,11 @@ def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: st
         boots = all_hosts.setdefault(h, [])
         if b and b not in boots:
             boots.append(b)
+    all_kernels: dict[str, list[str]] = {h: list(v) for h, v in (rec.get("kernels") or {}).items()}
+    for h, k in sorted((kernels or {}).items()):
+        seen = all_kernels.setdefault(h, [])
+        if k and k not in seen:
+            seen.append(k)
     snaps: dict[tuple[str, str], dict[str, Any]] = {(str(d["host"]), str(d["key"])): d
                                                     for d in rec.get("datasets") or []}
     for d in used:
@@ -177,9 +188,12 @@ def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: st
         "finished_utc": rec.get("finished_utc") or (now_utc if state.complete else None),
         "complete": state.complete, "planned": state.planned, "ok": state.ok, "failed": state.failed,
         "hosts": all_hosts, "boot_ids": sorted({b for v in all_hosts.values() for b in v}),
+        **({"kernels": all_kernels} if all_kernels else {}),
         "git": rec.get("git") or dict(git or {}),
         "datasets": [snaps[k] for k in sorted(snaps)], "sessions": sessions,
     })
+    if rec.get("registration") is None and registration is not None:
+        rec["registration"] = dict(registration)
     return rec
 
 

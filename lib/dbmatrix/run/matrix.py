@@ -278,23 +278,28 @@ def _campaign_started(store: ResultStore, campaign: int) -> str | None:
     return min(starts) if starts else None
 
 
-def _record_campaign(study: Study, campaign: int, session_started: str, fleet: Fleet | None) -> dict[str, Any]:
+def _record_campaign(study: Study, campaign: int, session_started: str, fleet: Fleet | None,
+                     registration: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write campaigns/<k>.json: at the campaign's start (`fleet` None), and after each session with the
-    hosts' boot ids and the datasets used; finished_utc once every planned run of the campaign is ok."""
+    hosts' boot ids, kernels and the datasets used; finished_utc once every planned run of the campaign is
+    ok; the claims' `registration` as the campaign's first record has it."""
     exp, store = study.experiment, study.store
     states = {s.number: s for s in campaign_states_of(store, exp)}
     state = states.get(campaign) or CampaignState(campaign, len(exp.plan(campaign)), 0)
     hosts: dict[str, str | None] = {}
+    kernels: dict[str, str | None] = {}
     datasets: list[dict[str, Any]] = []
     for w in (fleet.workers if fleet else []):
         for c in [w.ctx, *w.peers.values()]:
             if c is not None:
                 hosts[c.spec.name] = c.facts.get("boot_id")
+                kernels[c.spec.name] = c.facts.get("kernel")
         datasets += [d.to_dict() for d in w.datasets.values() if isinstance(d, DatasetInfo)]
     rec = merge_record(store.campaign_record(campaign), campaign=campaign, experiment=exp.name,
                        campaign_started_utc=_campaign_started(store, campaign) or session_started,
                        session_started_utc=session_started, now_utc=utc_now(), hosts=hosts, datasets=datasets,
-                       git=git_state(), spec_digest=exp.digest(), state=state, session=fleet is not None)
+                       git=git_state(), spec_digest=exp.digest(), state=state, session=fleet is not None,
+                       kernels=kernels, registration=registration)
     if fleet is not None and fleet.leases:  # the scheduler's allocations of this session (run.leasing)
         rec["leases"] = [*rec.get("leases", []), *fleet.leases]
     store.write_campaign_record(rec)
@@ -303,7 +308,8 @@ def _record_campaign(study: Study, campaign: int, session_started: str, fleet: F
 
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
               host_name: str | None = None, on_interval: IntervalCallback | None = None,
-              allow_lost_hosts: bool = False, campaign: CampaignOption = "last") -> RunReport:
+              allow_lost_hosts: bool = False, campaign: CampaignOption = "last",
+              registration: Mapping[str, Any] | None = None) -> RunReport:
     """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
     several, each host its own replicate blocks; see :mod:`dbmatrix.run.fleet` and
     :mod:`dbmatrix.spec.assignment`); returns its counts (a :class:`RunReport`). Safe to call again to resume.
@@ -317,7 +323,9 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     `campaign` (:mod:`dbmatrix.run.campaigns`): ``last`` continues the latest campaign (nothing to run
     when it is complete), ``auto`` starts a new one when the latest is complete, ``new`` always starts one,
     a number continues that campaign. Only the chosen campaign's runs are pending; the line saying which
-    campaign and why is printed and returned as ``campaign_reason``."""
+    campaign and why is printed and returned as ``campaign_reason``. `registration` (the claims'
+    definitions and verdict code digests, given by ``dbmatrix run`` and :func:`dbmatrix.steps.run_matrix`)
+    goes into a new campaign's record: what the claims were before its data."""
     exp, store = study.experiment, study.store
     specs = fleet_hosts(study, host_name)
     hosts = plan_hosts(study)
@@ -345,7 +353,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         return counts
     session_started = utc_now()
     if store.campaign_record(choice.number) is None:  # a started campaign is visible at once
-        _record_campaign(study, choice.number, session_started, None)
+        _record_campaign(study, choice.number, session_started, None, registration)
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
@@ -410,7 +418,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             if fleet.moves:
                 moved = {int(m["block"]): str(m["to"]) for m in fleet.moves}
                 record_assignment(store, exp, hosts, {**block_hosts, **moved}, fleet.moves)
-            rec = _record_campaign(study, choice.number, session_started, fleet)
+            rec = _record_campaign(study, choice.number, session_started, fleet, registration)
     counts.campaign_complete = rec["complete"]
     counts.not_attempted = len(left)
     report.finish(not_run=len(left))

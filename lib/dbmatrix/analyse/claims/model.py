@@ -73,6 +73,7 @@ class Evidence:
     design: Mapping[str, Any] | None = None  # Experiment.design_info()
     host_cpus: Mapping[str, int] = field(default_factory=dict)  # host -> logical CPUs
     campaign_extra: Mapping[int, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
+    campaign_records: Sequence[Mapping[str, Any]] = ()  # processed/campaigns.json (analyse.campaign_records)
 
     def hosts(self) -> list[str]:
         return hosts_of(self.runs)

@@ -11,10 +11,12 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.campaign_model import alias_note
+from dbmatrix.analyse.campaign_records import independence
 from dbmatrix.analyse.claims.catalogue import CLAIMS
 from dbmatrix.analyse.claims.estimators import estimate_all
 from dbmatrix.analyse.claims.model import Claim, Evidence, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
+from dbmatrix.analyse.claims.registration import first_registration, registration_status
 from dbmatrix.analyse.claims.verdicts import VERDICTS, fmt, judge
 from dbmatrix.analyse.contrasts import DependsOn, Estimate, NotTestable
 
@@ -22,7 +24,7 @@ from dbmatrix.analyse.contrasts import DependsOn, Estimate, NotTestable
 
 VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",
                    "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in",
-                   "premise", "premise_value", "premise_met", "campaigns")
+                   "premise", "premise_value", "premise_met", "campaigns", "campaign_level", "registration")
 CAMPAIGN_COLUMNS = ("id", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
 
 
@@ -124,8 +126,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                                "study": "", "compared": "", "basis": "", "n": 0, "estimate": math.nan,
                                "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
                                "stand_in": c.stand_in, "premise": "; ".join(p.text for p in c.premises),
-                               "premise_value": "", "premise_met": "", "campaigns": 0,
-                               **({"hosts": ""} if several else {})}
+                               "premise_value": "", "premise_met": "", "campaigns": 0, "campaign_level": "",
+                               "registration": "", **({"hosts": ""} if several else {})}
         camp = {k: {"id": c.id, "campaign": k, "estimate": math.nan, "ci_lo": math.nan, "ci_hi": math.nan,
                     "verdict": ""} for k in range(1, n_camp + 1)}
         camp_rows += camp.values()
@@ -136,7 +138,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
         pool = [e for k in c.sources for e in evidence if e.kind == k]
         if c.kind == "share":  # stability is a property of every standalone run of the build
             pool = [Evidence("+".join(e.experiment for e in pool), "pooled",
-                             pd.concat([e.runs for e in pool], ignore_index=True))] if pool else []
+                             pd.concat([e.runs for e in pool], ignore_index=True),
+                             campaign_records=[r for e in pool for r in e.campaign_records])] if pool else []
         reasons = []
         for ev in pool:
             ev, hosts = ev.for_claims()
@@ -174,9 +177,27 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
         else:
             row["reason"] = "; ".join(reasons) if reasons else (
                 "needs a " + " or ".join(c.sources) + " study; none in this build")
+            rows.append(row)
+            continue
+        _campaign_cols(row, c, ev)
         rows.append(row)
     columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]
     return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS))
+
+
+def _campaign_cols(row: dict[str, Any], c: Claim, ev: Evidence) -> None:
+    """What the claim's campaign level captured (:mod:`dbmatrix.analyse.campaign_records`; said in the
+    basis too when campaigns are pooled) and whether the claim was fixed before the data
+    (:mod:`dbmatrix.analyse.claims.registration`)."""
+    recs = list(ev.campaign_records)
+    by_study: dict[str, list[dict[str, Any]]] = {}
+    for r in recs:  # the pooled share claim: several studies' campaigns
+        by_study.setdefault(str(r.get("experiment", "")), []).append(dict(r))
+    labels = sorted({independence(v).label for v in by_study.values()}) if recs else []
+    row["campaign_level"] = "; ".join(labels)
+    if labels and int(row.get("campaigns") or 0) > 1:
+        row["basis"] = f"{row['basis']}; campaign level: {row['campaign_level']}"
+    row["registration"] = registration_status(c, first_registration(recs))
 
 
 def _campaign_checks(c: Claim, ev: Evidence, k: int, pooled: Sequence[PremiseCheck]) -> list[PremiseCheck]:

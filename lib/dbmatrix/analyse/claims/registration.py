@@ -1,0 +1,108 @@
+"""Claims fixed before the data: what each claim was when a campaign started, and whether it changed since.
+
+A campaign's record (``campaigns/<k>.json``, :func:`dbmatrix.run.campaigns.merge_record`) stores, when the
+campaign starts, the :func:`current_registration`: one digest per claim of its *definition* (metric,
+compared levels, conditions, band, test, premises: everything but the prose that paraphrases the seed) and
+a digest of the code that computes estimates and verdicts. A claim is then, against the first campaign whose
+data it is judged on (:func:`registration_status`):
+
+- ``fixed before data``: its definition is the one that campaign recorded;
+- ``revised after data``: that campaign recorded another definition of it;
+- ``added after data``: that campaign's registry did not have it;
+- ``not registered``: the campaign predates registration (its record has none), so nothing says whether
+  the claim was fixed before its data; the table says so once, not per claim.
+
+A change of the verdict code since the first campaign is reported per study (:func:`code_changed`): it
+can move every verdict, so it is not attributed to one claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dbmatrix.analyse.claims.model import Claim
+
+STATUSES = ("fixed before data", "revised after data", "added after data", "not registered")
+REVISED = ("revised after data", "added after data")  # the statuses a reader must be warned of
+PROSE = frozenset({"text", "where", "stand_in", "not_tested"})  # paraphrase and notes: not the definition
+VERDICT_CODE = ("dbmatrix.analyse.claims",)  # the import closure of these modules computes the verdicts
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def definition(claim: Claim) -> dict[str, Any]:
+    """The claim as a plain dict without its prose (premises without their description either)."""
+    d = dataclasses.asdict(claim)
+    for k in PROSE:
+        d.pop(k, None)
+    d["premises"] = [{k: v for k, v in p.items() if k != "text"} for p in d.get("premises", [])]
+    return d
+
+
+def claim_digest(claim: Claim) -> str:
+    """A short digest of the claim's definition (:func:`definition`): rewording the paraphrase keeps it."""
+    return _digest(definition(claim))
+
+
+def registry(claims: Sequence[Claim], code_digest: str | None = None) -> dict[str, Any]:
+    """The registration a campaign stores: per claim id its digest, the digest of them all, and the
+    verdict code's digest."""
+    per = {c.id: claim_digest(c) for c in claims}
+    return {"claims": per, "registry": _digest(per), "verdict_code": code_digest}
+
+
+def registration_status(claim: Claim, registration: Mapping[str, Any] | None) -> str:
+    """The claim against the registration of the first campaign its verdict uses (see the module doc)."""
+    if not registration or not isinstance(registration.get("claims"), Mapping):
+        return "not registered"
+    recorded = registration["claims"].get(claim.id)
+    if recorded is None:
+        return "added after data"
+    return "fixed before data" if recorded == claim_digest(claim) else "revised after data"
+
+
+def first_registration(campaigns: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The registration of the lowest-numbered campaign (the first data a claim is judged on)."""
+    ordered = sorted(campaigns, key=lambda r: int(r.get("campaign") or 0))
+    return ordered[0].get("registration") if ordered else None
+
+
+def code_changed(campaigns: Sequence[Mapping[str, Any]], code_digest: str | None) -> list[int]:
+    """The campaigns whose recorded verdict-code digest differs from `code_digest` (registered ones only)."""
+    out = []
+    for r in sorted(campaigns, key=lambda r: int(r.get("campaign") or 0)):
+        reg = r.get("registration") or {}
+        if reg.get("verdict_code") and code_digest and reg["verdict_code"] != code_digest:
+            out.append(int(r.get("campaign") or 0))
+    return out
+
+
+# ---------------------------------------------------------------------------- reading the code (I/O)
+
+def verdict_code_digest(lib_root: Path | None = None) -> str:
+    """A digest of the source files the verdicts are computed by: the import closure of
+    :data:`VERDICT_CODE` in the package (:mod:`dbmatrix.codedeps`), file names and contents."""
+    from dbmatrix import codedeps
+
+    root = lib_root or Path(__file__).resolve().parents[3]
+    graph = codedeps.load_graph(root)
+    files = codedeps.closure(graph, VERDICT_CODE)
+    h = hashlib.sha256()
+    for f in files:
+        p = Path(f)
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def current_registration() -> dict[str, Any]:
+    """The registry of the claims as the code defines them now, with the verdict code's digest."""
+    from dbmatrix.analyse.claims.catalogue import CLAIMS
+
+    return registry(CLAIMS, verdict_code_digest())
