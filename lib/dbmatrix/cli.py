@@ -13,6 +13,8 @@ from dbmatrix.hosts.remote import CommandError, HostError, RunInterrupted
 from dbmatrix.spec.experiment import SpecError
 
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
+# As committed, 00 and 10 print what they would do; `dbmatrix notebooks` (make reproduce) asks them to act.
+ACTS: dict[str, dict[str, object]] = {"00-host-setup": {"confirm_install": True}, "10-run-matrix": {"run": True}}
 
 
 class HostProblems(Exception):
@@ -37,9 +39,11 @@ def cli_path(value: str | None, what: str, must_exist: bool = False) -> str | No
 
 def _abs_args(args: argparse.Namespace) -> None:
     """--spec, --inventory, --results, --data and --out relative to the current directory."""
+    from dbmatrix.datachoice import is_keyword
+
     for key, what, must in (("spec", "--spec", True), ("inventory", "--inventory", True),
                             ("results", "--results", False), ("data", "--data", False), ("out", "--out", False)):
-        if getattr(args, key, None):
+        if getattr(args, key, None) and not (key == "data" and is_keyword(args.data)):
             setattr(args, key, cli_path(getattr(args, key), what, must))
 
 
@@ -70,11 +74,16 @@ def check_hosts(inventory) -> None:
 
 def _studies(args: argparse.Namespace, for_run: bool = True, access: bool = False) -> list:
     """The profile's studies (or the one --spec), with results for running or for reading; with
-    `access`, the inventory's hosts are checked for what can be checked before connecting."""
+    `access`, the inventory's hosts are checked for what can be checked before connecting. For running,
+    a data choice that names no directory (auto, reference, runs) means data/runs/<experiment>."""
+    from dbmatrix.datachoice import is_keyword
     from dbmatrix.study import load_studies
 
+    data = getattr(args, "data", None)
+    if for_run and is_keyword(data):
+        data = None
     studies = load_studies(args.profile, spec=args.spec, inventory=args.inventory, results_dir=args.results,
-                           data=getattr(args, "data", None), for_run=for_run)
+                           data=data, for_run=for_run)
     if access:
         checked: list[object] = []
         for st in studies:  # the studies of a profile share one inventory: check (and print) it once
@@ -225,8 +234,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import campaign_lines, format_duration, study_status, time_accounting
+    from dbmatrix.study import data_source
 
     for study in _studies(args):
+        src = data_source(study.experiment, args.data)
+        print(f"{study.experiment.name}: figures and paper read {paths.display_path(src.path)} "
+              f"({src.origin}; --data {src.choice}: {src.reason})")
         st = study_status(study)
         print(f"{st['experiment']}: {st['ok']}/{st['planned']} runs done, {len(st['failed'])} failed, "
               f"{st['pending']} not started; ~{format_duration(st['estimated_remaining_s'])} left "
@@ -265,6 +278,7 @@ def with_code_lists(rules: str, profile: str) -> str:
 
 def cmd_sources(args: argparse.Namespace) -> int:
     """Where figures and the paper read each study's data (runs, else the committed reference)."""
+    from dbmatrix.datachoice import is_keyword
     from dbmatrix.study import make_rules, sources
 
     studies = _studies(args, for_run=False)
@@ -272,14 +286,15 @@ def cmd_sources(args: argparse.Namespace) -> int:
         # The fragment names a data root inside the repository relative to it (as `make DATA=…` gives it),
         # so it reads the same from any checkout and make's rules compare equal.
         data = args.data
-        if data and Path(data).is_relative_to(paths.repo_root().resolve()):
+        if data and not is_keyword(data) and Path(data).is_relative_to(paths.repo_root().resolve()):
             data = str(Path(data).relative_to(paths.repo_root().resolve()))
         sys.stdout.write(with_code_lists(make_rules(studies, args.profile, data), args.profile))
         return 0
     for _, r in sources(studies).iterrows():
         origin = "reference" if r["reference"] else "runs"
         state = "completed runs" if r["has_data"] else "no completed runs (not run)"
-        print(f"{r['experiment']:<28} {r['kind']:<8} {r['results_dir']} ({origin}; {state})")
+        print(f"{r['experiment']:<28} {r['kind']:<8} {r['results_dir']} ({origin}; {state}; --data {r['choice']}: "
+              f"{r['reason']})")
     return 0
 
 
@@ -386,14 +401,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def notebook_parameters(profile: str, results: str | None = None, spec: str | None = None,
                         inventory: str | None = None, data: str | None = None,
                         campaign: str | None = None) -> dict[str, object]:
-    """What papermill injects: the profile, and the overrides given. Paths given are made absolute here,
-    relative to the current directory (the notebooks run in notebooks/); the profile's own inventory
-    stays as its params file says (relative to the repository)."""
+    """What papermill injects: the profile, the data choice (auto unless given: the notebooks' own default
+    is the committed reference), and the overrides given. Paths given are made absolute here, relative to
+    the current directory (the notebooks run in notebooks/); the profile's own inventory stays as its
+    params file says (relative to the repository). Running the notebooks from the command line is the
+    explicit request that notebooks 00 and 10 act (their `confirm_install`, `run`), which
+    :func:`run_notebooks` adds to those two."""
+    from dbmatrix.datachoice import is_keyword, parse_choice
     from dbmatrix.study import profile_params
 
-    injected: dict[str, object] = {"profile": profile, "inventory": profile_params(profile).get("inventory")}
+    injected: dict[str, object] = {"profile": profile, "inventory": profile_params(profile).get("inventory"),
+                                   "data": parse_choice(data)}
     for k, v in (("results_dir", results), ("data", data), ("spec", spec), ("inventory", inventory)):
-        if v:
+        if v and not (k == "data" and is_keyword(v)):
             injected[k] = str(Path(v).resolve())
     if campaign:  # notebook 10's campaign choice (its own default: last)
         injected["campaign"] = str(campaign)
@@ -417,6 +437,7 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
         dst = out_dir / f"{name}.ipynb"
         print(f"papermill {src.relative_to(paths.repo_root())} -> {dst}", flush=True)
         params = {k: v for k, v in injected.items() if k != "campaign" or name.startswith("10-")}
+        params.update(ACTS.get(name, {}))
         pm.execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
                             progress_bar=False, log_output=True)
         done.append(dst)
@@ -497,9 +518,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--inventory", help="inventory YAML (default: localhost)")
         sp.add_argument("--results", help="one study's results directory (needs --spec when the profile "
                                           "lists several specs)")
-        sp.add_argument("--data", help="a data root holding one directory per experiment (default: "
-                                       "data/runs/<experiment> for runs; for analysis and figures that, "
-                                       "else the committed data/reference/<experiment>)")
+        sp.add_argument("--data", metavar="auto|reference|runs|DIR",
+                        help="which results analysis, figures and the paper read: reference (the committed "
+                             "data/reference/<experiment>), runs (your data/runs/<experiment>, complete or "
+                             "not), DIR (DIR/<experiment>), or auto (default: your runs once they hold a "
+                             "complete campaign, else the reference). For runs: DIR/<experiment> instead of "
+                             "data/runs/<experiment>")
 
     sp = sub.add_parser("plan", help="show cells, datasets and estimated duration; runs nothing")
     study_args(sp)

@@ -119,19 +119,19 @@ def test_runs_go_to_data_runs_and_never_into_the_reference(out_root: Path):
         load_study("quick", data=paths.reference_root())
 
 
-def test_figures_read_runs_when_complete_else_the_reference(out_root: Path, tmp_path: Path):
+def test_figures_read_the_reference_until_your_campaign_is_complete(out_root: Path, tmp_path: Path):
+    """The rule itself: tests/unit/test_datachoice.py; here, stray manifests never switch the source."""
     reading = load_study("quick", for_run=False)
     assert reading.store.root == paths.reference_dir("storage-matrix-quick") and reading.has_data()
     runs = out_root / "data" / "runs" / "storage-matrix-quick"
     _complete_run(runs, status="failed")  # only failed runs: still the reference
     assert load_study("quick", for_run=False).store.root == paths.reference_dir("storage-matrix-quick")
     (runs / "raw" / "r1").rename(runs / "raw" / "old")
-    _complete_run(runs)
-    assert load_study("quick", for_run=False).store.root == runs
+    _complete_run(runs)  # an ok run, but no complete campaign: still the reference, unless asked
+    assert load_study("quick", for_run=False).store.root == paths.reference_dir("storage-matrix-quick")
+    assert load_study("quick", data="runs", for_run=False).store.root == runs
     other = tmp_path / "elsewhere"
     assert load_study("quick", data=other, for_run=False).store.root == other / "storage-matrix-quick"
-    threads = load_studies("quick", for_run=False)[1]
-    assert threads.store.root == out_root / "data" / "runs" / "threads-quick" or threads.has_data()
     have, _missing = studies_with_data(load_studies("quick", for_run=False))
     assert "storage-matrix-quick" in [s.experiment.name for s in have]
 

@@ -22,8 +22,6 @@ from dbmatrix.campaigns import (
     CampaignState,
     Choice,
     campaign_of,
-    campaign_states,
-    campaigns_found,
     choose,
     merge_record,
 )
@@ -43,7 +41,7 @@ from dbmatrix.run.topology import Topology
 from dbmatrix.spec.assignment import assign_blocks, assign_runs, assignment_notes, host_of
 from dbmatrix.spec.experiment import DatasetKey, Experiment, PlannedRun, SpecError
 from dbmatrix.store import ResultStore, utc_now, write_json_atomic
-from dbmatrix.study import Study
+from dbmatrix.study import Study, campaign_states_of
 
 # Rough fixed costs measured on a 2-vCPU VM (restore + start + stop + bookkeeping; init + load).
 DATASET_OVERHEAD_S = 8.0
@@ -256,14 +254,6 @@ def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
     if host_name:
         return [inv.host(host_name)]
     return [inv.host(n) for n in plan_hosts(study)]
-
-
-def campaign_states_of(store: ResultStore, exp: Experiment) -> list[CampaignState]:
-    """Every campaign of the results directory (with a manifest or a record) and how complete it is."""
-    manifests = list(store.iter_manifests())
-    numbers = campaigns_found(manifests, (int(r["campaign"]) for r in store.campaigns()))
-    planned = {k: [r.run_id for r in exp.plan(k)] for k in numbers}
-    return campaign_states(planned, manifests)
 
 
 def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:
