@@ -28,8 +28,8 @@ SMOKE_ROOT := data/smoke
 GEN := paper/generated
 DATA_ARG := $(if $(DATA),--data $(DATA))
 
-.PHONY: help setup setup-paper smoke reproduce run figures paper test test-unit test-browser lint lab clean \
-	clean-host distclean FORCE
+.PHONY: help setup setup-paper smoke reproduce run figures paper readme test test-unit test-browser lint lab \
+	clean clean-host distclean FORCE
 
 help:
 	@echo "make smoke      the smallest real run (profile smoke: server packages, runs, analysis, figures) into $(SMOKE_ROOT)/"
@@ -112,6 +112,12 @@ paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) | $(PY_STAMP)
 	@command -v latexmk >/dev/null || { echo "make paper needs LaTeX (latexmk, TeX Live): make setup-paper" \
 	  "(apt-get/dnf as root) or install them yourself"; exit 2; }
 	$(BIN)/dbmatrix paper
+
+# The README's generated blocks (claims and verdicts, counts, measured times, requirements) from the
+# committed data: run after the claims table, the reference or docs/measured.json change; a unit test fails
+# while they differ.
+readme: $(PY_STAMP)
+	$(BIN)/dbmatrix readme
 
 FORCE:
 

@@ -458,6 +458,16 @@ def cmd_paper(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_readme(args: argparse.Namespace) -> int:
+    """The README's generated blocks (claims, counts, times, requirements) from the committed data."""
+    from dbmatrix.readme import update_files
+
+    changed = update_files(paths.repo_root(), paths.reference_root(), check=args.check)
+    verb = "differ from the committed data" if args.check else "rewritten"
+    print(f"generated blocks {verb}: {', '.join(changed)}" if changed else "generated blocks up to date")
+    return 1 if changed and args.check else 0
+
+
 def cmd_media(args: argparse.Namespace) -> int:
     """Show the plan, verify, apply or tear down the inventory's media (all, or those named)."""
     from dbmatrix.hosts import media
@@ -581,6 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--csv", help="also write the claims table to this CSV file (and each campaign's "
                     "estimates and verdicts beside it, <name>-campaigns.csv)")
     sp.set_defaults(func=cmd_verdicts)
+    sp = sub.add_parser("readme", help="rewrite the README's generated blocks from the committed data")
+    sp.add_argument("--check", action="store_true", help="only compare: exit 1 when a block differs")
+    sp.set_defaults(func=cmd_readme)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "
                                   "repository's paper/, or $DBMATRIX_OUTPUT_ROOT/paper)")
