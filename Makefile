@@ -156,4 +156,4 @@ clean-host: $(PY_STAMP)
 	rm -rf "$${DBMATRIX_WORKDIR:-/var/tmp/dbmatrix}" /tmp/dbmatrix-ports
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(SMOKE_ROOT)
