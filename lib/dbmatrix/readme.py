@@ -143,12 +143,15 @@ def estimate_text(row: Mapping[str, str]) -> str:
     return f"{_num(row['estimate'])}{unit}{ci}"
 
 
-def claims_table(rows: list[dict[str, str]], reasons: bool = False) -> str:
-    head = "| seed | claim | estimate (95 % CI) | verdict |" + (" why |" if reasons else "")
-    out = [head, "|---" * (5 if reasons else 4) + "|"]
+def claims_table(rows: list[dict[str, str]], details: bool = False) -> str:
+    """One row per claim; `details` adds what is compared and the reason (or the premise as measured)."""
+    head = "| seed | claim | " + ("compared | " if details else "") + "estimate (95 % CI) | verdict |"
+    out = [head + (" reason, or the premise measured |" if details else ""), "|---" * (6 if details else 4) + "|"]
     for r in rows:
-        why = f" {plain(r.get('reason') or r.get('premise_value') or '')} |" if reasons else ""
-        out.append(f"| {r['seed']} | {plain(r['claim'])} | {estimate_text(r)} | **{r['verdict']}** |{why}")
+        compared = f"{plain(r.get('compared') or '–')} | " if details else ""
+        premise = f"premise: {r['premise_value']}" if r.get("premise_value") else ""
+        why = f" {plain(r.get('reason') or premise)} |" if details else ""
+        out.append(f"| {r['seed']} | {plain(r['claim'])} | {compared}{estimate_text(r)} | **{r['verdict']}** |{why}")
     return "\n".join(out) + "\n"
 
 
@@ -227,7 +230,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         "`rm -rf /var/tmp/dbmatrix /tmp/dbmatrix-ports`); `make distclean` (`.venv`); packages stay: "
         "[docs/usage.md](docs/usage.md#the-commands) lists them by role.",
     ]) + "\n"
-    every = claims_table(rows, reasons=True)
+    every = claims_table(rows, details=True)
     packages = "\n".join(f"- `{role}`: {' '.join(pk[role])}" for role in pk) + "\n"
     return {"answer": answer, "claims": claims, "figures": figures, "commands": commands, "box": box,
             "every-claim": every, "packages": packages}
