@@ -178,10 +178,10 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     camps = (f"{counts[0]} runs each" if len(counts) == 1
              else " + ".join(map(str, facts.runs_per_campaign.values())) + " runs")
     answer = (
-        f"**Do the published claims about MySQL-family storage (buffer pool share, block size, lz4, PMEM vs "
-        f"NVMe, Galera appliers, scale-out) hold when re-measured with real `mariadbd` and sysbench?** On the "
-        f"committed reference ({facts.studies} studies, {facts.campaigns} campaigns of {camps} on a "
-        f"{facts.cpus}-vCPU VM, {facts.datasets} datasets) the {len(rows)} claims come out: {verdict_summary(rows)}. "
+        "dbmatrix re-measures the published claims about MySQL-family storage (buffer pool share, block size, "
+        "lz4, PMEM vs NVMe, Galera appliers, scale-out) with real `mariadbd` and sysbench, and judges each by one "
+        f"rule. **On the committed reference ({facts.studies} studies, {facts.campaigns} campaigns of {camps} on a "
+        f"{facts.cpus}-vCPU VM, {facts.datasets} datasets) the {len(rows)} claims come out: {verdict_summary(rows)}.** "
         "The decided ones:\n")
     others = len(rows) - len(decided)
     claims = claims_table(decided) + (
