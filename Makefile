@@ -1,4 +1,4 @@
-# dbmatrix — make setup | reproduce | figures | paper | test | lab | clean
+# dbmatrix — make smoke | reproduce | figures | paper | test | lab | clean | clean-host
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DELETE_ON_ERROR:
@@ -6,8 +6,9 @@ MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
 
 PYTHON ?= python3
 PROFILE ?= quick
-# DATA: a data root holding one directory per experiment (e.g. DATA=data/reference). Empty: per experiment
-# data/runs/<experiment> when it has completed runs, else the committed data/reference/<experiment>.
+# DATA: which results figures and the paper read (dbmatrix.datachoice): reference (the committed
+# data/reference/<experiment>), runs (your data/runs/<experiment>), a data root DIR (DIR/<experiment>), or
+# empty = auto: your runs once they hold a complete campaign, else the committed reference.
 DATA ?=
 # CAMPAIGN: which campaign (one run of the whole matrix on one boot) reproduce/run measure: auto = a new
 # campaign when the latest one is complete, else resume it; last = resume the latest; new; or a number.
@@ -16,23 +17,35 @@ LAB_PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.installed
-OS_STAMP := $(VENV)/.os-packages
+# OS packages by role (dbmatrix.hosts.setup.PACKAGES), each installed (as root) only by the targets that need
+# it: server (MariaDB, sysbench, media tools: smoke, run, reproduce), paper (LaTeX: reproduce, which ends
+# with the paper; `make setup-paper` alone), test (sshd, chromium: make test). figures, paper and lab need
+# none: only the Python environment (and LaTeX already present for paper).
+OS_SERVER := $(VENV)/.os-server
+OS_PAPER := $(VENV)/.os-paper
+OS_TEST := $(VENV)/.os-test
+SMOKE_ROOT := data/smoke
 GEN := paper/generated
 DATA_ARG := $(if $(DATA),--data $(DATA))
 
-.PHONY: help setup reproduce run figures paper test test-unit test-browser lint lab clean distclean FORCE
+.PHONY: help setup setup-paper smoke reproduce run figures paper readme test test-unit test-browser lint lab \
+	clean clean-host distclean FORCE
 
 help:
-	@echo "make setup      OS packages (apt/dnf via dbmatrix setup) + .venv with the Python dependencies"
-	@echo "make reproduce  setup, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (new runs in data/runs/), then the paper"
-	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark)"
-	@echo "make paper      paper/main.pdf (builds the figures first if they are stale)"
-	@echo "make test       setup, lint (ruff, mypy), then unit, integration, browser and notebook tests (smoke profile)"
-	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel"
-	@echo "DATA=dir        read data from dir/<experiment> (default: data/runs, else data/reference)"
+	@echo "make smoke      the smallest real run (profile smoke: server packages, runs, analysis, figures) into $(SMOKE_ROOT)/"
+	@echo "make reproduce  server + LaTeX packages, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (runs in data/runs/), the paper"
+	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark, no root)"
+	@echo "make paper      paper/main.pdf (figures first if stale); needs LaTeX (make setup-paper), no root otherwise"
+	@echo "make test       every OS role, lint (ruff, mypy), then unit, integration, browser and notebook tests"
+	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel (Python only)"
+	@echo "make setup      .venv and every OS package role (server, paper, test)"
+	@echo "make clean-host undo what runs did to this machine: media (tmpfs, loop devices, cgroups), work directory"
+	@echo "DATA=choice     reference, runs, a data root DIR, or empty = your runs once a campaign is complete, else reference"
 	@echo "CAMPAIGN=auto   reproduce/run: auto (new campaign if the latest is complete), last (resume), new, or K"
 
-setup: $(PY_STAMP) $(OS_STAMP)
+setup: $(PY_STAMP) $(OS_SERVER) $(OS_PAPER) $(OS_TEST)
+
+setup-paper: $(PY_STAMP) $(OS_PAPER)
 
 # The virtual environment: pyproject.toml declares the dependencies, constraints.txt pins the
 # versions this study was last run with (regenerate with `.venv/bin/pip freeze --exclude-editable`).
@@ -45,18 +58,26 @@ $(PY_STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name dbmatrix --display-name "dbmatrix (.venv)" >/dev/null
 	touch $@
 
-# OS packages through the same host-setup code that prepares remote hosts (idempotent).
-$(OS_STAMP): $(PY_STAMP) lib/dbmatrix/hosts/setup.py
-	$(BIN)/dbmatrix setup --roles server,paper,test
+# OS packages of one role ($(VENV)/.os-server, .os-paper, .os-test) through the same host-setup code that
+# prepares remote hosts (idempotent; installs only what is missing, as root or with sudo -n).
+$(VENV)/.os-%: $(PY_STAMP) lib/dbmatrix/hosts/setup.py
+	$(BIN)/dbmatrix setup --roles $*
 	touch $@
 
 # New runs go to data/runs/<experiment>/ (resumable), never into the committed data/reference/.
-reproduce: setup
+reproduce: $(PY_STAMP) $(OS_SERVER) $(OS_PAPER)
 	$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
 	$(MAKE) --no-print-directory paper
 
-run: setup
+run: $(PY_STAMP) $(OS_SERVER)
 	$(BIN)/dbmatrix run --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
+
+# The smallest real run: the smoke profile (one engine, two cache levels, one repetition) through the same
+# notebooks as reproduce, with everything it writes under $(SMOKE_ROOT)/ (gitignored): runs, executed
+# notebooks, figures and paper inputs, never the tracked figures/ or paper/generated/.
+smoke: $(PY_STAMP) $(OS_SERVER)
+	DBMATRIX_OUTPUT_ROOT=$(CURDIR)/$(SMOKE_ROOT) $(BIN)/dbmatrix notebooks --profile smoke --campaign auto
+	@echo "smoke: runs in $(SMOKE_ROOT)/data/runs, figures in $(SMOKE_ROOT)/figures"
 
 # ---- figures and paper: real file targets, rebuilt only when stale ---------------------------------------
 # $(GEN)/sources.mk says which data directory each study of the profile reads and holds one rule per study:
@@ -86,8 +107,17 @@ figures: $(GEN)/provenance.json
 
 paper: paper/main.pdf
 
-paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) | $(OS_STAMP)
+# LaTeX only (no root, no MariaDB): `make setup-paper` installs it, or install latexmk and TeX Live yourself.
+paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) | $(PY_STAMP)
+	@command -v latexmk >/dev/null || { echo "make paper needs LaTeX (latexmk, TeX Live): make setup-paper" \
+	  "(apt-get/dnf as root) or install them yourself"; exit 2; }
 	$(BIN)/dbmatrix paper
+
+# The README's generated blocks (claims and verdicts, counts, measured times, requirements) from the
+# committed data: run after the claims table, the reference or docs/measured.json change; a unit test fails
+# while they differ.
+readme: $(PY_STAMP)
+	$(BIN)/dbmatrix readme
 
 FORCE:
 
@@ -101,7 +131,7 @@ lint: $(PY_STAMP)
 	$(BIN)/ruff check lib tests benchmarks conftest.py
 	$(BIN)/mypy
 
-test-browser: setup
+test-browser: $(PY_STAMP) $(OS_TEST)
 	$(BIN)/python -m pytest tests/browser -m browser -p no:cacheprovider
 
 test-unit: $(PY_STAMP)
@@ -109,7 +139,7 @@ test-unit: $(PY_STAMP)
 
 # Saving a tracked notebook (notebooks/*.ipynb) drops its outputs (dbmatrix.lab.pre_save_hook), so running
 # one and saving leaves it as committed; executed copies are what `dbmatrix notebooks` writes.
-lab: setup
+lab: $(PY_STAMP)
 	$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
 	  --ContentsManager.pre_save_hook=dbmatrix.lab.pre_save_hook $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
@@ -117,5 +147,13 @@ clean:
 	-cd paper && latexmk -C -quiet main.tex >/dev/null 2>&1
 	rm -rf .pytest_cache paper/_minted* paper/*.run.xml $(GEN)/sources.mk
 
+# Undo what runs did to this machine (OS packages stay; the README says how to remove them): tear down the
+# media of the local inventory (unmount the tmpfs and XFS mounts, detach loop devices, remove their backing
+# files and the dbmatrix cgroups), then remove the work directory (dataset snapshots, datadirs) and the port
+# leases. Stop running benchmarks first; their media would be busy.
+clean-host: $(PY_STAMP)
+	$(BIN)/dbmatrix media teardown
+	rm -rf "$${DBMATRIX_WORKDIR:-/var/tmp/dbmatrix}" /tmp/dbmatrix-ports
+
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(SMOKE_ROOT)

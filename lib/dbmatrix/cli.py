@@ -15,6 +15,8 @@ from dbmatrix.hosts.remote import CommandError, HostError, RunInterrupted
 from dbmatrix.spec.experiment import SpecError
 
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
+# As committed, 00 and 10 print what they would do; `dbmatrix notebooks` (make reproduce) asks them to act.
+ACTS: dict[str, dict[str, object]] = {"00-host-setup": {"confirm_install": True}, "10-run-matrix": {"run": True}}
 
 
 LOG_MODES = ("text", "json", "quiet")
@@ -70,10 +72,12 @@ def cli_path(value: str | None, what: str, must_exist: bool = False) -> str | No
 
 def _abs_args(args: argparse.Namespace) -> None:
     """--spec, --inventory, --results, --data and --out relative to the current directory."""
+    from dbmatrix.datachoice import is_keyword
+
     for key, what, must in (("spec", "--spec", True), ("inventory", "--inventory", True),
                             ("results", "--results", False), ("data", "--data", False), ("out", "--out", False),
                             ("html", "--html", False)):
-        if getattr(args, key, None):
+        if getattr(args, key, None) and not (key == "data" and is_keyword(args.data)):
             setattr(args, key, cli_path(getattr(args, key), what, must))
 
 
@@ -104,11 +108,16 @@ def check_hosts(inventory) -> None:
 
 def _studies(args: argparse.Namespace, for_run: bool = True, access: bool = False) -> list:
     """The profile's studies (or the one --spec), with results for running or for reading; with
-    `access`, the inventory's hosts are checked for what can be checked before connecting."""
+    `access`, the inventory's hosts are checked for what can be checked before connecting. For running,
+    a data choice that names no directory (auto, reference, runs) means data/runs/<experiment>."""
+    from dbmatrix.datachoice import is_keyword
     from dbmatrix.study import load_studies
 
+    data = getattr(args, "data", None)
+    if for_run and is_keyword(data):
+        data = None
     studies = load_studies(args.profile, spec=args.spec, inventory=args.inventory, results_dir=args.results,
-                           data=getattr(args, "data", None), for_run=for_run)
+                           data=data, for_run=for_run)
     if access:
         checked: list[object] = []
         for st in studies:  # the studies of a profile share one inventory: check (and print) it once
@@ -290,8 +299,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import campaign_lines, format_duration, study_status, time_accounting
+    from dbmatrix.study import data_source
 
     for study in _studies(args):
+        src = data_source(study.experiment, args.data)
+        print(f"{study.experiment.name}: figures and paper read {paths.display_path(src.path)} "
+              f"({src.origin}; --data {src.choice}: {src.reason})")
         st = study_status(study)
         print(f"{st.experiment}: {st.ok}/{st.planned} runs done, {len(st.failed)} failed, "
               f"{st.pending} not started; ~{format_duration(st.estimated_remaining_s)} left "
@@ -330,6 +343,7 @@ def with_code_lists(rules: str, profile: str) -> str:
 
 def cmd_sources(args: argparse.Namespace) -> int:
     """Where figures and the paper read each study's data (runs, else the committed reference)."""
+    from dbmatrix.datachoice import is_keyword
     from dbmatrix.study import make_rules, sources
 
     studies = _studies(args, for_run=False)
@@ -337,14 +351,15 @@ def cmd_sources(args: argparse.Namespace) -> int:
         # The fragment names a data root inside the repository relative to it (as `make DATA=…` gives it),
         # so it reads the same from any checkout and make's rules compare equal.
         data = args.data
-        if data and Path(data).is_relative_to(paths.repo_root().resolve()):
+        if data and not is_keyword(data) and Path(data).is_relative_to(paths.repo_root().resolve()):
             data = str(Path(data).relative_to(paths.repo_root().resolve()))
         sys.stdout.write(with_code_lists(make_rules(studies, args.profile, data), args.profile))
         return 0
     for _, r in sources(studies).iterrows():
         origin = "reference" if r["reference"] else "runs"
         state = "completed runs" if r["has_data"] else "no completed runs (not run)"
-        print(f"{r['experiment']:<28} {r['kind']:<8} {r['results_dir']} ({origin}; {state})")
+        print(f"{r['experiment']:<28} {r['kind']:<8} {r['results_dir']} ({origin}; {state}; --data {r['choice']}: "
+              f"{r['reason']})")
     return 0
 
 
@@ -422,13 +437,17 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """B against A (:mod:`dbmatrix.analyse.compare`); exits 1 when --fail-above finds a regression."""
     from dbmatrix.analyse import compare
-    from dbmatrix.resultsets import claims_table, load_set
+    from dbmatrix.resultsets import claims_table, load_set, spec_for
+    from dbmatrix.spec.experiment import load_spec
+    from dbmatrix.study import data_source
 
     if args.campaigns:
         if not args.study or args.b:
             raise SpecError("compare --campaigns KA KB: give --study EXPERIMENT and at most one result set "
-                            "(default: the study's data, data/runs when it has runs, else data/reference)")
-        root = args.a or str(paths.source_dir(args.study).parent)
+                            "(default: the study's data as --data auto chooses it)")
+        spec = spec_for(args.study, args.profile)
+        root = args.a or str(data_source(load_spec(spec), "auto").path.parent if spec is not None
+                             else paths.reference_dir(args.study).parent)
         sides = [load_set(root, args.profile, args.study, k) for k in args.campaigns]
     else:
         sides = [load_set(args.a or "reference", args.profile, args.study),
@@ -503,14 +522,19 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def notebook_parameters(profile: str, results: str | None = None, spec: str | None = None,
                         inventory: str | None = None, data: str | None = None,
                         campaign: str | None = None) -> dict[str, object]:
-    """What papermill injects: the profile, and the overrides given. Paths given are made absolute here,
-    relative to the current directory (the notebooks run in notebooks/); the profile's own inventory
-    stays as its params file says (relative to the repository)."""
+    """What papermill injects: the profile, the data choice (auto unless given: the notebooks' own default
+    is the committed reference), and the overrides given. Paths given are made absolute here, relative to
+    the current directory (the notebooks run in notebooks/); the profile's own inventory stays as its
+    params file says (relative to the repository). Running the notebooks from the command line is the
+    explicit request that notebooks 00 and 10 act (their `confirm_install`, `run`), which
+    :func:`run_notebooks` adds to those two."""
+    from dbmatrix.datachoice import is_keyword, parse_choice
     from dbmatrix.study import profile_params
 
-    injected: dict[str, object] = {"profile": profile, "inventory": profile_params(profile).get("inventory")}
+    injected: dict[str, object] = {"profile": profile, "inventory": profile_params(profile).get("inventory"),
+                                   "data": parse_choice(data)}
     for k, v in (("results_dir", results), ("data", data), ("spec", spec), ("inventory", inventory)):
-        if v:
+        if v and not (k == "data" and is_keyword(v)):
             injected[k] = str(Path(v).resolve())
     if campaign:  # notebook 10's campaign choice (its own default: last)
         injected["campaign"] = str(campaign)
@@ -546,6 +570,7 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
         dst = out_dir / f"{name}.ipynb"
         print(f"papermill {src.relative_to(paths.repo_root())} -> {dst}", flush=True)
         params = {k: v for k, v in injected.items() if k != "campaign" or name.startswith("10-")}
+        params.update(ACTS.get(name, {}))
         streams = {} if log == "quiet" else {"stdout_file": sys.stdout, "stderr_file": sys.stderr,
                                              "extra_arguments": kernel_logging_arguments(log)}
         pm.execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
@@ -566,6 +591,16 @@ def cmd_paper(args: argparse.Namespace) -> int:
 
     print(build_paper(paths.paper_dir(args.out) if args.out else None))
     return 0
+
+
+def cmd_readme(args: argparse.Namespace) -> int:
+    """The README's generated blocks (claims, counts, times, requirements) from the committed data."""
+    from dbmatrix.readme import update_files
+
+    changed = update_files(paths.repo_root(), paths.reference_root(), check=args.check)
+    verb = "differ from the committed data" if args.check else "rewritten"
+    print(f"generated blocks {verb}: {', '.join(changed)}" if changed else "generated blocks up to date")
+    return 1 if changed and args.check else 0
 
 
 def cmd_media(args: argparse.Namespace) -> int:
@@ -628,9 +663,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--inventory", help="inventory YAML (default: localhost)")
         sp.add_argument("--results", help="one study's results directory (needs --spec when the profile "
                                           "lists several specs)")
-        sp.add_argument("--data", help="a data root holding one directory per experiment (default: "
-                                       "data/runs/<experiment> for runs; for analysis and figures that, "
-                                       "else the committed data/reference/<experiment>)")
+        sp.add_argument("--data", metavar="auto|reference|runs|DIR",
+                        help="which results analysis, figures and the paper read: reference (the committed "
+                             "data/reference/<experiment>), runs (your data/runs/<experiment>, complete or "
+                             "not), DIR (DIR/<experiment>), or auto (default: your runs once they hold a "
+                             "complete campaign, else the reference). For runs: DIR/<experiment> instead of "
+                             "data/runs/<experiment>")
 
     def log_args(sp: argparse.ArgumentParser) -> None:
         g = sp.add_mutually_exclusive_group()
@@ -719,6 +757,9 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(default: the repository's, or $DBMATRIX_OUTPUT_ROOT's)")
     sp.add_argument("--html", help="the file to write (default: data/report.html)")
     sp.set_defaults(func=cmd_report)
+    sp = sub.add_parser("readme", help="rewrite the README's generated blocks from the committed data")
+    sp.add_argument("--check", action="store_true", help="only compare: exit 1 when a block differs")
+    sp.set_defaults(func=cmd_readme)
     sp = sub.add_parser("paper", help="build paper/main.pdf with latexmk")
     sp.add_argument("--out", help="build in DIR/paper/ from the inputs `figures --out DIR` wrote (default: the "
                                   "repository's paper/, or $DBMATRIX_OUTPUT_ROOT/paper)")

@@ -6,15 +6,15 @@ Data layout (under ``data/``)::
     runs/<experiment>/        new runs (gitignored); a rerun resumes there
     notebooks/<profile>/      the executed notebooks of the last `make reproduce`/`make figures`
 
-Figures and paper inputs read, per experiment, ``runs/<experiment>`` when it holds completed runs, else
-``reference/<experiment>``; a data root (``--data DIR``, ``make figures DATA=DIR``) picks
-``DIR/<experiment>`` instead.
+Which of them figures and paper inputs read is the data choice (:mod:`dbmatrix.datachoice`: ``--data
+auto|reference|runs|DIR``, ``make figures DATA=…``), applied in :func:`dbmatrix.study.data_source`.
 
 `DBMATRIX_OUTPUT_ROOT` replaces the repository as the home of data/runs, data/notebooks, figures/ and
 paper/generated/, so tests never touch the repository; the committed reference stays where it is
-(read-only for tests too). An explicit output directory (``dbmatrix figures --out DIR``) takes precedence
-over both for figures and paper inputs: ``DIR/figures`` and ``DIR/paper/generated``, the repository's
-layout, so ``dbmatrix paper --out DIR`` builds the paper there.
+(read-only for tests too; `DBMATRIX_REFERENCE` points it at a copy, as the notebook tests do, whose
+analysis writes the processed tables beside the raw runs). An explicit output directory (``dbmatrix
+figures --out DIR``) takes precedence over both for figures and paper inputs: ``DIR/figures`` and
+``DIR/paper/generated``, the repository's layout, so ``dbmatrix paper --out DIR`` builds the paper there.
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ def runs_root() -> Path:
 
 
 def reference_root() -> Path:
-    """The committed reference data of the repository (never a target of runs)."""
-    return repo_root() / "data" / "reference"
+    """The committed reference data of the repository (never a target of runs), or the copy
+    `DBMATRIX_REFERENCE` names."""
+    env = os.environ.get("DBMATRIX_REFERENCE")
+    return Path(env).resolve() if env else repo_root() / "data" / "reference"
 
 
 def run_dir(experiment: str) -> Path:
@@ -100,19 +102,6 @@ def is_reference(path: Path) -> bool:
     """Whether `path` lies inside the committed reference data."""
     p, ref = path.resolve(), reference_root().resolve()
     return p == ref or ref in p.parents
-
-
-def source_dir(experiment: str, data: str | os.PathLike[str] | None = None) -> Path:
-    """The results directory figures and the paper read for `experiment`: ``<data>/<experiment>`` when a
-    data root is given; else the runs directory when it has completed runs; else the committed
-    reference; else the (empty) runs directory."""
-    if data:
-        return Path(data).resolve() / experiment
-    runs = run_dir(experiment)
-    if has_completed_runs(runs):
-        return runs
-    ref = reference_dir(experiment)
-    return ref if ref.is_dir() else runs
 
 
 def display_path(path: Path) -> str:

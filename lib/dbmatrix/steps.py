@@ -18,6 +18,7 @@ from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.tables import Analysis, analyse
+from dbmatrix.datachoice import is_keyword
 from dbmatrix.hosts.setup import setup_packages
 from dbmatrix.publish.build import publish_all
 from dbmatrix.publish.paper_inputs import macro_prefixes
@@ -53,6 +54,28 @@ def setup_hosts(studies: Study | Sequence[Study], roles: tuple[str, ...] = ("ser
                     "installed_now": " ".join(report.missing_before) or "-",
                     "media": "; ".join(_medium_line(hs.media[n], st) for n, st in sorted(states.items())),
                 })
+    return pd.DataFrame(rows)
+
+
+def setup_plan(studies: Study | Sequence[Study], roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
+    """What step 00 would do, without doing it (notebook 00 as committed): per host and study, the packages
+    it would install (asked of the package manager) with the commands, and the commands that would build
+    each medium the study uses. Nothing is installed, mounted or written."""
+    from dbmatrix.hosts import media
+    from dbmatrix.run.context import media_used
+
+    rows = []
+    for study in [studies] if isinstance(studies, Study) else studies:
+        for hs in study.inventory.hosts:
+            with hs.connect() as host:
+                report = setup_packages(host, roles, dry_run=True)
+            media_lines = []
+            for name in media_used(study.experiment):
+                m = hs.media[name]
+                media_lines.append(f"{name}={m.kind}:{m.path}: " + (" && ".join(media.plan(m)) or "nothing to do"))
+            rows.append({"study": study.experiment.name, "host": hs.name,
+                         "would_install": " ".join(report.missing_before) or "-",
+                         "commands": "; ".join(report.commands) or "-", "media": " | ".join(media_lines)})
     return pd.DataFrame(rows)
 
 
@@ -146,7 +169,8 @@ def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[s
             f"{s.experiment.name} ({s.store.root})" for s in studies))
     profile = studies[0].profile
     return publish_all(study_tables(have), profile, paths.figures_dir(out), paths.generated_dir(out),
-                       not_run=[s.experiment.name for s in missing], data_root=str(data) if data else None,
+                       not_run=[s.experiment.name for s in missing],
+                       data_root=None if is_keyword(data) else str(data),  # a data root; each study's dir is listed
                        opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})
 
 

@@ -3,7 +3,8 @@
 `notebooks/params/<profile>.yaml` lists the profile's specs (``specs: [...]``; a single ``spec:`` is
 accepted too). Where a study's results live depends on what it is loaded for (:mod:`dbmatrix.paths`):
 runs always go to ``data/runs/<experiment>`` (never into the committed ``data/reference``); analysis,
-figures and the paper read ``data/runs/<experiment>`` when it has completed runs, else the reference.
+figures and the paper read what the data choice selects (:mod:`dbmatrix.datachoice`: ``auto``, the default
+of the command line and make, is your runs once they hold a complete campaign, else the reference).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import yaml
 
 from dbmatrix import paths
 from dbmatrix.analyse.kinds import StudyKind, kind_of
+from dbmatrix.campaign_state import CampaignState, campaign_states, campaigns_found
+from dbmatrix.datachoice import DataArg, DataSource, choose_source, parse_choice
 from dbmatrix.hosts.inventory import Inventory, load_inventory
 from dbmatrix.spec.experiment import Experiment, SpecError, check_host_cpus, check_media, load_spec
 from dbmatrix.store import ResultStore
@@ -36,6 +39,7 @@ class Study:
     experiment: Experiment
     inventory: Inventory
     store: ResultStore
+    source: DataSource | None = None  # for reading: which data choice picked store.root, and why
 
     def check(self) -> None:
         """Everything that can be checked before the first run (media names per host; the CPUs of this
@@ -58,6 +62,24 @@ class Study:
 
     def has_data(self) -> bool:
         return paths.has_completed_runs(self.store.root)
+
+
+def campaign_states_of(store: ResultStore, exp: Experiment) -> list[CampaignState]:
+    """Every campaign of the results directory (with a manifest or a record) and how complete it is."""
+    records = list(store.records())
+    numbers = campaigns_found(records, (int(r["campaign"]) for r in store.campaigns()))
+    planned = {k: [r.run_id for r in exp.plan(k)] for k in numbers}
+    return campaign_states(planned, records)
+
+
+def data_source(exp: Experiment, data: DataArg = None) -> DataSource:
+    """Which results directory analysis, figures and the paper read for `exp` under the data choice `data`
+    (auto, reference, runs or a data root; :mod:`dbmatrix.datachoice`)."""
+    runs = paths.run_dir(exp.name)
+    states = campaign_states_of(ResultStore(runs), exp) if (runs / "raw").is_dir() else []
+    ref = paths.reference_dir(exp.name)
+    return choose_source(exp.name, data, runs=runs, reference=ref, reference_exists=ref.is_dir(),
+                         runs_states=states)
 
 
 def study_kind(exp: Experiment) -> StudyKind:
@@ -102,24 +124,29 @@ def load_study(
     inventory: str | Path | None = None,
     results_dir: str | Path | None = None,
     *,
-    data: str | Path | None = None,
+    data: DataArg = None,
     for_run: bool = True,
 ) -> Study:
     """One study: the profile's (first) spec unless `spec` is given, its inventory unless `inventory` is.
 
     The results directory: `results_dir` if given; else for runs (``for_run``) ``data/runs/<experiment>``
-    (or ``<data>/<experiment>``), and for reading the first of runs/reference that has data
-    (:func:`dbmatrix.paths.source_dir`). Runs never go into the committed reference."""
+    (or ``<data>/<experiment>`` for a data root), and for reading what the data choice `data` selects
+    (:func:`data_source`). Runs never go into the committed reference."""
     params = profile_params(profile)
     spec_path = _resolve(spec) if spec else profile_specs(profile)[0]
     inv = inventory or params.get("inventory")
     experiment = load_spec(spec_path)
+    source = None
+    choice = parse_choice(data)
     if results_dir:
         root = Path(results_dir)
     elif for_run:
-        root = Path(data).resolve() / experiment.name if data else paths.run_dir(experiment.name)
+        named = {"auto": paths.run_dir(experiment.name), "runs": paths.run_dir(experiment.name),
+                 "reference": paths.reference_dir(experiment.name)}
+        root = named.get(choice) or Path(choice).resolve() / experiment.name
     else:
-        root = paths.source_dir(experiment.name, data)
+        source = data_source(experiment, data)
+        root = source.path
     if for_run and paths.is_reference(root):
         raise SpecError(f"results: {root} is inside the committed reference data ({paths.reference_root()}); "
                         "runs go to data/runs/<experiment> (or --data DIR / --results DIR elsewhere)")
@@ -129,6 +156,7 @@ def load_study(
         experiment=experiment,
         inventory=load_inventory(_resolve(inv) if inv else None),
         store=ResultStore(root),
+        source=source,
     )
     study.check()
     return study
@@ -140,13 +168,13 @@ def load_studies(
     inventory: str | Path | None = None,
     results_dir: str | Path | None = None,
     *,
-    data: str | Path | None = None,
+    data: DataArg = None,
     for_run: bool = True,
 ) -> list[Study]:
     """Every study of a profile, in the order its params file lists the specs (or the one `spec`).
 
-    `results_dir` names one study's directory, so it needs a single spec; `data` is a root holding one
-    directory per experiment."""
+    `results_dir` names one study's directory, so it needs a single spec; `data` is the data choice (auto,
+    reference, runs, or a root holding one directory per experiment)."""
     specs = [_resolve(spec)] if spec else profile_specs(profile)
     if results_dir and len(specs) > 1:
         raise SpecError(f"results: profile {profile!r} lists {len(specs)} specs; --results names one study's "
@@ -167,11 +195,15 @@ def studies_with_data(studies: list[Study]) -> tuple[list[Study], list[Study]]:
 
 
 def sources(studies: Sequence[Study]) -> pd.DataFrame:
-    """Where each study's data comes from (runs or reference), and whether it has completed runs."""
+    """Where each study's data comes from (the data choice, what it picked and why), and whether it has
+    completed runs."""
     return pd.DataFrame([{"experiment": s.experiment.name, "kind": s.kind,
                           "spec": paths.display_path(s.spec_path),
                           "results_dir": paths.display_path(s.store.root), "has_data": s.has_data(),
-                          "reference": paths.is_reference(s.store.root)} for s in studies])
+                          "reference": paths.is_reference(s.store.root),
+                          "choice": s.source.choice if s.source else "results",
+                          "reason": s.source.reason if s.source else "a results directory named explicitly"}
+                         for s in studies])
 
 
 def _make_path(p: Path) -> str:

@@ -4,8 +4,10 @@ Selenium) against JupyterLab started here on 127.0.0.1 with a token, over a temp
 - Opening a notebook does not mark it modified (its metadata are what Lab writes for the dbmatrix kernel).
 - Notebook 40: Run All shows the explorer with a rendered figure and no error; pressing a level and picking
   another metric redraw the figure; saving leaves the tracked notebook byte for byte as committed.
-- Notebook 20 runs on the committed reference data (a copy) and shows its tables; notebook 30 renders and
-  draws the figures.
+- Every notebook is opened as committed, with no injected parameters, and Run All gives no error output:
+  notebook 20 runs on the committed reference data (a copy, DBMATRIX_REFERENCE) and shows its tables;
+  notebook 30 renders and draws the figures; notebooks 00 and 10 only print what they would install and
+  run (their `confirm_install` / `run` default to False).
 
 Screenshots go to $DBMATRIX_ARTEFACTS (else a pytest temporary directory); their paths are printed.
 Skipped only where Chromium is missing and we are not root (as root, `make setup` installs it: a failure).
@@ -71,16 +73,6 @@ def _kernelspec_installed() -> bool:
     return any((d / lab.KERNEL_NAME / "kernel.json").is_file() for d in dirs)
 
 
-def _inject(nb_path: Path, **params: Any) -> None:
-    """What papermill does: a cell after the `parameters` cell that sets the values."""
-    nb = json.loads(nb_path.read_text())
-    i = next(k for k, c in enumerate(nb["cells"]) if "parameters" in c["metadata"].get("tags", []))
-    src = "".join(f"{k} = {v!r}\n" for k, v in params.items())
-    nb["cells"].insert(i + 1, {"cell_type": "code", "execution_count": None, "id": "injected-parameters",
-                               "metadata": {"tags": ["injected-parameters"]}, "outputs": [], "source": src})
-    nb_path.write_text(lab.notebook_text(nb))
-
-
 @pytest.fixture(scope="module")
 def artefacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = os.environ.get("DBMATRIX_ARTEFACTS")
@@ -95,11 +87,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     tmp = tmp_path_factory.mktemp("lab")
     root = tmp / "root"
     shutil.copytree(ROOT / "notebooks", root / "notebooks")
-    shutil.copytree(ROOT / "data" / "reference", tmp / "data")  # notebooks 20/30 write processed tables here
-    for n in ("20-analysis", "30-figures"):
-        _inject(root / "notebooks" / f"{n}.ipynb", profile="quick", data=str(tmp / "data"))
+    # The notebooks are opened as committed (no injected parameters): 20/30 read the committed reference
+    # and 20 writes processed tables beside it, so the reference they see is a copy (DBMATRIX_REFERENCE).
+    shutil.copytree(ROOT / "data" / "reference", tmp / "reference")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "lib"), os.environ.get("PYTHONPATH")])),
-           "DBMATRIX_OUTPUT_ROOT": str(tmp / "out")}
+           "DBMATRIX_OUTPUT_ROOT": str(tmp / "out"), "DBMATRIX_REFERENCE": str(tmp / "reference")}
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR",
                 "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR"):
         env[var] = str(tmp / var.lower())
@@ -312,4 +304,15 @@ def test_explore_and_analysis_notebooks_in_jupyterlab(server: dict[str, Any], dr
     assert len(imgs) >= 5, f"30 shows {len(imgs)} figures"
     shoot(driver, driver.find_elements(By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output img")[0],
           artefacts / "30-figures.png")
+
+    # ---- 00 and 10 as committed: a plan printed, nothing installed or measured
+    for name, said in (("00-host-setup", "confirm_install = False: nothing was changed"),
+                       ("10-run-matrix", "run = False: nothing measured")):
+        open_notebook(driver, server, name, artefacts)
+        run_all(driver, name, 120, artefacts)
+        panel = driver.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden)")
+        wait_for(lambda said=said, panel=panel: said in panel.text, 10, f"{name} to say {said!r}", driver,
+                 artefacts / f"{name}-no-plan.png")
+        driver.save_screenshot(str(artefacts / f"{name}.png"))
+    assert not list((server["tmp"] / "out").glob("data/runs/*/raw/*")), "a notebook as committed measured"
     print(f"browser test: {time.monotonic() - t0:.1f} s after JupyterLab was up; screenshots in {artefacts}")

@@ -1,11 +1,11 @@
-"""The README's "Two hosts, step by step", followed step by step on the two SSH test hosts (network
+"""docs/hosts.md's "Two hosts, step by step", followed step by step on the two SSH test hosts (network
 namespaces with their own sshd, tests/conftest_netns.py): the commands and the inventory are read from the
-README itself, the example addresses, user and workdir replaced by the test hosts', and every command runs
+page itself, the example addresses, user and workdir replaced by the test hosts', and every command runs
 through the CLI in a subprocess from a temporary current directory with relative paths.
 
 What the test cannot do as a user would: step 1 makes and authorises a key (`ssh-keygen`,
 `ssh-copy-id`); here the fixture's client key, already authorised on both hosts, is copied to the path the
-README names instead."""
+page names instead."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ EXAMPLE_USER, EXAMPLE_WORKDIR = "bench", "/var/tmp/dbmatrix"
 
 
 def readme_walkthrough() -> tuple[list[str], str]:
-    """The shell commands (in order) and the inventory YAML of the README's walk-through."""
-    text = (paths.repo_root() / "README.md").read_text()
+    """The shell commands (in order) and the inventory YAML of the walk-through in docs/hosts.md."""
+    text = (paths.repo_root() / "docs" / "hosts.md").read_text()
     start, end = text.index(SECTION[0]), text.index(SECTION[1])
     blocks = re.findall(r"^( *)```(sh|yaml)\n(.*?)^\1```", text[start:end], re.MULTILINE | re.DOTALL)
     commands = [line.strip() for indent, kind, body in blocks if kind == "sh"

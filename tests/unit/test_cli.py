@@ -111,7 +111,7 @@ def test_sources_say_where_each_study_reads(capsys: pytest.CaptureFixture[str], 
     assert main(["sources", "--profile", "quick"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"storage-matrix-quick\s+storage\s+data/reference/storage-matrix-quick \(reference; "
-                     r"completed runs\)", out)
+                     r"completed runs; --data auto: no runs of your own yet\)", out)
     assert re.search(r"threads-quick\s+threads\s+\S+ \((reference|runs); ", out)
     assert main(["sources", "--profile", "quick", "--make"]) == 0
     mk = capsys.readouterr().out
@@ -135,6 +135,25 @@ def test_notebook_parameters_make_directories_absolute(tmp_path: Path, monkeypat
     assert p == {"profile": "quick", "inventory": None, "data": str(tmp_path / "data" / "reference"),
                  "spec": str(tmp_path / "specs" / "quick.yaml")}
     assert notebook_parameters("smoke", results="r")["results_dir"] == str(tmp_path / "r")
+    # the data choice: auto unless given (the notebooks' own default is the reference); keywords stay words
+    assert notebook_parameters("quick")["data"] == "auto"
+    assert notebook_parameters("quick", data="reference")["data"] == "reference"
+
+
+def test_the_command_line_asks_notebooks_00_and_10_to_act(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As committed 00 and 10 only print their plans; `dbmatrix notebooks` (make reproduce, make smoke) is
+    the explicit request, so it injects confirm_install / run = True into those two and no other."""
+    import papermill
+
+    from dbmatrix import cli
+
+    seen: dict[str, dict[str, object]] = {}
+    monkeypatch.setattr(papermill, "execute_notebook",
+                        lambda src, dst, parameters, **kw: seen.setdefault(Path(src).stem, parameters))
+    cli.run_notebooks("smoke", cli.NOTEBOOKS, results=str(tmp_path / "r"))
+    assert seen["00-host-setup"]["confirm_install"] is True and seen["10-run-matrix"]["run"] is True
+    assert not {"confirm_install", "run"} & (set(seen["20-analysis"]) | set(seen["30-figures"]))
+    assert seen["20-analysis"]["data"] == "auto"
 
 
 # ------------------------------------------------------------------------------ paths as a user expects

@@ -58,6 +58,9 @@ def test_the_notebooks_exist():
                                            "40-explore"]
 
 
+ACTING = {"00-host-setup": "confirm_install", "10-run-matrix": "run"}  # notebooks that install or measure
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_output_free_thin_and_parameterised(path: Path):
     nb = json.loads(path.read_text())
@@ -65,11 +68,16 @@ def test_notebook_is_output_free_thin_and_parameterised(path: Path):
     params = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(params) == 1, "exactly one cell tagged 'parameters'"
     src = "".join(params[0]["source"])
+    first = "".join(cells[0]["source"]) if cells[0]["cell_type"] == "markdown" else ""
     if path.stem == "40-explore":  # defaults: the committed reference, so it runs anywhere
         assert "run_dir = None" in src and "metric = " in src and "filters = " in src
-    else:
-        assert 'profile = "smoke"' in src, "default parameters are the smoke profile"
-        assert "data = None" in src, "every step notebook takes a data root"
+    elif path.stem in ACTING:  # Run All as committed is a dry plan; the first cell says what acting does
+        flag = ACTING[path.stem]
+        assert f"{flag} = False" in src and 'profile = "quick"' in src and "data = None" in src
+        assert f"`{flag} = True`" in first and "only when you ask" in first
+        assert "changes nothing" in first or "measures nothing" in first
+    else:  # analysis notebooks: the committed reference unless told otherwise
+        assert 'profile = "quick"' in src and 'data = "reference"' in src
     for c in cells:
         if c["cell_type"] == "code":
             assert not c.get("outputs") and c.get("execution_count") is None, "source notebooks carry no outputs"
@@ -120,19 +128,19 @@ def test_runs_go_to_data_runs_and_never_into_the_reference(out_root: Path):
         load_study("quick", data=paths.reference_root())
 
 
-def test_figures_read_runs_when_complete_else_the_reference(out_root: Path, tmp_path: Path):
+def test_figures_read_the_reference_until_your_campaign_is_complete(out_root: Path, tmp_path: Path):
+    """The rule itself: tests/unit/test_datachoice.py; here, stray manifests never switch the source."""
     reading = load_study("quick", for_run=False)
     assert reading.store.root == paths.reference_dir("storage-matrix-quick") and reading.has_data()
     runs = out_root / "data" / "runs" / "storage-matrix-quick"
     _complete_run(runs, status="failed")  # only failed runs: still the reference
     assert load_study("quick", for_run=False).store.root == paths.reference_dir("storage-matrix-quick")
     (runs / "raw" / "r1").rename(runs / "raw" / "old")
-    _complete_run(runs)
-    assert load_study("quick", for_run=False).store.root == runs
+    _complete_run(runs)  # an ok run, but no complete campaign: still the reference, unless asked
+    assert load_study("quick", for_run=False).store.root == paths.reference_dir("storage-matrix-quick")
+    assert load_study("quick", data="runs", for_run=False).store.root == runs
     other = tmp_path / "elsewhere"
     assert load_study("quick", data=other, for_run=False).store.root == other / "storage-matrix-quick"
-    threads = load_studies("quick", for_run=False)[1]
-    assert threads.store.root == out_root / "data" / "runs" / "threads-quick" or threads.has_data()
     have, _missing = studies_with_data(load_studies("quick", for_run=False))
     assert "storage-matrix-quick" in [s.experiment.name for s in have]
 

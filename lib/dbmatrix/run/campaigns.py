@@ -13,7 +13,8 @@ k >= 2 runs ``<cell_id>-r<rep>-camp<k>``. Choosing the campaign a command runs (
 The record ``campaigns/<k>.json`` (see :func:`merge_record`) says when the campaign started and finished,
 on which hosts and boots, with which git commit, spec digest and dataset snapshots, so a reader sees
 whether two campaigns shared a boot or a snapshot. The store owns the files (``ResultStore.campaign_record``,
-``write_campaign_record``, ``campaigns``); :mod:`dbmatrix.run.matrix` calls it.
+``write_campaign_record``, ``campaigns``); :mod:`dbmatrix.run.matrix` calls it. How complete each campaign
+is (:class:`CampaignState`) is :mod:`dbmatrix.campaign_state`'s, which the study's data choice reads too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbmatrix.record import RunRecord
+from dbmatrix.campaign_state import CampaignState, campaign_states, campaigns_found, short_boot
 
 OPTIONS = ("auto", "new", "last")
 CampaignOption = str | int
@@ -47,55 +48,6 @@ def run_id(cell_id: str, repetition: int, campaign: int = 1) -> str:
     """The run id of repetition `repetition` of a cell in `campaign` (campaign 1: today's ids)."""
     base = f"{cell_id}-r{repetition}"
     return base if campaign == 1 else f"{base}-camp{campaign}"
-
-
-def short_boot(boot_id: str | None) -> str:
-    return (boot_id or "unknown")[:8]
-
-
-@dataclass(frozen=True)
-class CampaignState:
-    """What the results directory says about one campaign: its planned runs, how many are ok or failed,
-    and the boots its runs were measured on."""
-
-    number: int
-    planned: int
-    ok: int
-    failed: int = 0
-    boot_ids: tuple[str, ...] = ()
-
-    @property
-    def complete(self) -> bool:
-        return self.planned > 0 and self.ok >= self.planned
-
-    def describe(self) -> str:
-        boots = ", ".join(short_boot(b) for b in self.boot_ids) or "unknown"
-        state = "complete" if self.complete else f"incomplete, {self.ok}/{self.planned} runs ok"
-        return f"campaign {self.number} {state} on boot {boots}"
-
-
-def campaign_states(planned: Mapping[int, Sequence[str]],
-                    records: Iterable[RunRecord]) -> list[CampaignState]:
-    """The state of every campaign in `planned` (campaign number -> its planned run ids; callers give
-    the campaigns found, :func:`campaigns_found`), from the run records of the results directory."""
-    status: dict[str, str | None] = {}
-    boots: dict[int, list[str]] = {}
-    for m in records:
-        status[m.run_id] = m.status
-        b = m.boot_id
-        if b and b not in boots.setdefault(m.campaign, []):
-            boots[m.campaign].append(b)
-    out = []
-    for k in sorted(planned):
-        ids = planned[k]
-        out.append(CampaignState(k, len(ids), sum(status.get(i) == "ok" for i in ids),
-                                 sum(status.get(i) == "failed" for i in ids), tuple(boots.get(k, ()))))
-    return out
-
-
-def campaigns_found(records: Iterable[RunRecord], recorded: Iterable[int] = ()) -> list[int]:
-    """Campaign numbers with a run or a campaign record."""
-    return sorted({*(m.campaign for m in records), *recorded})
 
 
 @dataclass(frozen=True)
@@ -203,3 +155,7 @@ def shared(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, list[str]]:
         return {f"{d.get('host')}:{d.get('key')}@{d.get('created_utc')}" for d in r.get("datasets") or []}
     return {"boot_ids": sorted(set(a.get("boot_ids") or []) & set(b.get("boot_ids") or [])),
             "datasets": sorted(snaps(a) & snaps(b))}
+
+
+__all__ = ["CampaignOption", "CampaignState", "Choice", "campaign_states", "campaigns_found", "choose",
+           "merge_record", "parse_option", "run_id", "shared", "short_boot"]

@@ -27,8 +27,6 @@ from dbmatrix.run.campaigns import (
     CampaignOption,
     CampaignState,
     Choice,
-    campaign_states,
-    campaigns_found,
     choose,
     merge_record,
 )
@@ -46,7 +44,7 @@ from dbmatrix.run.topology import Topology
 from dbmatrix.spec.assignment import assign_blocks, assign_runs, assignment_notes, host_of
 from dbmatrix.spec.experiment import DatasetKey, Experiment, PlannedRun, SpecError
 from dbmatrix.store import ResultStore, utc_now, write_json_atomic
-from dbmatrix.study import Study
+from dbmatrix.study import Study, campaign_states_of
 
 # Rough fixed costs measured on a 2-vCPU VM (restore + start + stop + bookkeeping; init + load).
 DATASET_OVERHEAD_S = 8.0
@@ -252,14 +250,6 @@ def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
     if host_name:
         return [inv.host(host_name)]
     return [inv.host(n) for n in plan_hosts(study)]
-
-
-def campaign_states_of(store: ResultStore, exp: Experiment) -> list[CampaignState]:
-    """Every campaign of the results directory (with a manifest or a record) and how complete it is."""
-    records = list(store.records())
-    numbers = campaigns_found(records, (int(r["campaign"]) for r in store.campaigns()))
-    planned = {k: [r.run_id for r in exp.plan(k)] for k in numbers}
-    return campaign_states(planned, records)
 
 
 def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:

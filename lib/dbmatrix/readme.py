@@ -1,0 +1,306 @@
+"""The README's generated blocks (a top-level module: it reads the raw reference, which publish/ never does):
+the answer, the claims with their verdicts, the commands with measured
+times, and the requirements and side effects, every number from a committed source.
+
+Sources: the claims table the paper prints (``paper/generated/claims.csv``), the committed reference data
+(runs, campaigns and their records, datasets, through :class:`dbmatrix.store.ResultStore`), the measured
+times and sizes of ``docs/measured.json`` (each with where it was measured), the package roles of
+:mod:`dbmatrix.hosts.setup` and the media of this machine's default inventory. Each block sits between
+``<!-- dbmatrix:NAME begin -->`` and ``<!-- dbmatrix:NAME end -->`` in README.md; ``dbmatrix readme``
+(``make readme``) rewrites them, and ``tests/unit/test_readme.py`` fails when the committed README differs
+from what :func:`blocks` makes of the committed data.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dbmatrix.analyse.campaign_records import independence, summaries
+from dbmatrix.analyse.claims import VERDICTS
+from dbmatrix.hosts.inventory import localhost_inventory
+from dbmatrix.hosts.setup import PACKAGES
+from dbmatrix.run.ports import BASE_PORT
+from dbmatrix.store import ResultStore
+
+BLOCK = re.compile(r"(<!-- dbmatrix:(?P<name>[a-z-]+) begin -->\n)(?P<body>.*?)(<!-- dbmatrix:(?P=name) end -->)",
+                   re.DOTALL)
+FIGURES = ("factor-effects", "medium-cache", "compression")  # the README's pictures: what matters, PMEM x cache, lz4
+DECIDED = ("agree", "disagree")
+
+
+# ------------------------------------------------------------------------------------------ the facts
+
+@dataclass(frozen=True)
+class ReferenceFacts:
+    """What the committed reference holds: studies, campaigns, ok runs, distinct datasets, and how long each
+    campaign measured (first study's start to last study's finish, from the campaign records)."""
+
+    studies: int
+    cpus: int  # the reference host's online CPUs
+    campaigns: int
+    runs: int
+    runs_per_campaign: dict[int, int]
+    datasets: int
+    snapshot_bytes: int
+    campaign_seconds: dict[int, float]
+    campaign_level: str = ""  # what the campaigns shared (dbmatrix.analyse.campaign_records), one label per study
+
+
+def _utc(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def reference_facts(reference: Path) -> ReferenceFacts:
+    studies = sorted(d for d in reference.iterdir() if (d / "raw").is_dir())
+    per_campaign: dict[int, int] = {}
+    spans: dict[int, list[datetime]] = {}
+    datasets: dict[str, int] = {}
+    cpus: set[int] = set()
+    levels: set[str] = set()
+    for d in studies:
+        store = ResultStore(d)
+        levels.add(independence(summaries(store.campaigns())).label)
+        for m in store.records():
+            if m.ok:
+                k = m.campaign
+                per_campaign[k] = per_campaign.get(k, 0) + 1
+        for rec in store.campaigns():
+            if rec.get("started_utc") and rec.get("finished_utc"):
+                spans.setdefault(int(rec["campaign"]), []).extend([_utc(rec["started_utc"]),
+                                                                   _utc(rec["finished_utc"])])
+        for f in sorted((d / "hosts").glob("*.json")):
+            if not f.name.endswith(".media.json"):
+                cpus.add(int(json.loads(f.read_text()).get("online_cpus") or 0))
+        for f in sorted((d / "datasets").glob("*/*.json")):
+            info = json.loads(f.read_text())
+            datasets[str(info["key"])] = int(info.get("datadir_physical_bytes") or 0)
+    seconds = {k: (max(v) - min(v)).total_seconds() for k, v in sorted(spans.items())}
+    if len(cpus) != 1:
+        raise ValueError(f"{reference}: the reference's hosts have {sorted(cpus)} CPUs; the README names one")
+    return ReferenceFacts(len(studies), cpus.pop(), len(per_campaign), sum(per_campaign.values()),
+                          dict(sorted(per_campaign.items())), len(datasets), sum(datasets.values()), seconds,
+                          "; ".join(sorted(levels)))
+
+
+def claims_rows(claims_csv: Path) -> list[dict[str, str]]:
+    with claims_csv.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def load_measured(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """``docs/measured.json``: ``times`` (per command its measured seconds) and ``sizes`` (bytes), each with
+    its ``source``: where, when and how it was measured."""
+    data = json.loads(path.read_text())
+    for section, key in (("times", "seconds"), ("sizes", "bytes")):
+        for name, t in data[section].items():
+            if not isinstance(t.get(key), (int, float)) or t[key] <= 0 or not t.get("source"):
+                raise ValueError(f"{path}: {section}.{name}: needs {key} (a positive number) and source (where "
+                                 "and how it was measured)")
+    return data
+
+
+# ------------------------------------------------------------------------------------------ formatting
+
+def plain(text: str) -> str:
+    """The claims' LaTeX wording as markdown text."""
+    for a, b in (("\\,", "\u202f"), ("\\%", "%"), ("$\\times$", "×"), ("--", "–"), ("~", " ")):
+        text = text.replace(a, b)
+    return text.replace("|", "\\|")
+
+
+def duration(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def _num(x: str) -> str:
+    return f"{float(x):.3g}"
+
+
+PER_LEVEL = re.compile(r"judged per level: (.*?)(?:; \d+ campaigns|$)")
+LEVEL = re.compile(r"^(?P<level>[^:]+): (?P<est>[-\d.e]+) \[(?P<lo>[-\d.e]+), (?P<hi>[-\d.e]+)\]")
+
+
+def per_level(basis: str) -> str | None:
+    """``disk 1.84 (1.71–1.99); ramblock 1.64 (1.52–1.77)`` from a basis judged per level, else None."""
+    m = PER_LEVEL.search(basis or "")
+    if not m:
+        return None
+    parts = [LEVEL.match(p.strip()) for p in m.group(1).split("; ")]
+    if not parts or not all(parts):
+        return None
+    return "; ".join(f"{p['level']}: {_num(p['est'])} ({_num(p['lo'])}–{_num(p['hi'])})" for p in parts if p)
+
+
+def estimate_text(row: Mapping[str, str]) -> str:
+    """``1.15 (1.02–1.31)``; a claim judged per level of an interacting factor: each level's."""
+    if not row.get("estimate"):
+        return per_level(row.get("basis", "")) or "–"
+    unit = " pp" if row.get("kind") == "difference" else ""
+    ci = f" ({_num(row['ci_lo'])}–{_num(row['ci_hi'])})" if row.get("ci_lo") and row.get("ci_hi") else ""
+    return f"{_num(row['estimate'])}{unit}{ci}"
+
+
+def claims_table(rows: list[dict[str, str]], details: bool = False) -> str:
+    """One row per claim; `details` adds what is compared and the reason (or the premise as measured)."""
+    head = "| seed | claim | " + ("compared | " if details else "") + "estimate (95 % CI) | verdict |"
+    out = [head + (" reason, or the premise measured |" if details else ""), "|---" * (6 if details else 4) + "|"]
+    for r in rows:
+        compared = f"{plain(r.get('compared') or '–')} | " if details else ""
+        premise = f"premise: {r['premise_value']}" if r.get("premise_value") else ""
+        why = f" {plain(r.get('reason') or premise)} |" if details else ""
+        out.append(f"| {r['seed']} | {plain(r['claim'])} | {compared}{estimate_text(r)} | **{r['verdict']}** |{why}")
+    return "\n".join(out) + "\n"
+
+
+def verdict_summary(rows: list[dict[str, str]]) -> str:
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+# ------------------------------------------------------------------------------------------ the blocks
+
+def blocks(root: Path, reference: Path) -> dict[str, str]:
+    """Every generated block of the README, by name, from the committed sources under `root` (the
+    repository) and the reference data in `reference`."""
+    rows = claims_rows(root / "paper" / "generated" / "claims.csv")
+    facts = reference_facts(reference)
+    measured = load_measured(root / "docs" / "measured.json")
+    timings, sizes = measured["times"], measured["sizes"]
+    decided = [r for r in rows if r["verdict"] in DECIDED]
+    counts = sorted(set(facts.runs_per_campaign.values()))
+    camps = (f"{counts[0]} runs each" if len(counts) == 1
+             else " + ".join(map(str, facts.runs_per_campaign.values())) + " runs")
+    answer = (
+        "dbmatrix re-measures the published claims about MySQL-family storage (buffer pool share, block size, "
+        "lz4, PMEM vs NVMe, Galera appliers, scale-out) with real `mariadbd` and sysbench, and judges each by one "
+        f"rule. **On the committed reference ({facts.studies} studies, {facts.campaigns} campaigns of {camps} on a "
+        f"{facts.cpus}-vCPU VM, {facts.datasets} datasets; campaigns: {facts.campaign_level}) "
+        f"the {len(rows)} claims come out: {verdict_summary(rows)}.** "
+        "The decided ones:\n")
+    others = len(rows) - len(decided)
+    claims = claims_table(decided) + (
+        f"\nThe other {others} claims, with estimates and reasons: [every claim](#every-claim); the method and the "
+        "verdict rule: [docs/method.md](docs/method.md) and the paper (`make paper`).\n")
+    figures = " ".join(f'<img src="figures/{f}.png" alt="{f}" height="260">' for f in FIGURES) + "\n"
+
+    smoke, test = timings["make smoke"], timings["make test"]
+    sm = smoke_plan()
+    after = timings["make reproduce, after the runs"]
+    measuring = " and ".join(duration(s) for s in facts.campaign_seconds.values())
+    commands = "\n".join([
+        "| command | what it does | measured time |",
+        "|---|---|---|",
+        f"| `make smoke` | the smallest real run ({sm}): setup, runs, analysis, figures into `data/smoke/` | "
+        f"{duration(smoke['seconds'])} ({smoke['source']}) |",
+        f"| `make reproduce` | every study of the `quick` profile, new runs in `data/runs/`, figures, paper | "
+        f"{measuring} of measuring (the reference's {len(facts.campaign_seconds)} campaigns, their records) "
+        f"+ {duration(after['seconds'])} ({after['source']}) |",
+        f"| `make test` | lint, unit, integration (real servers), browser and notebook tests | "
+        f"{duration(test['seconds'])} ({test['source']}) |",
+    ]) + "\n"
+
+    pk = PACKAGES["debian"]
+    media = {m.name: m for m in localhost_inventory("/var/tmp/dbmatrix").hosts[0].media.values()}
+    ram = sum(_size(m) for m in media.values() if m.kind != "dir")
+    box = "\n".join([
+        "> **Requirements and side effects.** `make figures`, `make paper` and `make lab` need only `.venv` "
+        "(and LaTeX for the paper): no root, no MariaDB. `make smoke`, `make reproduce` and `make test` "
+        f"need Debian/Ubuntu (apt) or a RHEL-like (dnf), Python {python_version(root)} and root (or `sudo -n`), "
+        "and they:",
+        f"> - install OS packages by role: *server* ({len(pk['server'])}: {', '.join(pk['server'][:4])}, …) for "
+        f"smoke, run, reproduce and test; *paper* ({len(pk['paper'])}: LaTeX) for reproduce and test; *test* "
+        f"({', '.join(pk['test'])}) for test only;",
+        "> - start `mariadbd` as root (never the system service; own datadirs, sockets, no TCP) and, for "
+        f"Galera, as `mysql` on 127.0.0.1 ports from {BASE_PORT} (leases in `/tmp/dbmatrix-ports`);",
+        f"> - mount under `/var/tmp/dbmatrix/media`: tmpfs ({_gib(_size(media['tmpfs']))}) and XFS on loop "
+        f"devices over tmpfs files ({_gib(_size(media['ramblock']))} + {_gib(_size(media['slow']))}): up to "
+        f"{_gib(ram)} of RAM while mounted; a cgroup `/sys/fs/cgroup/dbmatrix` (write-IOPS limit);",
+        "> - drop the page cache before every run (`echo 3 > /proc/sys/vm/drop_caches`: every process on the "
+        "machine feels it);",
+        f"> - keep dataset snapshots in `/var/tmp/dbmatrix/snapshots` ({_gib(facts.snapshot_bytes)} for the "
+        f"quick profile's {facts.datasets} datasets) and the `.venv` ({_gib(sizes['.venv']['bytes'])}, "
+        f"{sizes['.venv']['source']}).",
+        "> **Undo:** `make clean-host` (unmount, detach loop devices, remove the cgroup, "
+        "`rm -rf /var/tmp/dbmatrix /tmp/dbmatrix-ports`); `make distclean` (`.venv`); packages stay: "
+        "[docs/usage.md](docs/usage.md#the-commands) lists them by role.",
+    ]) + "\n"
+    every = claims_table(rows, details=True)
+    packages = "\n".join(f"- `{role}`: {' '.join(pk[role])}" for role in pk) + "\n"
+    return {"answer": answer, "claims": claims, "figures": figures, "commands": commands, "box": box,
+            "every-claim": every, "packages": packages}
+
+
+def smoke_plan() -> str:
+    """The smoke profile in words: runs, engine(s), the varied factor's levels, seconds per run."""
+    from dbmatrix.study import load_study  # the profile's spec, as make smoke runs it
+
+    exp = load_study("smoke", for_run=False).experiment
+    varied = ", ".join(f"{f} {'/'.join(map(str, exp.factors[f]))}" for f in exp.varied_factors())
+    return (f"{len(exp.plan(1))} runs of {'/'.join(exp.factors['engine'])}, {varied}, "
+            f"{exp.warmup_s} s warm-up + {exp.measure_s} s each")
+
+
+def python_version(root: Path) -> str:
+    """The Python the project requires (pyproject.toml's requires-python, e.g. ``>=3.11`` -> ``3.11+``)."""
+    import tomllib
+
+    req = tomllib.loads((root / "pyproject.toml").read_text())["project"]["requires-python"]
+    return req.replace(">=", "").strip() + "+"
+
+
+def _size(m: Any) -> int:
+    """The RAM a medium takes (its size, or its base's for a throttled one), 0 for a directory."""
+    opts = m.options
+    if m.kind == "throttled":
+        opts = opts["base"]
+    return int(opts.get("size") or 0)
+
+
+FILES = {"README.md": ("answer", "claims", "figures", "commands", "box", "every-claim"),
+         "docs/usage.md": ("packages",)}  # which file holds which blocks
+
+
+def render(text: str, generated: Mapping[str, str]) -> str:
+    """`text` with every generated block it holds replaced; a block without a generator is an error
+    naming it."""
+    names = [m.group("name") for m in BLOCK.finditer(text)]
+    missing = sorted(set(names) - set(generated))
+    if missing:
+        raise ValueError(f"README blocks without a generator: {', '.join(missing)}; known: {', '.join(generated)}")
+    return BLOCK.sub(lambda m: m.group(1) + generated[m.group("name")] + m.group(4), text)
+
+
+def block_names(text: str) -> list[str]:
+    return [m.group("name") for m in BLOCK.finditer(text)]
+
+
+def update_files(root: Path, reference: Path, check: bool = False) -> list[str]:
+    """Rewrite the generated blocks of README.md and docs/usage.md (with `check`, only compare); the files
+    whose blocks were (or would be) changed. Every block of :data:`FILES` must be in its file."""
+    generated = blocks(root, reference)
+    changed = []
+    for name, wanted in FILES.items():
+        path = root / name
+        text = path.read_text()
+        absent = sorted(set(wanted) - set(block_names(text)))
+        if absent:
+            raise ValueError(f"{name}: generated block(s) {', '.join(absent)} missing (markers "
+                             f"<!-- dbmatrix:NAME begin --> ... <!-- dbmatrix:NAME end -->)")
+        new = render(text, generated)
+        if new != text:
+            changed.append(name)
+            if not check:
+                path.write_text(new)
+    return changed

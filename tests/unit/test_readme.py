@@ -1,0 +1,74 @@
+"""The README's first screen shows the answer, and every number on it comes from the committed data: its
+generated blocks (dbmatrix.readme) must equal what the generator makes of the committed claims table,
+reference data and measured times, and the text around them on the first screen carries no number of its own."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dbmatrix import readme
+
+ROOT = Path(__file__).resolve().parents[2]
+FIRST_SCREEN = 45  # lines of the raw file: the answer, the claims, the figures, the commands and the box
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[str, str]:
+    return readme.blocks(ROOT, ROOT / "data" / "reference")
+
+
+@pytest.mark.parametrize("name", sorted(readme.FILES))
+def test_generated_blocks_match_the_committed_data(name: str, generated: dict[str, str]) -> None:
+    text = (ROOT / name).read_text()
+    assert set(readme.FILES[name]) <= set(readme.block_names(text)), f"{name}: a generated block is missing"
+    assert readme.render(text, generated) == text, f"{name} differs from the committed data: run `make readme`"
+
+
+def test_the_first_screen_shows_the_answer_and_the_commands() -> None:
+    """The first screen ends with the requirements box, within about 40 lines of the raw file; what
+    follows it (other sections' blocks) is not checked here."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    end = lines.index("<!-- dbmatrix:box end -->") + 1
+    assert end <= FIRST_SCREEN, f"the first screen runs to line {end}"
+    head = "\n".join(lines[:end])
+    for block in ("answer", "claims", "figures", "commands", "box"):
+        assert f"<!-- dbmatrix:{block} end -->" in head, f"the {block} block is not on the first screen"
+    for command in ("make smoke", "make reproduce", "make test", "make clean-host"):
+        assert f"`{command}`" in head
+    outside = readme.BLOCK.sub("", head)
+    assert not re.findall(r"\d", outside), "a number on the first screen outside the generated blocks"
+
+
+def test_the_figures_shown_exist() -> None:
+    for stem in readme.FIGURES:
+        assert (ROOT / "figures" / f"{stem}.png").is_file(), stem
+
+
+def test_counts_come_from_the_data(generated: dict[str, str]) -> None:
+    facts = readme.reference_facts(ROOT / "data" / "reference")
+    ok = sum(1 for p in (ROOT / "data" / "reference").glob("*/raw/*/manifest.json")
+             if '"status": "ok"' in p.read_text())
+    assert facts.runs == ok and facts.runs == sum(facts.runs_per_campaign.values())
+    keys = {p.stem for p in (ROOT / "data" / "reference").glob("*/datasets/*/*.json")}
+    assert facts.datasets == len(keys)
+    assert f"{facts.datasets} datasets" in generated["answer"] and f"{facts.studies} studies" in generated["answer"]
+    rows = readme.claims_rows(ROOT / "paper" / "generated" / "claims.csv")
+    assert f"the {len(rows)} claims" in generated["answer"]
+    assert generated["every-claim"].count("\n| ") == len(rows)
+
+
+def test_per_level_estimates_and_latex_wording() -> None:
+    basis = ("depends on compression (interaction p = 0.0022), judged per level: compression none: 2.69 [2.39, "
+             "3.02] agree; compression lz4: 1.77 [1.57, 1.98] agree; 2 campaigns pooled")
+    assert readme.per_level(basis) == "compression none: 2.69 (2.39–3.02); compression lz4: 1.77 (1.57–1.98)"
+    assert readme.per_level("two-way model, 32 cell means") is None
+    assert readme.plain(r"4\,KB blocks give up to 10\,\% more; 4$\times$ smaller; 2--3") == \
+        "4\u202fKB blocks give up to 10\u202f% more; 4× smaller; 2–3"
+
+
+def test_render_names_a_block_without_a_generator() -> None:
+    with pytest.raises(ValueError, match="without a generator: nope"):
+        readme.render("<!-- dbmatrix:nope begin -->\nx\n<!-- dbmatrix:nope end -->\n", {"answer": ""})
