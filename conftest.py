@@ -16,9 +16,24 @@ import pytest
 pytest_plugins = ["tests.conftest_sshd", "tests.conftest_netns", "tests.conftest_slurm"]
 
 _made: list[str] = []
+_REPO = os.path.dirname(os.path.abspath(__file__))
+_TRACKED_OUTPUTS = ("figures", os.path.join("paper", "generated"), os.path.join("data", "reference"))
+_before: dict[str, tuple[int, int]] = {}
+
+
+def _snapshot() -> dict[str, tuple[int, int]]:
+    """Size and mtime of every file under the committed outputs (figures, paper inputs, the reference)."""
+    out = {}
+    for top in _TRACKED_OUTPUTS:
+        for d, _, files in os.walk(os.path.join(_REPO, top)):
+            for f in files:
+                st = os.stat(os.path.join(d, f))
+                out[os.path.relpath(os.path.join(d, f), _REPO)] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
 def pytest_configure(config):
+    _before.update(_snapshot())
     if "DBMATRIX_OUTPUT_ROOT" not in os.environ:
         root = tempfile.mkdtemp(prefix="dbmatrix-test-")
         _made.append(root)
@@ -74,6 +89,13 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    written = sorted(p for p, v in _snapshot().items() if _before.get(p) != v)
+    if written:  # a test wrote into the repository's committed outputs (e.g. left DBMATRIX_OUTPUT_ROOT unset)
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"{len(written)} committed output file(s) written during the tests: "
+                          + ", ".join(written[:8]) + (" ..." if len(written) > 8 else ""), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _integration_skips and _can_run_integration() and not os.environ.get("DBMATRIX_ALLOW_SKIPS"):
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:

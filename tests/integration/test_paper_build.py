@@ -165,7 +165,10 @@ def test_make_rebuilds_only_what_is_stale(tmp_path: Path) -> None:
     stamps = tmp_path / "stamps"
     stamps.mkdir()
     (stamps / "py").touch()  # newer than pyproject/constraints: the venv is never redone here
-    env = {k: v for k, v in os.environ.items() if k not in ("DBMATRIX_OUTPUT_ROOT", "MAKEFLAGS", "MAKELEVEL")}
+    # DBMATRIX_REFERENCE (set for the notebooks under nbval in the same session) would point the copy's make
+    # at another reference than the copy's own
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DBMATRIX_OUTPUT_ROOT", "DBMATRIX_REFERENCE", "MAKEFLAGS", "MAKELEVEL")}
     env["DBMATRIX_REPO"] = str(repo)
     venv = Path(os.environ.get("VIRTUAL_ENV") or REPO / ".venv")
     args = ["make", "--no-print-directory", "-C", str(repo), f"VENV={venv}", f"PY_STAMP={stamps / 'py'}"]

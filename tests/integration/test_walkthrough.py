@@ -142,7 +142,8 @@ def test_readme_walkthrough_on_two_hosts(tmp_path: Path, netns_hosts) -> None:
     manifests = [json.loads(p.read_text()) for p in results.glob("raw/*/manifest.json")]
     assert len(manifests) == 2 and {m["host"] for m in manifests} <= {"db1", "db2"}
     # 7. status, analyse, figures, paper
-    assert outputs["status"].startswith("cache-sweep-smoke: 2/2 runs done, 0 failed, 0 not started;")
+    assert "\ncache-sweep-smoke: 2/2 runs done, 0 failed, 0 not started;" in outputs["status"]
+    assert outputs["status"].startswith("cache-sweep-smoke: figures and paper read ")  # the data choice first
     assert outputs["analyse"].strip() == f"cache-sweep-smoke: 2 runs analysed -> {results / 'processed'}"
     assert (results / "processed" / "analysis.json").is_file()
     assert f"figures in {out / 'figures'}, paper inputs in {out / 'paper' / 'generated'}" in outputs["figures"]
