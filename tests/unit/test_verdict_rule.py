@@ -191,3 +191,20 @@ def test_dataset_sizes_are_judged_per_pair() -> None:
     e = contrasts.dataset_ratio(runs, "block_size", "4k", "16k")
     v, why = judge(_claim(metric="data_physical_bytes", band=(1.0, 1.10)), e, [])
     assert v == "inconclusive" and "compression none: 1.01 agree" in why and "compression lz4: 1.22 disagree" in why
+
+
+def test_the_method_statement_is_generated_from_the_registry() -> None:
+    """The paper's method text quotes the registry: every macro name is LaTeX-safe, the margins are the
+    registry's, and changing a margin changes the text."""
+    import re
+
+    from dbmatrix.publish.claims_method import method_macros, render_claims_method
+
+    m = method_macros()
+    assert all(re.fullmatch(r"claims[A-Za-z]+", k) for k in m)
+    assert m["claimsMarginTps"] == f"$\\pm${100 * MARGINS['tps']:g}\\,\\%"
+    assert m["claimsNPerLevel"] == str(sum(1 for c in CLAIMS if c.per))
+    text = render_claims_method()
+    assert "not identified" in text and "MOVER" in text and "t$ on one degree" in text
+    wider = [Claim(**{**c.__dict__, "margin": 0.2}) if c.metric == "tps" else c for c in CLAIMS]
+    assert "$\\pm$20\\,\\%" in render_claims_method(wider)

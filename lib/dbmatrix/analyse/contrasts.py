@@ -561,6 +561,16 @@ def _within_campaign(data: pd.DataFrame, metric: str, candidates: Sequence[str],
 BLOCK = "block"  # the runs' replicate block (randomised run order within a campaign)
 
 
+def run_ids(frame: pd.DataFrame) -> frozenset[str]:
+    """The unique run ids of a frame (empty without a run_id column)."""
+    return _ids(frame)
+
+
+def compared_text(factor: str, a: Any, b: Any, at: Mapping[str, Any] | None = None) -> str:
+    """'block 4k / 16k at engine myrocks' (the claims table's compared column)."""
+    return _compared(factor, a, b, at or {})
+
+
 def _ids(frame: pd.DataFrame) -> frozenset[str]:
     return frozenset(str(x) for x in frame["run_id"]) if "run_id" in frame.columns else frozenset()
 

@@ -21,11 +21,11 @@ from dbmatrix.analyse.contrasts import (
     BLOCK,
     Estimate,
     NotTestable,
-    _compared,
-    _ids,
+    compared_text,
     fit_log_model,
     resolve_level,
     run_floor,
+    run_ids,
 )
 
 SHARE_CLIP = 0.001  # a share of 0 or 100 % has no log odds: clipped to 0.1 % .. 99.9 %
@@ -69,7 +69,7 @@ def share_difference(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: An
     hi_d = d + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
     basis = (f"shares on the logit scale ({how}; t on {df} df), each side back in 0-100 %: {pa:.3g} % "
              f"[{la:.3g}, {ua:.3g}] vs {pb:.3g} % [{lb:.3g}, {ub:.3g}]; difference by MOVER (Newcombe)")
-    return Estimate(d, lo_d, hi_d, basis, len(data), _compared(factor, a, b, {}), k, run_ids=_ids(data))
+    return Estimate(d, lo_d, hi_d, basis, len(data), compared_text(factor, a, b), k, run_ids=run_ids(data))
 
 
 def bounded(lo: float, hi: float, limits: Sequence[float] = (-100.0, 100.0)) -> bool:
