@@ -18,8 +18,8 @@ SATURATED = Premise("saturated", 0.90, "the host is saturated (CPUs at least 90 
 ENGINE_WRITES = Premise("engine_writes", 0.0, "the engine wrote data in the window (MyRocks flush + compaction "
                         "bytes above 0): lz4 compresses SST files, never the WAL")
 HALVES = Premise("halves", 5.0, "the runs' windows are long enough for two halves of at least 5 s each")
-DOUBLING_GRID = Premise("doubling_grid", 2.0, "the grid has an instance count n and 2n, and the host has a CPU "
-                        "for every instance at 2n")
+DOUBLING_GRID = Premise("doubling_grid", 2.0, "the grid has an instance count n and 2n, thread counts at most "
+                        "x2 apart, and the host has a CPU for every instance at 2n")
 CACHE_BELOW = Premise("cache_below_data", 1.0, "the cache at the low level is smaller than the working set "
                       "(uniform access: all the data)")
 

@@ -169,6 +169,11 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
             if "host" in runs.columns else 0
         if not steps:
             return PremiseCheck(False, f"instance counts {counts}: no n and 2n")
+        threads = sorted({float(x) for x in pd.to_numeric(runs.get("threads"), errors="coerce").dropna()})
+        step = max((b / a for a, b in zip(threads, threads[1:]) if a > 0), default=math.inf)
+        if step > p.threshold:  # the crossing is read off the thread grid: it must resolve a factor of 2
+            return PremiseCheck(False, f"thread counts {', '.join(f'{t:g}' for t in threads)}: steps of "
+                                f"x{step:g}, too coarse to resolve a doubling (needs x{p.threshold:g})")
         n2 = int(max(steps) * p.threshold)
         if not cpus:
             return PremiseCheck(None, f"instances {max(steps)} and {n2} measured; the host's CPU count is unknown")
