@@ -208,3 +208,29 @@ def test_the_method_statement_is_generated_from_the_registry() -> None:
     assert "not identified" in text and "MOVER" in text and "t$ on one degree" in text
     wider = [Claim(**{**c.__dict__, "margin": 0.2}) if c.metric == "tps" else c for c in CLAIMS]
     assert "$\\pm$20\\,\\%" in render_claims_method(wider)
+
+
+def test_premises_checked_on_the_data() -> None:
+    """MyRocks writes need flush + compaction bytes in the window; a doubling needs n and 2n instances, a
+    thread grid that resolves x2 and a CPU per instance; stability needs halves of 5 s."""
+    from dbmatrix.analyse.claims.catalogue import DOUBLING_GRID, ENGINE_WRITES, HALVES
+
+    writes = _claim(factor="compression", a="none", b="lz4", at={"engine": "myrocks"}, premises=(ENGINE_WRITES,))
+    wal_only = pd.DataFrame({"engine": "myrocks", "engine_flush_bytes": [0.0, 0.0],
+                             "engine_compaction_bytes": [0.0, 0.0]})
+    assert check_premise(ENGINE_WRITES, writes, Evidence("t", "tpcc", wal_only, {})).state == "not met"
+    flushed = wal_only.assign(engine_flush_bytes=[4096.0, 8192.0])
+    assert check_premise(ENGINE_WRITES, writes, Evidence("t", "tpcc", flushed, {})).state == "met"
+    assert check_premise(ENGINE_WRITES, writes, Evidence("t", "tpcc", pd.DataFrame({"engine": ["myrocks"]}),
+                                                         {})).state == "not checked"
+    grid = pd.DataFrame({"instances": [1, 1, 2, 2], "threads": [4, 8, 4, 8], "host": "h"})
+    dbl = _claim(metric="scale_p95_doubling", premises=(DOUBLING_GRID,))
+    assert check_premise(DOUBLING_GRID, dbl, Evidence("s", "scaleout", grid, {}, host_cpus={"h": 2})).met is True
+    assert check_premise(DOUBLING_GRID, dbl, Evidence("s", "scaleout", grid, {}, host_cpus={"h": 1})).met is False
+    coarse = grid.assign(threads=[1, 16, 1, 16])
+    assert "too coarse" in check_premise(DOUBLING_GRID, dbl, Evidence("s", "scaleout", coarse, {},
+                                                                      host_cpus={"h": 2})).value
+    short = {"scaleout-stability": pd.DataFrame({"seconds": [5, 6]})}
+    assert check_premise(HALVES, dbl, Evidence("s", "scaleout", grid, {}, extra=short)).met is False
+    assert check_premise(HALVES, dbl, Evidence("s", "scaleout", grid, {},
+                                               extra={"scaleout-stability": pd.DataFrame({"seconds": [60]})})).met

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -170,7 +171,7 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
         if not steps:
             return PremiseCheck(False, f"instance counts {counts}: no n and 2n")
         threads = sorted({float(x) for x in pd.to_numeric(runs.get("threads"), errors="coerce").dropna()})
-        step = max((b / a for a, b in zip(threads, threads[1:]) if a > 0), default=math.inf)
+        step = max((b / a for a, b in itertools.pairwise(threads) if a > 0), default=math.inf)
         if step > p.threshold:  # the crossing is read off the thread grid: it must resolve a factor of 2
             return PremiseCheck(False, f"thread counts {', '.join(f'{t:g}' for t in threads)}: steps of "
                                 f"x{step:g}, too coarse to resolve a doubling (needs x{p.threshold:g})")
