@@ -148,15 +148,20 @@ def test_known_interaction_is_recovered_per_cache_level() -> None:
     assert none.ci_lo <= 1.1 <= none.ci_hi  # no interaction: the same 1.1 at both cache levels
 
 
-def test_a_condition_on_an_aliased_interaction_is_refused() -> None:
+def test_a_condition_on_an_aliased_interaction_is_not_identified() -> None:
     """block x cache is compression's column in the half fraction: 'block size at the minimum cache' would be
-    the same number as at 100 %, so the study cannot answer it (a claim then goes to the next study)."""
-    from dbmatrix.analyse.contrasts import NotTestable
+    the same number as at 100 %, so the study cannot answer it (a claim then goes to the next study); nor
+    can it average block size over cache (the average would carry the compression effect), and the
+    verdict names the alias."""
+    from dbmatrix.analyse.contrasts import NotIdentified
 
-    with pytest.raises(NotTestable, match=r"block x cache is aliased with a main effect in this design"):
+    with pytest.raises(NotIdentified, match=r"block x cache is aliased with the compression main effect"):
         ratio_estimate(_crossed_runs(2.0), "tps", "block_size", "4k", "16k", {"cache_pct": "min"})
-    per_medium = ratio_estimate(_crossed_runs(2.0), "tps", "block_size", "4k", "16k", {"medium": "tmpfs"})
-    assert per_medium.ci_lo <= math.exp(0.05) <= per_medium.ci_hi  # medium x block is estimable
+    with pytest.raises(NotIdentified, match=r"block x cache is aliased with the compression main effect"):
+        ratio_estimate(_crossed_runs(2.0), "tps", "block_size", "4k", "16k", {"medium": "tmpfs"})
+    # medium x cache, x block and x compression are all estimable: the medium contrast at cache 0 % is
+    ramblock = ratio_estimate(_crossed_runs(2.0), "tps", "medium", "ramblock", "disk", {"cache_pct": "min"})
+    assert ramblock.ci_lo <= 1.1 * 2.0 <= ramblock.ci_hi
 
 
 def test_model_contrasts_serve_the_declared_comparisons_of_a_crossed_design() -> None:

@@ -33,7 +33,13 @@ Why not a two-level bootstrap: with the 2-5 campaigns a study will have, resampl
 honest small-sample answer. With two campaigns and only the two compared cells it has 1 df (t = 12.7):
 wide, as it should be. The study's other cells lend their campaign x cell variation to every contrast.
 
-For estimators that are not models (scale-out, Galera tables) :func:`pooled_t` (through
+Two refinements (issue 25; :func:`dbmatrix.analyse.contrasts.run_floor`): the cell means' variance is never
+taken below the repetitions' within-cell variance over n (estimated from the runs with the replicate block,
+the run order, as a term), since the campaign x cell component cannot be negative; and with two campaigns,
+where the campaign x cell residual has few df, the t takes the runs' residual df. The basis says which.
+Coverage at 2, 3 and 5 campaigns: ``benchmarks/bench_pooled_coverage.py``.
+
+For estimators that are not models (no claim uses this since issue 25) :func:`pooled_t` (through
 :func:`dbmatrix.analyse.pooling.pool_campaign_estimates`) pools per-campaign
 estimates: the mean on the log scale (or the natural scale for differences) and a t interval with K-1 df
 from the spread of the campaign estimates (Hartung-Knapp with equal weights: the campaigns are the

@@ -63,10 +63,19 @@ class Estimate:
     # The campaign estimates a pooled estimate was made of (campaigns.pool_campaign_estimates), in campaign
     # order; empty otherwise (campaigns.per_campaign_estimates gives them for any estimator).
     per_campaign: list[Estimate] = field(default_factory=list)
+    # A deterministic quantity (a dataset size per pair): its values, judged one by one; no interval
+    # (ci_lo/ci_hi NaN, never called a CI). Empty for a sampled estimate.
+    values: list[tuple[str, float]] = field(default_factory=list)
+    run_ids: frozenset[str] = frozenset()  # the unique runs behind the estimate (n of a per-level verdict)
 
 
 class NotTestable(Exception):
     """The data cannot answer this claim (the message says why)."""
+
+
+class NotIdentified(NotTestable):
+    """The study's design does not identify the comparison: the claim's condition, or the interaction of
+    the compared factor with a factor it would average over, is aliased (the message names the alias)."""
 
 
 class DependsOn(NotTestable):
@@ -127,6 +136,27 @@ class LogModel:
     n: int
     name: str
     blocks: int = 0  # block (campaign) columns after the terms' columns; a row leaves them at 0 (averaged)
+    scale: float = math.nan  # the residual mean square (cov = scale * (X'X)^-1)
+    # the run-level floor of a campaign-level model (:func:`run_floor`): the cell means' variance can be no
+    # less than the repetitions' within-cell variance over n, with `floor_df` df; `runs_df`: always take
+    # the df from the runs (two campaigns: the campaign x cell residual alone would have too few df)
+    floor: float = math.nan
+    floor_df: int = 0
+    runs_df: bool = False
+    floored: bool = False  # set by the last interval: the floor was larger than the residual
+
+    def _se_df(self, L: np.ndarray) -> tuple[float, int]:
+        """Standard error and df of the linear combination L of the parameters."""
+        var = max(float(L @ self.cov @ L), 0.0)
+        df = self.df_resid
+        self.floored = False
+        if math.isfinite(self.floor) and self.floor_df > 0 and self.scale > 0:
+            c = var / self.scale
+            if self.floor > self.scale:
+                var, self.floored = c * self.floor, True
+            if self.runs_df or self.floored:
+                df = self.floor_df
+        return math.sqrt(var), df
 
     def _coded(self, f: str, level: Any) -> np.ndarray:
         keys = [level_key(v) for v in self.levels[f]]
@@ -175,16 +205,16 @@ class LogModel:
         """log(metric) at `at_a` minus at `at_b`: estimate and CI on the log scale."""
         L = self.row(at_a) - self.row(at_b)
         est = float(L @ self.params)
-        se = float(math.sqrt(max(L @ self.cov @ L, 0.0)))
-        half = sps.t.ppf((1 + confidence) / 2, self.df_resid) * se
+        se, df = self._se_df(L)
+        half = sps.t.ppf((1 + confidence) / 2, df) * se
         return est, est - half, est + half
 
     def mean(self, at: Mapping[str, Any], confidence: float = 0.95) -> tuple[float, float, float]:
         """Model geometric mean at `at` (others averaged): estimate and CI, back on the metric's scale."""
         x = self.row(at)
         est = float(x @ self.params)
-        se = float(math.sqrt(max(x @ self.cov @ x, 0.0)))
-        half = sps.t.ppf((1 + confidence) / 2, self.df_resid) * se
+        se, df = self._se_df(x)
+        half = sps.t.ppf((1 + confidence) / 2, df) * se
         return math.exp(est), math.exp(est - half), math.exp(est + half)
 
 
@@ -203,7 +233,8 @@ def varied(runs: pd.DataFrame, factors: Sequence[str]) -> list[str]:
 def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps", *,
                   interactions: bool = True,
                   level_order: Mapping[str, Sequence[Any]] | None = None,
-                  block: str | None = None) -> LogModel | None:
+                  block: str | None = None,
+                  floor: tuple[float, int, bool] | None = None) -> LogModel | None:
     """The factorial model of :func:`dbmatrix.analyse.effects.factorial_model` with its covariance kept, so that
     any contrast can be estimated. None when not estimable (aliased terms or no residual df).
 
@@ -250,7 +281,7 @@ def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps
     fit = sm.OLS(y, X).fit()
     return LogModel(factors, levels, terms, np.asarray(fit.params), np.asarray(fit.cov_params()),
                     int(fit.df_resid), int(y.size), "main+2way" if interactions and len(factors) > 1 else "main",
-                    n_block)
+                    n_block, float(fit.scale), *(floor or (math.nan, 0, False)))
 
 
 def _estimable_terms(terms: list[tuple[str, ...]], columns: Callable[[tuple[str, ...]], np.ndarray],
@@ -428,76 +459,189 @@ class _Check:
 
 def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
                     order: Mapping[str, Sequence[Any]], check: _Check, block: str | None,
-                    size: str) -> tuple[float, float, float, str, int]:
+                    size: Callable[[LogModel], str], floor: tuple[float, int, bool] | None = None
+                    ) -> tuple[float, float, float, str, int]:
     """The two model paths (two-way model over all rows, else main effects at the conditions): the log
     contrast, its CI, the basis and the model's rows."""
-    model = fit_log_model(frame, candidates, metric, level_order=order, block=block)
+    model = fit_log_model(frame, candidates, metric, level_order=order, block=block, floor=floor)
     if model is not None and model.name == "main+2way" and check.factor in model.factors:
         held = {f: v for f, v in check.at.items() if f in model.factors}
         aliased = [f for f in held if not model.has_term((check.factor, f))]
         if aliased:  # a crossed half fraction: the contrast would be the same at every level of these
-            raise NotTestable(f"{factor_word(check.factor)} x {', '.join(factor_word(f) for f in aliased)} is "
-                              "aliased with a main effect in this design, so the comparison cannot be made at "
-                              f"{_describe({f: held[f] for f in aliased})} alone")
+            raise NotIdentified(f"{_alias_names(check.factor, aliased, model.factors, frame)} in this design, so the "
+                                f"comparison cannot be made at {_describe({f: held[f] for f in aliased})} alone")
+        free = [f for f in model.factors if f != check.factor and f not in held
+                and not model.has_term((check.factor, f))]
+        if free:  # averaging over these would average an effect with the main effect it is aliased with
+            raise NotIdentified(f"{_alias_names(check.factor, free, model.factors, frame)} in this design, so its "
+                                f"average over {', '.join(factor_word(f) for f in free)} is not the effect")
         check.interactions(model, held)
         est, lo, hi = model.contrast({**held, check.factor: check.a}, {**held, check.factor: check.b})
         avg = [f for f in model.factors if f != check.factor and f not in held]
-        return est, lo, hi, (f"two-way model, {size.format(n=model.n, df=model.df_resid)}"
+        return est, lo, hi, (f"two-way model, {size(model)}"
                              + (f"; averaged over {', '.join(factor_word(f) for f in avg)}" if avg else "")), model.n
     sub = _condition(frame, check.at)
-    model = fit_log_model(sub, candidates, metric, interactions=False, level_order=order, block=block)
+    model = fit_log_model(sub, candidates, metric, interactions=False, level_order=order, block=block, floor=floor)
     if model is None or check.factor not in model.factors:
+        pair = sub[sub[check.factor].map(level_key).isin([level_key(check.a), level_key(check.b)])]
+        tied = [g for g in varied(pair, candidates) if g != check.factor
+                and pair.groupby(pair[check.factor].map(level_key))[g].nunique().max() == 1]
+        if tied:  # at the conditions the compared factor never changes alone
+            fixed = [f for f in check.at if f in frame.columns and frame[f].map(level_key).nunique() > 1]
+            why = _alias_names(check.factor, fixed, varied(frame, candidates), frame) if fixed else ""
+            raise NotIdentified(f"at {_describe(check.at)}, {factor_word(check.factor)} always changes with "
+                                f"{', '.join(factor_word(g) for g in tied)} in this design"
+                                + (f" ({why})" if why else ""))
         raise NotTestable(f"{check.factor} {check.a} vs {check.b} is not estimable from the runs at "
                           f"{_describe(check.at) or 'all levels'}")
-    est, lo, hi = model.contrast({check.factor: check.a}, {check.factor: check.b})
     others = [f for f in model.factors if f != check.factor]
-    return est, lo, hi, (f"main-effects model, {size.format(n=model.n, df=model.df_resid)} at the conditions "
+    if others:  # the two-way model could not be fitted: no interaction with the compared factor is testable
+        raise NotIdentified(f"{factor_word(check.factor)} x {', '.join(factor_word(f) for f in others)} cannot be "
+                            f"told apart from the main effects in this design at {_describe(check.at) or 'all levels'} "
+                            f"({_alias_names(check.factor, others, model.factors, sub)})")
+    est, lo, hi = model.contrast({check.factor: check.a}, {check.factor: check.b})
+    return est, lo, hi, (f"main-effects model, {size(model)} at the conditions "
                          "(interactions aliased)"
                          + (f"; averaged over {', '.join(factor_word(f) for f in others)}" if others else "")), model.n
 
 
+def _alias_names(factor: str, others: Sequence[str], factors: Sequence[str], frame: pd.DataFrame) -> str:
+    """'compression x cache is aliased with the block size main effect' for each interaction of `factor`
+    the model left out: the two-level main effect whose column equals the interaction's in the runs (a
+    half fraction), else 'with other effects'."""
+
+    def column(f: str) -> np.ndarray | None:
+        keys = frame[f].map(level_key)
+        levels = sorted(keys.unique(), key=_sort_key)
+        return None if len(levels) != 2 else np.where(keys == levels[0], 1.0, -1.0)
+
+    parts = []
+    for f in others:
+        ca, cb = column(factor), column(f)
+        alias = []
+        if ca is not None and cb is not None:
+            prod = ca * cb
+            for g in factors:
+                cg = column(g) if g not in (factor, f) else None
+                if cg is not None and abs(float(np.dot(prod, cg))) == len(prod):
+                    alias.append(g)
+        parts.append(f"{factor_word(factor)} x {factor_word(f)} is aliased with "
+                     + (" and ".join(f"the {factor_word(g)} main effect" for g in alias) if alias else "other effects"))
+    return "; ".join(parts)
+
+
 def _within_campaign(data: pd.DataFrame, metric: str, candidates: Sequence[str],
                      order: Mapping[str, Sequence[Any]], check: _Check) -> Estimate:
+    """One campaign: the matched cells' repetitions (Welch on log values), else the run-level model with
+    the replicate block (run order) as a term when the runs have one."""
     sub = check.matched(data, candidates)
     if sub is not None:
         va, vb = check.side(sub, check.a)[metric].astype(float), check.side(sub, check.b)[metric].astype(float)
         if len(va) and len(vb):
             w = welch_log_ratio(va, vb)
             return Estimate(w["ratio"], w["ci_lo"], w["ci_hi"],
-                            f"matched cells, {len(va)}+{len(vb)} runs, Welch", len(va) + len(vb), check.compared)
-    est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, None, "{n} runs")
-    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n, check.compared)
+                            f"matched cells, {len(va)}+{len(vb)} runs, Welch", len(va) + len(vb), check.compared,
+                            run_ids=_ids(sub))
+    block = BLOCK if BLOCK in data.columns and data[BLOCK].nunique() > 1 else None
+
+    def size(m: LogModel) -> str:
+        return f"{m.n} runs" + ("; replicate block as a term" if m.blocks else "")
+
+    try:
+        est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, block, size)
+    except NotIdentified:
+        raise
+    except NotTestable:
+        if block is None:
+            raise
+        est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, None, size)
+    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n, check.compared, run_ids=_ids(data))
+
+
+BLOCK = "block"  # the runs' replicate block (randomised run order within a campaign)
+
+
+def run_ids(frame: pd.DataFrame) -> frozenset[str]:
+    """The unique run ids of a frame (empty without a run_id column)."""
+    return _ids(frame)
+
+
+def compared_text(factor: str, a: Any, b: Any, at: Mapping[str, Any] | None = None) -> str:
+    """'block 4k / 16k at engine myrocks' (the claims table's compared column)."""
+    return _compared(factor, a, b, at or {})
+
+
+def _ids(frame: pd.DataFrame) -> frozenset[str]:
+    return frozenset(str(x) for x in frame["run_id"]) if "run_id" in frame.columns else frozenset()
+
+
+def run_floor(data: pd.DataFrame, metric: str, cells: Sequence[str]) -> tuple[float, int]:
+    """The repetitions' variance of log(metric) within campaign x cell, with the replicate block within
+    each campaign as a term (run-order drift): (mean square, df). NaN, 0 without repetitions."""
+    y = pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype=float)
+    keep = np.isfinite(y) & (y > 0)
+    frame = data.loc[keep]
+    if frame.empty:
+        return math.nan, 0
+    camp = frame[CAMPAIGN].astype(str) if CAMPAIGN in frame.columns else pd.Series("1", index=frame.index)
+    cell = camp + "|" + (frame[list(cells)].map(level_key).astype(str).agg("|".join, axis=1) if cells else "")
+    parts = [pd.get_dummies(cell).to_numpy(dtype=float)]
+    if BLOCK in frame.columns and frame[BLOCK].nunique() > 1:
+        parts.append(pd.get_dummies(camp + "|" + frame[BLOCK].astype(str)).to_numpy(dtype=float))
+    X = np.hstack(parts)
+    logs = np.log(y[keep])
+    beta, *_ = np.linalg.lstsq(X, logs, rcond=None)
+    df = int(len(logs) - np.linalg.matrix_rank(X))
+    if df < 1:
+        return math.nan, 0
+    return float(np.sum((logs - X @ beta) ** 2) / df), df
 
 
 def _pooled(data: pd.DataFrame, metric: str, candidates: Sequence[str], order: Mapping[str, Sequence[Any]],
             check: _Check, k: int) -> Estimate:
-    """The two-stage campaign model (:mod:`dbmatrix.analyse.campaign_model`)."""
+    """The campaign-level model (:mod:`dbmatrix.analyse.campaign_model`): campaign-level cell means, OLS
+    with a campaign block; the cell means' variance floored by the runs' (``run_floor`` over the mean
+    repetitions per cell mean), and with two campaigns the t on the runs' residual df."""
     cols = list(dict.fromkeys([f for f in candidates if f in data.columns] + [check.factor, *check.at]))
     means = campaign_cell_means(data, metric, cols)
     n_runs = int(means["n_runs"].sum())
-    size = (f"{{n}} campaign-level cell means of {n_runs} runs in {k} campaigns; campaign x cell variation, "
-            "{df} df")
+    ms, df_runs = run_floor(data, metric, varied(means, cols))
+    n_bar = float(len(means) / np.sum(1.0 / means["n_runs"].to_numpy(dtype=float)))
+    floor = (ms / n_bar, df_runs, k == 2) if df_runs > 0 else None
+    ids = _ids(positive_values(data, metric))
+
+    def size(m: LogModel) -> str:
+        head = f"{m.n} campaign-level cell means of {n_runs} runs in {k} campaigns; "
+        if m.floored:
+            return head + (f"the repetitions' variance (replicate block as a term) exceeds the campaign x cell "
+                           f"residual: t on {m.floor_df} df from the runs")
+        if m.runs_df:
+            return head + (f"campaign x cell variation ({m.df_resid} df) with t on {m.floor_df} df from the runs' "
+                           "residual (two campaigns)")
+        return head + f"campaign x cell variation, {m.df_resid} df"
+
     sub = check.matched(means, candidates)
     if sub is not None and len(check.side(sub, check.a)) and len(check.side(sub, check.b)):
         cells = varied(means, cols)
         keyed = means.assign(_cell=means[cells].map(level_key).astype(str).agg("|".join, axis=1))
         key_a = keyed.loc[check.side(sub, check.a).index, "_cell"].iloc[0]
         key_b = keyed.loc[check.side(sub, check.b).index, "_cell"].iloc[0]
-        model = fit_log_model(keyed, ["_cell"], metric, interactions=False, block=CAMPAIGN)
+        model = fit_log_model(keyed, ["_cell"], metric, interactions=False, block=CAMPAIGN, floor=floor)
         if model is not None:
             est, lo, hi = model.contrast({"_cell": key_a}, {"_cell": key_b})
             n_cells = len(model.levels["_cell"])
             return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
                             f"matched cells, additive cell + campaign model over the study's {n_cells} cells: "
-                            + size.format(n=model.n, df=model.df_resid), n_runs, check.compared, k)
-    est, lo, hi, basis, _ = _model_contrast(means, metric, candidates, order, check, CAMPAIGN, size)
-    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n_runs, check.compared, k)
+                            + size(model), n_runs, check.compared, k, run_ids=ids)
+    est, lo, hi, basis, _ = _model_contrast(means, metric, candidates, order, check, CAMPAIGN, size, floor)
+    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n_runs, check.compared, k, run_ids=ids)
 
 
 def dataset_ratio(runs: pd.DataFrame, factor: str, a: Any, b: Any,
                   at: Mapping[str, Any] | None = None) -> Estimate:
-    """On-disk size ratio a/b over the dataset pairs that differ only in `factor`; the interval is the
-    range of the pairs' ratios (sizes are measured once per dataset: no repetitions)."""
+    """On-disk size ratio a/b for each dataset pair that differs only in `factor` (``Estimate.values``, labelled
+    by the pair's other levels), their geometric mean as the estimate and no interval: sizes are measured
+    once per dataset, a deterministic quantity judged per pair, never a CI."""
     if "data_physical_bytes" not in runs.columns or factor not in DATASET_FACTORS:
         raise NotTestable(f"no dataset sizes per {factor}")
     keys = [f for f in DATASET_FACTORS if f in runs.columns]
@@ -507,19 +651,21 @@ def dataset_ratio(runs: pd.DataFrame, factor: str, a: Any, b: Any,
     at = {f: resolve_level(ds, f, v) for f, v in (at or {}).items()}
     ds = _condition(ds, at)
     others = [f for f in keys if f != factor]
-    ratios = []
+    ratios, labels = [], []
     for _, g in ds.groupby([ds[f].map(level_key) for f in others], sort=True) if others else [((), ds)]:
         sa = g.loc[g[factor].map(level_key) == level_key(a), "data_physical_bytes"]
         sb = g.loc[g[factor].map(level_key) == level_key(b), "data_physical_bytes"]
         if len(sa) and len(sb) and float(sb.iloc[0]) > 0:
             ratios.append(float(sa.iloc[0]) / float(sb.iloc[0]))
+            held = {f: g[f].iloc[0] for f in others if f not in at and ds[f].map(level_key).nunique() > 1}
+            labels.append(_describe(held) or "the pair")
     if not ratios:
         raise NotTestable(f"no pair of datasets differs only in {factor}")
     gm = math.exp(float(np.mean(np.log(ratios))))
     compared = _compared(factor, a, b, at)
-    return Estimate(gm, min(ratios), max(ratios),
-                    f"dataset sizes (du), {len(ratios)} pair{'s' if len(ratios) > 1 else ''}; range", len(ratios),
-                    compared)
+    return Estimate(gm, math.nan, math.nan,
+                    f"dataset sizes (du), {len(ratios)} pair{'s' if len(ratios) > 1 else ''}, measured once each: "
+                    "judged per pair (no CI)", len(ratios), compared, values=list(zip(labels, ratios)))
 
 
 def _tristate(v: Any) -> bool | None:

@@ -1,5 +1,7 @@
-"""Campaign-level estimates for the claims: each campaign's own estimate, and the pooling of estimators
-that are not models (scale-out, Galera tables). The model contrasts pool campaigns themselves
+"""Campaign-level estimates: each campaign's own estimate, and a two-stage pooling of per-campaign estimates
+(t on K-1 df). Since issue 25 no claim pools through :func:`pool_campaign_estimates`: every claim, Galera and
+scale-out included, is estimated in the campaign-level model (:func:`dbmatrix.analyse.contrasts.ratio_estimate`);
+it remains for tools that compare campaigns. The model contrasts pool campaigns themselves
 (:func:`dbmatrix.analyse.contrasts.ratio_estimate`); the method is in :mod:`dbmatrix.analyse.campaign_model`."""
 
 from __future__ import annotations

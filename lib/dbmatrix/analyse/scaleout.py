@@ -276,8 +276,8 @@ def doubling_estimate(tables: Mapping[str, pd.DataFrame]) -> Estimate:
     r = d.sort_values("instances_b").iloc[-1]
     return Estimate(float(r["ratio"]), float(r["ratio_lo"]), float(r["ratio_hi"]),
                     f"largest thread count with merged p95 <= {thr:g} ms: {r['threads_a']:g} at "
-                    f"{int(r['instances_a'])} vs {r['threads_b']:g} at {int(r['instances_b'])} instance(s); the "
-                    "interval from the neighbouring thread levels", 0,
+                    f"{int(r['instances_a'])} vs {r['threads_b']:g} at {int(r['instances_b'])} instance(s); a grid "
+                    "quantity: the bracket from the neighbouring thread levels, not a CI", 0,
                     f"{int(r['instances_a'])} vs {int(r['instances_b'])} instances")
 
 

@@ -18,6 +18,7 @@ from dbmatrix.analyse.tables import write_csv
 from dbmatrix.paths import git_state
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import paper
+from dbmatrix.publish.claims_method import render_claims_method
 from dbmatrix.publish.hooks import HookContext, HookOutput, run_hook
 from dbmatrix.publish.paper_inputs import (
     cells_table,
@@ -268,6 +269,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     write_csv(verdicts.campaigns, generated_dir / "claims-campaigns.csv")
     write_text_atomic(generated_dir / "table-claims.tex", paper.render_claims_table(verdicts))
     write_text_atomic(generated_dir / "claims-details.tex", paper.render_claims_details(verdicts))
+    write_text_atomic(generated_dir / "claims-method.tex", render_claims_method())
     write_text_atomic(generated_dir / "table-setup.tex", paper.render_setup_table(host_facts_of(studies)))
     fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]
     missing = [f for f in fragments if not (paper_src / f"{f}.tex").is_file()]
@@ -277,7 +279,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     write_text_atomic(generated_dir / "figures.tex",
                       paper.render_inputs(fragments, "The figures drawn from this build's data."))
     written += [generated_dir / n for n in ("claims.csv", "claims-campaigns.csv", "table-claims.tex",
-                                            "claims-details.tex", "table-setup.tex", "figures.tex")]
+                                            "claims-details.tex", "claims-method.tex", "table-setup.tex",
+                                            "figures.tex")]
     for kind in kinds():
         if kind.section is not None:
             written.append(_section(generated_dir, kind.section.file, bodies.get(kind.name), kind.section.not_run))

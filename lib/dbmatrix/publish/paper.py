@@ -238,8 +238,10 @@ def _claim_note(r: Mapping[str, object]) -> str:
     basis = str(r.get("basis") or "")
     if verdict == "not tested":
         return latex_escape(reason.split(": ", 1)[-1] if reason.count(":") == 1 else reason)
-    if verdict == "premise not met":
+    if verdict in ("premise not met", "not identified") or reason.startswith(("pairs differ", "per pair", "unbounded")):
         return latex_escape(reason)
+    if basis.startswith("judged at every level of "):  # levels fixed in the claim (issue 25)
+        return "per level of " + latex_escape(basis.removeprefix("judged at every level of ").split(" (fixed")[0])
     if basis.startswith("depends on "):
         head = basis.split(", judged per level")[0].removeprefix("depends on ")
         return "per level of " + latex_escape(head)
@@ -275,7 +277,7 @@ def render_claims_table(verdicts: ClaimVerdicts) -> str:
              f"Claim (paraphrased; seed, where) & Compared here & Measured{camp_head} & Verdict & Note \\\\",
              "\\midrule"]
     short = {"agree": "agree", "disagree": "disagree", "inconclusive": "inconcl.", "premise not met": "premise",
-             "not tested": "--"}
+             "not identified": "not ident.", "not tested": "--"}
     for _, r in table.iterrows():
         claim = (f"{r['claim']} ({latex_escape(str(r['seed']))}, {latex_escape(str(r['where']))})"
                  )  # claim texts are LaTeX (claims.CLAIMS)
@@ -285,8 +287,10 @@ def render_claims_table(verdicts: ClaimVerdicts) -> str:
             claim += f" \\emph{{(here: {latex_escape(stand_in.split('; premise')[0])})}}"
         compared = latex_escape(str(r.get("compared") or "")) or "--"
         measured = claim_measured(r)
-        if measured == "--" and str(r.get("basis") or "").startswith("depends on "):
+        if measured == "--" and str(r.get("basis") or "").startswith(("depends on ", "judged at every level")):
             measured = "per level"
+        if "judged per pair" in str(r.get("basis") or ""):
+            measured = "per pair"
         per = "".join(" & " + short.get(verdicts.campaign_verdict(r["id"], k), "--") for k in ks)
         lines.append(f"{claim} & {compared} & {measured}{per} & \\textbf{{{verdict}}} & {_claim_note(r)} \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table*}", ""]
@@ -315,7 +319,8 @@ def render_claims_details(verdicts: ClaimVerdicts) -> str:
             parts.append(f"hosts {latex_escape(str(r['hosts']))}")
         premise = str(r.get("premise_value") or "")
         if premise:
-            met = {"yes": "met", "no": "not met"}.get(str(r.get("premise_met")), "not checked")
+            met = {"yes": "met", "no": "not met", "uncertain": "uncertain"}.get(str(r.get("premise_met")),
+                                                                                 "not checked")
             parts.append(f"premise {met}: {latex_escape(premise)}")
         if len(ks) > 1:
             parts.append("per campaign: " + ", ".join(

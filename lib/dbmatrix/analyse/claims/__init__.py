@@ -6,37 +6,41 @@ factors the seed held (``at``), the band of values the claim asserts for the est
 difference a - b in points, or a share), and its **premises**: the conditions the seed's result depended on,
 checked from our data (:class:`Premise`). The estimate and its 95 % CI come from the data (:func:`estimate`):
 
-1. runs restricted to the claim's conditions, if only the compared factor still varies there: the two
-   cells' repetitions, Welch's t on log values (ratio of geometric means);
-2. otherwise the factorial model of log(metric) (main effects + two-way interactions; :mod:`contrasts`):
-   the contrast at the claim's conditions. A factor the claim leaves free is averaged over only when its
-   interaction with the compared factor is not significant; otherwise the claim is judged per level of that
-   factor (:class:`dbmatrix.analyse.contrasts.DependsOn`). The basis says what a fractional design aliases;
-3. dataset sizes (one dataset per engine x page x compression): the geometric mean of the matched pairs'
-   ratios, the "interval" being their range; shares (tested runs shown stable by the steady-state test,
-   :func:`dbmatrix.analyse.contrasts.steady_share`): a Wilson interval widened to bound the undetermined runs;
-   the replication study (Galera) and the scale-out study: their own estimators.
-
-**Campaigns** (one run of a study's matrix on one boot): every claim is estimated within each campaign and,
-with two or more, pooled so that the interval contains the variation between campaigns (campaign-level cell
-means for the model contrasts, a two-stage t interval with K-1 df otherwise; :mod:`dbmatrix.analyse.pooling`).
-With one campaign the basis says "within one campaign": such an interval leaves out the variation between
-runs of the matrix.
+1. every estimate comes from one campaign-level model of log(metric) (:func:`dbmatrix.analyse.contrasts.
+   ratio_estimate`, :mod:`dbmatrix.analyse.campaign_model`): matched cells (the additive cell + campaign
+   model over the study's cells) or the two-way model's contrast at the claim's levels; the cell means'
+   variance is floored by the repetitions' (replicate block as a term) and with two campaigns the t takes
+   the runs' residual df. Galera and scale-out claims use the same model on their runs (no t on 1 df).
+   With one campaign the basis says "within one campaign": such an interval leaves out the variation
+   between runs of the matrix;
+2. a claim is judged at the levels it names (``at``) and, where the seed says so, at every level of the
+   factors in ``per`` (fixed in the registry, never split by a p-value); other free factors are averaged
+   over only when the design identifies that: a condition or an averaged interaction that is aliased gives
+   **not identified** and names the alias (:class:`dbmatrix.analyse.contrasts.NotIdentified`);
+3. intervals respect their metric: ratios on the log scale; shares on the logit scale, a difference of
+   shares by MOVER (:mod:`dbmatrix.analyse.shares`); dataset sizes (measured once per dataset) are judged per
+   pair and never given a CI (``Estimate.values``); an infinite interval is "unbounded".
 
 **Verdict rule** (:func:`verdict`, :func:`judge`), with [L, U] the 95 % CI, e the estimate, [lo, hi] the
-claimed band and the null value 1 for ratios, 0 for differences:
+claimed band, the null value 1 for ratios, 0 for differences, and m the equivalence margin of no effect
+declared per metric (:data:`dbmatrix.analyse.claims.model.MARGINS`):
 
-- **premise not met**: a premise of the claim fails on our data (the measured value is given); the estimate
-  is still shown, but it does not test the seed's result.
-- ``direction`` claims (an effect in a direction, "up to" / "about" a size): **agree** when [L, U] excludes
-  the null on the claimed side *and* e lies inside the band; **disagree** when [L, U] misses the band
-  entirely; **inconclusive** otherwise.
-- ``within`` claims (no or a bounded effect): **agree** when [L, U] lies inside the band; **disagree** when it
-  misses the band entirely; **inconclusive** otherwise.
+- **premise not met**: a premise's interval lies on the wrong side of its threshold (the measured value is
+  given); the estimate is still shown. A premise whose interval straddles the threshold is *uncertain*: the
+  verdict stands and its reason says "premise uncertain".
+- ``direction`` ("up to X", "grows"): **agree** when [L, U] excludes the null on the claimed side and e lies
+  in the band; **disagree** when [L, U] misses the band or lies inside the no-effect zone (1/(1+m) .. 1+m,
+  or -m .. m): a precise null; **inconclusive** otherwise.
+- ``about`` (X plus or minus a declared tolerance) and ``within`` (no or a bounded effect; "no effect" is
+  the zone of the metric's margin): **agree** when [L, U] lies inside the band, **disagree** when it misses
+  it, **inconclusive** otherwise.
 - with two or more campaigns, **agree** also needs every campaign's own estimate inside the band, and
-  **disagree** every campaign's own estimate outside it; else **inconclusive** ("campaigns differ").
+  **disagree** every campaign's own estimate outside it (a precise null excepted); else **inconclusive**.
+- **not identified**: no study's design identifies the comparison (the alias is named).
 - **not tested**: no study of the build varies the factor at the needed levels, or the hardware the claim
   is about does not exist here (the reason is given).
+
+The paper's method text is generated from this registry: :mod:`dbmatrix.publish.claims_method`.
 
 Multiplicity: each claim is a separate question fixed in advance by a seed; each is judged by its own 95 %
 interval, without a correction across claims (a reader should expect about one in twenty intervals to miss

@@ -11,6 +11,29 @@ import pandas as pd
 from dbmatrix.analyse.campaign_model import campaign_column, campaigns_of
 from dbmatrix.analyse.hosts import hosts_of, pooling_allowed
 
+# The equivalence margin of "no effect" per metric, declared before the data: a ratio within 1/(1+m) .. 1+m,
+# a difference (points) within -m .. m. An interval inside it is a precise null: it disagrees with a claim
+# of an effect, and a "no effect" claim's band is this zone. Sizes are measured, not sampled: a tight margin.
+MARGINS: dict[str, float] = {
+    "tps": 0.05, "p95_ms": 0.05, "read_kb_per_txn": 0.05, "write_kb_per_txn": 0.05, "tps_ratio": 0.05,
+    "lat_avg_ratio": 0.05, "lat_p95_ratio": 0.05, "data_physical_bytes": 0.005, "fc_paused_pct_points": 5.0,
+    "steady": 0.0, "scale_saturation": 0.05, "scale_p95_doubling": 0.05, "scale_peak_16_8": 0.05,
+    "scale_stability": 0.05,
+}
+DEFAULT_MARGIN = 0.05
+
+
+def no_effect(metric: str, kind: str = "ratio") -> tuple[float, float]:
+    """The band of "no effect" for `metric`: the equivalence zone of its margin."""
+    m = MARGINS.get(metric, DEFAULT_MARGIN)
+    return (-m, m) if kind == "difference" else (round(1 / (1 + m), 6), 1 + m)
+
+
+def about(value: float, tolerance: float, kind: str = "ratio") -> tuple[float, float]:
+    """The band of "about `value`": the effect (value - 1 for a ratio, the value itself for a difference)
+    plus or minus `tolerance` in the same units (0.05 = 5 points of a ratio's effect)."""
+    return (value - tolerance, value + tolerance)
+
 
 @dataclass(frozen=True)
 class Premise:
@@ -29,8 +52,22 @@ class Premise:
 
 @dataclass(frozen=True)
 class PremiseCheck:
+    """A premise measured on the data: ``met`` True/False when its interval lies on one side of the
+    threshold, None when the data cannot tell; ``uncertain`` (with ``met`` None) when the interval
+    straddles the threshold (a verdict under it says so)."""
+
     met: bool | None  # None: the data cannot tell (said in `value`)
     value: str  # the measured value, in words
+    uncertain: bool = False
+
+    @property
+    def state(self) -> str:
+        """met / not met / uncertain / not checked."""
+        if self.met is True:
+            return "met"
+        if self.met is False:
+            return "not met"
+        return "uncertain" if self.uncertain else "not checked"
 
 
 @dataclass(frozen=True)
@@ -41,7 +78,9 @@ class Claim:
     text: str  # the seed's claim, short, in English
     metric: str
     band: tuple[float, float]  # the values of the estimate the claim asserts
-    test: str = "direction"  # "direction" | "within"
+    # "direction": an effect on one side of the null, "up to" band[1]; "about": two-sided around a value
+    # (band = value -+ the declared tolerance); "within": no (or a bounded) effect, the band is the claim
+    test: str = "direction"
     kind: str = "ratio"  # "ratio" (a/b) | "difference" (a - b) | "share"
     factor: str | None = None
     a: Any = None  # level, or "min", "max", "second-max", "emulated:pmem", "native"
@@ -51,10 +90,19 @@ class Claim:
     stand_in: str = ""  # what stands in for the seed's condition (said in the table)
     not_tested: str = ""  # set: never testable here, for this reason
     premises: tuple[Premise, ...] = ()
+    # factors the claim is judged at every level of (fixed in the registry, never chosen by the data); the
+    # factors neither in `at` nor here are averaged over, and only where the design identifies that
+    per: tuple[str, ...] = ()
+    margin: float | None = None  # equivalence margin of no effect; None: the metric's (catalogue.MARGINS)
 
     @property
     def null(self) -> float:
         return 0.0 if self.kind == "difference" else 1.0
+
+    @property
+    def equivalence(self) -> float:
+        """The claim's equivalence margin of no effect (declared, else the metric's)."""
+        return self.margin if self.margin is not None else MARGINS.get(self.metric, DEFAULT_MARGIN)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -15,6 +16,8 @@ from dbmatrix.analyse.replication import pressured_setting, setting_runs
 # ============================================================================ premise checks
 
 MiB = 1024 * 1024
+# the engine's own write counters over the window (processed runs: dbmatrix.parse.cache_counters)
+ENGINE_WRITE_COLUMNS = ("engine_flush_bytes", "engine_compaction_bytes")
 
 
 def _pct(x: float) -> str:
@@ -45,6 +48,35 @@ def _at_runs(claim: Claim, ev: Evidence, **extra: Any) -> pd.DataFrame:
     return runs
 
 
+def measured(values: pd.Series, threshold: float, *, above: bool = True, confidence: float = 0.95
+             ) -> tuple[bool | None, bool, float, float, float]:
+    """A premise measured over runs: (met, uncertain, mean, lo, hi) with a t interval of the mean over the
+    runs; met when the whole interval is on the premise's side of `threshold` (above it, or below it when
+    not `above`), not met when it is wholly on the other side, uncertain (met None) when it straddles it.
+    One run: its value, met/not met read off it (no interval)."""
+    from scipy import stats as sps
+
+    v = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
+    if v.size == 0:
+        raise NotTestable("no measured values")
+    mean = float(v.mean())
+    if v.size < 2:
+        lo = hi = mean
+    else:
+        half = float(sps.t.ppf((1 + confidence) / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+        lo, hi = mean - half, mean + half
+    ok_lo, ok_hi = (lo >= threshold, hi < threshold) if above else (hi < threshold, lo >= threshold)
+    if ok_lo:
+        return True, False, mean, lo, hi
+    if ok_hi:
+        return False, False, mean, lo, hi
+    return None, True, mean, lo, hi
+
+
+def _check_of(met: bool | None, unsure: bool, text: str) -> PremiseCheck:
+    return PremiseCheck(met, text + (" (uncertain: the interval straddles the threshold)" if unsure else ""), unsure)
+
+
 def check_premise(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
     """One premise of `claim` on the evidence it is judged on (never raises)."""
     try:
@@ -62,17 +94,22 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
         runs = setting_runs(runs, setting)
         level = pd.to_numeric(runs["slave_threads"], errors="coerce")
         low = runs[level == level.min()]
-        paused = float(_num_col(low, "fc_paused_pct").mean())
+        met, unsure, paused, lo, hi = measured(_num_col(low, "fc_paused_pct"), p.threshold)
         where = "" if setting == "all" else f" ({setting.replace('_', ' ')})"
-        return PremiseCheck(paused >= p.threshold,
-                            f"flow control paused {_pct(paused)} of the time with {int(level.min())} "
-                            f"applier{'s' if level.min() != 1 else ''}{where} (needs {p.threshold:g} %)")
+        return _check_of(met, unsure, f"flow control paused {_pct(paused)} [{_pct(max(lo, 0))}, {_pct(min(hi, 100))}] "
+                         f"of the time with {int(level.min())} applier{'s' if level.min() != 1 else ''}{where} "
+                         f"(needs {p.threshold:g} %)")
     if p.kind == "compresses":
         engine = claim.at.get("engine")
         est = dataset_ratio(ev.runs, "compression", "lz4", "none", {"engine": engine} if engine else {})
-        factor = 1 / est.estimate if est.estimate > 0 else math.inf
-        return PremiseCheck(factor >= p.threshold,
-                            f"lz4 shrinks the data {factor:.2f}x (needs {p.threshold:g}x)")
+        factors = [1 / v if v > 0 else math.inf for _, v in est.values] or [1 / est.estimate]
+        shown = ", ".join(f"{f:.2f}x" for f in factors)
+        if min(factors) >= p.threshold:
+            return PremiseCheck(True, f"lz4 shrinks the data {shown} per pair (needs {p.threshold:g}x)")
+        if max(factors) < p.threshold:
+            return PremiseCheck(False, f"lz4 shrinks the data {shown} per pair (needs {p.threshold:g}x)")
+        return PremiseCheck(None, f"lz4 shrinks the data {shown} per pair (needs {p.threshold:g}x; pairs differ)",
+                            True)
     if p.kind == "saturated":
         if claim.factor != "threads":
             raise NotTestable("the saturation premise needs a thread comparison")
@@ -82,11 +119,12 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
         cpus = runs["host"].map(lambda h: ev.host_cpus.get(str(h), math.nan)) if "host" in runs else None
         if cpus is None or runs.empty or cpus.isna().all():
             raise NotTestable("the host's CPU count or the runs' CPU time is missing")
-        busy = (_num_col(runs, "host_cpu_busy_s") / _num_col(runs, "window_s") / cpus.astype(float)).mean()
-        if not np.isfinite(busy):
+        share = _num_col(runs, "host_cpu_busy_s") / _num_col(runs, "window_s") / cpus.astype(float)
+        if not np.isfinite(share).any():
             raise NotTestable("no CPU time over the window in the runs")
-        return PremiseCheck(bool(busy >= p.threshold),
-                            f"CPUs {busy * 100:.0f} % busy at {lower} threads (needs {p.threshold * 100:.0f} %)")
+        met, unsure, busy, lo, hi = measured(share[np.isfinite(share)], p.threshold)
+        return _check_of(met, unsure, f"CPUs {busy * 100:.0f} % [{lo * 100:.0f}, {min(hi, 1) * 100:.0f}] busy at "
+                         f"{lower} threads (needs {p.threshold * 100:.0f} %)")
     if p.kind == "cache_below_data":
         specs = (claim.a, claim.b) if claim.factor == "cache_pct" else (claim.at.get("cache_pct", "min"),)
         level = min((_level(ev, "cache_pct", s) for s in specs), key=float)  # the claim's low cache level
@@ -98,7 +136,52 @@ def _check(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
         return PremiseCheck(bool(share < p.threshold),
                             f"cache {level} % = {share * 100:.0f} % of the {logical:.0f} MiB of logical data "
                             "(needs under 100 %)")
-    raise ValueError(f"premise kind {p.kind!r}; allowed: fc_paused, compresses, saturated, cache_below_data")
+    if p.kind == "engine_writes":
+        runs = _at_runs(claim, ev)
+        cols = [c for c in ENGINE_WRITE_COLUMNS if c in runs.columns]
+        if not cols or runs.empty:
+            raise NotTestable("the runs do not record the engine's flush and compaction bytes")
+        moved = sum(_num_col(runs, c).fillna(0) for c in cols)
+        known = runs[cols].notna().any(axis=1)
+        if not known.any():
+            raise NotTestable("no flush or compaction counters in the runs' status")
+        some = int((moved[known] > p.threshold).sum())
+        total = int(known.sum())
+        text = (f"flush + compaction wrote {moved[known].sum() / MiB:.2f} MiB in {some} of {total} runs' windows "
+                "(needs bytes in every window)")
+        if some == total:
+            return PremiseCheck(True, text)
+        return PremiseCheck(False, text) if some == 0 else PremiseCheck(None, text, True)
+    if p.kind == "halves":
+        st = ev.extra.get("scaleout-stability")
+        if st is None or st.empty or "seconds" not in st.columns:
+            raise NotTestable("no per-second rows at the best setting")
+        secs = pd.to_numeric(st["seconds"], errors="coerce").dropna()
+        half = float(secs.min()) / 2
+        return PremiseCheck(bool(half >= p.threshold), f"halves of {half:g} s (the shortest window: "
+                            f"{secs.min():g} s; needs {p.threshold:g} s each)")
+    if p.kind == "doubling_grid":
+        runs = ev.runs
+        if runs.empty or "instances" not in runs.columns:
+            raise NotTestable("no instance counts in the runs")
+        counts = sorted({int(x) for x in pd.to_numeric(runs["instances"], errors="coerce").dropna()})
+        steps = [n for n in counts if n * p.threshold in counts]
+        cpus = min((ev.host_cpus.get(str(h), 0) for h in runs["host"].unique()), default=0) \
+            if "host" in runs.columns else 0
+        if not steps:
+            return PremiseCheck(False, f"instance counts {counts}: no n and 2n")
+        threads = sorted({float(x) for x in pd.to_numeric(runs.get("threads"), errors="coerce").dropna()})
+        step = max((b / a for a, b in itertools.pairwise(threads) if a > 0), default=math.inf)
+        if step > p.threshold:  # the crossing is read off the thread grid: it must resolve a factor of 2
+            return PremiseCheck(False, f"thread counts {', '.join(f'{t:g}' for t in threads)}: steps of "
+                                f"x{step:g}, too coarse to resolve a doubling (needs x{p.threshold:g})")
+        n2 = int(max(steps) * p.threshold)
+        if not cpus:
+            return PremiseCheck(None, f"instances {max(steps)} and {n2} measured; the host's CPU count is unknown")
+        return PremiseCheck(bool(cpus >= n2), f"instances {max(steps)} and {n2} measured on {cpus} CPUs "
+                            f"(needs a CPU per instance)")
+    raise ValueError(f"premise kind {p.kind!r}; allowed: fc_paused, compresses, saturated, cache_below_data, "
+                     "engine_writes, halves, doubling_grid")
 
 
 

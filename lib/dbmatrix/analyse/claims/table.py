@@ -10,7 +10,6 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.campaign_model import alias_note
 from dbmatrix.analyse.campaign_records import independence
 from dbmatrix.analyse.claims.catalogue import CLAIMS
 from dbmatrix.analyse.claims.estimators import estimate_all
@@ -18,7 +17,7 @@ from dbmatrix.analyse.claims.model import Claim, Evidence, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.registration import first_registration, registration_status
 from dbmatrix.analyse.claims.verdicts import VERDICTS, fmt, judge
-from dbmatrix.analyse.contrasts import DependsOn, Estimate, NotTestable
+from dbmatrix.analyse.contrasts import NotIdentified, NotTestable
 
 # ============================================================================ the table
 
@@ -53,62 +52,59 @@ class ClaimVerdicts:
         return v if isinstance(v, str) else ""
 
 
-MAX_SPLIT_DEPTH = 3  # nested interactions judged per combination of levels, at most this deep
-
-
-def _split(claim: Claim, ev: Evidence, exc: DependsOn, depth: int = 1
-           ) -> list[tuple[dict[str, Any], Estimate | None, list[Estimate | None], str]]:
-    """The claim judged at each level of the factor it depends on (recursively when the effect at a level
-    depends on a further factor): (the levels held, pooled estimate or None, per-campaign estimates,
-    note)."""
-    out: list[tuple[dict[str, Any], Estimate | None, list[Estimate | None], str]] = []
-    for level in exc.per_level:
-        sub = replace(claim, at={**claim.at, exc.factor: level})
-        held = {exc.factor: level}
-        try:
-            est, per, _ = estimate_all(sub, ev)
-            out.append((held, est, per, ""))
-        except DependsOn as inner:
-            if depth >= MAX_SPLIT_DEPTH:
-                out.append((held, None, [], str(inner)))
-                continue
-            out += [({**held, **h}, e, p, n) for h, e, p, n in _split(sub, ev, inner, depth + 1)]
-        except NotTestable as inner:
-            out.append((held, None, [], str(inner)))
-    return out
-
-
-def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
-                     checks: Sequence[PremiseCheck]) -> tuple[str, str, int, list[str]]:
-    """The verdict shared by every combination of levels the effect depends on (else inconclusive), the
-    per-level estimates and verdicts in words, and the runs behind them."""
+def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
+                ) -> tuple[str, str, str, int, list[str]]:
+    """The claim judged at every level of the factors it names in ``per`` (fixed in the registry, the same
+    in every campaign): the verdict shared by every level (else inconclusive), the compared text, the
+    per-level estimates and verdicts in words, the unique runs behind them, and each campaign's verdict.
+    NotIdentified when the design does not identify the comparison at a level."""
+    from dbmatrix.analyse.contrasts import level_product, ordered_levels, positive_values, resolve_level
     from dbmatrix.spec.factors import factor_unit, factor_word
 
-    parts, verdicts, n = [], [], 0
-    leaves = _split(claim, ev, exc)
-    per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
+    data = positive_values(ev.runs, claim.metric)
+    if data.empty:
+        raise NotTestable(f"{claim.metric} was not measured")
+    held = {f: resolve_level(data, f, v) for f, v in claim.at.items()}
+    for f, v in held.items():
+        data = data[data[f].astype(str) == str(v)]
+    levels = {f: ordered_levels(data[f], ev.level_order.get(f)) for f in claim.per if f in data.columns}
+    if not levels:
+        raise NotTestable(f"no {', '.join(claim.per)} column in the runs")
+    parts: list[str] = []
+    verdicts: list[str] = []
+    ids: set[str] = set()
+    n_max, compared = 0, ""
     camp_checks = [_campaign_checks(claim, ev, k, checks) for k in ev.campaigns()]
-    for held, e, per, note in leaves:
-        for k in range(len(per_camp)):
-            pk = per[k] if len(per) == len(per_camp) else None
-            per_camp[k].append(judge(claim, pk, [], camp_checks[k])[0] if pk is not None else "inconclusive")
-        where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in held.items())
-        if e is None:
+    per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
+    for combo in level_product(levels):
+        sub = replace(claim, at={**claim.at, **combo}, per=())
+        where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in combo.items())
+        try:
+            e, per, _ = estimate_all(sub, ev)
+        except NotIdentified as exc:
+            raise NotIdentified(f"at {where}: {exc}") from None
+        except NotTestable as exc:
             verdicts.append("inconclusive")
-            parts.append(f"{where}: not estimable ({note})")
+            parts.append(f"{where}: not estimable ({exc})")
+            for vs in per_camp:
+                vs.append("inconclusive")
             continue
-        v, _ = judge(claim, e, per if len(per) > 1 else [], checks)
+        v, why = judge(sub, e, per if len(per) > 1 else [], checks)
         verdicts.append(v)
-        n += e.n
-        parts.append(f"{where}: {fmt(e.estimate)} [{fmt(e.ci_lo)}, {fmt(e.ci_hi)}] {v}")
+        compared = compared or e.compared.split(" at ")[0]
+        ids |= e.run_ids
+        n_max = max(n_max, e.n)
+        parts.append(f"{where}: {fmt(e.estimate)} [{fmt(e.ci_lo)}, {fmt(e.ci_hi)}] {v}"
+                     + (f" ({why})" if why and not why.startswith("premise") else ""))
+        for k, vs in enumerate(per_camp):
+            pk = per[k] if len(per) == len(per_camp) else None
+            vs.append(judge(sub, pk, [], camp_checks[k])[0] if pk is not None else "inconclusive")
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
     within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
-    aliased = alias_note(dict(ev.design)) if ev.design else ""
-    within += f"; {aliased}" if aliased else ""
     camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
-    return common, (f"depends on {factor_word(exc.factor)} (interaction p = {exc.p:.2g}), judged per level: "
-                    + "; ".join(parts) + within), n, camp_v
-
+    names = ", ".join(factor_word(f) for f in levels)
+    return common, compared, (f"judged at every level of {names} (fixed in the claim): " + "; ".join(parts)
+                              + within), len(ids) or n_max, camp_v
 
 
 def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> ClaimVerdicts:
@@ -140,31 +136,37 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             pool = [Evidence("+".join(e.experiment for e in pool), "pooled",
                              pd.concat([e.runs for e in pool], ignore_index=True),
                              campaign_records=[r for e in pool for r in e.campaign_records])] if pool else []
-        reasons = []
+        reasons: list[str] = []
+        unidentified: tuple[Evidence, NotIdentified, list[PremiseCheck]] | None = None
         for ev in pool:
             ev, hosts = ev.for_claims()
             checks = [check_premise(p, c, ev) for p in c.premises]
+            failed = [ch.value for ch in checks if ch.met is False]
             try:
+                if any(f in ev.runs.columns and ev.runs[f].nunique() > 1 for f in c.per):
+                    v, compared, text, n, camp_v = _per_levels(c, ev, checks)
+                    if len(camp_v) > 1:
+                        for k, cv in zip(ev.campaigns(), camp_v):
+                            if k <= n_camp:
+                                camp[k]["verdict"] = cv
+                    unsure = [f"premise uncertain: {ch.value}" for ch in checks if ch.uncertain]
+                    row.update(study=ev.experiment, compared=compared, basis=text, n=n,
+                               verdict="premise not met" if failed else v,
+                               reason="; ".join([*(failed or unsure), *reasons]), campaigns=len(ev.campaigns()))
+                    _premise_cols(row, checks)
+                    break
                 est, per, notes = estimate_all(c, ev)
-            except DependsOn as exc:
-                v, text, n, camp_v = _depends_verdict(c, ev, exc, checks)
-                failed = [ch.value for ch in checks if ch.met is False]
-                if len(camp_v) > 1:
-                    for k, cv in zip(ev.campaigns(), camp_v):
-                        if k <= n_camp:
-                            camp[k]["verdict"] = cv
-                row.update(study=ev.experiment, compared=exc.compared, basis=text, n=n,
-                           verdict="premise not met" if failed else v, reason="; ".join(failed),
-                           campaigns=len(ev.campaigns()))
-                _premise_cols(row, checks)
-                break
+            except NotIdentified as exc:  # another study's design may identify it
+                unidentified = unidentified or (ev, exc, checks)
+                reasons.append(f"{ev.experiment}: not identified: {exc}")
+                continue
             except NotTestable as exc:
                 reasons.append(f"{ev.experiment}: {exc}")
                 continue
             v, why = judge(c, est, per if len(per) > 1 else [], checks)
-            row.update(study=ev.experiment, compared=est.compared, basis=est.basis, n=est.n,
+            row.update(study=ev.experiment, compared=est.compared, basis=est.basis, n=len(est.run_ids) or est.n,
                        estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi, verdict=v,
-                       reason="; ".join([why, *notes]).strip("; "), campaigns=len(ev.campaigns()))
+                       reason="; ".join([why, *notes, *reasons]).strip("; "), campaigns=len(ev.campaigns()))
             for k, e in zip(ev.campaigns(), per):
                 if e is None or k > n_camp:
                     continue
@@ -175,6 +177,11 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                 row["hosts"] = hosts
             break
         else:
+            if unidentified:
+                _not_identified(row, *unidentified)
+                _campaign_cols(row, c, unidentified[0])
+                rows.append(row)
+                continue
             row["reason"] = "; ".join(reasons) if reasons else (
                 "needs a " + " or ".join(c.sources) + " study; none in this build")
             rows.append(row)
@@ -200,6 +207,17 @@ def _campaign_cols(row: dict[str, Any], c: Claim, ev: Evidence) -> None:
     row["registration"] = registration_status(c, first_registration(recs))
 
 
+def _not_identified(row: dict[str, Any], ev: Evidence, exc: NotIdentified, checks: Sequence[PremiseCheck]) -> None:
+    """No study identifies the claim's comparison: the first one's alias, never an average over it (a failed
+    premise still comes first)."""
+    failed = [ch.value for ch in checks if ch.met is False]
+    row.update(study=ev.experiment, basis=f"not identified by this design: {exc}",
+               verdict="premise not met" if failed else "not identified",
+               reason="; ".join([*failed, f"also not identified: {exc}"]) if failed else str(exc),
+               campaigns=len(ev.campaigns()))
+    _premise_cols(row, checks)
+
+
 def _campaign_checks(c: Claim, ev: Evidence, k: int, pooled: Sequence[PremiseCheck]) -> list[PremiseCheck]:
     """The premises on campaign `k`'s own runs (a premise can hold in one campaign and not in another;
     where a campaign alone cannot tell, the pooled check stands)."""
@@ -212,7 +230,8 @@ def _campaign_checks(c: Claim, ev: Evidence, k: int, pooled: Sequence[PremiseChe
 def _premise_cols(row: dict[str, Any], checks: Sequence[PremiseCheck]) -> None:
     row["premise_value"] = "; ".join(ch.value for ch in checks)
     row["premise_met"] = ("" if not checks else "no" if any(ch.met is False for ch in checks)
-                          else "yes" if all(ch.met for ch in checks) else "unknown")
+                          else "yes" if all(ch.met for ch in checks)
+                          else "uncertain" if any(ch.uncertain for ch in checks) else "unknown")
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:

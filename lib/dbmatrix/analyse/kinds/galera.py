@@ -3,7 +3,6 @@ own estimators of the applier claims, its paper section (figures and macros: ``p
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -11,9 +10,10 @@ import pandas as pd
 
 from dbmatrix.analyse import replication as repl
 from dbmatrix.analyse.campaign_model import campaign_column, campaigns_of
-from dbmatrix.analyse.contrasts import Estimate, NotTestable, replication_estimate
+from dbmatrix.analyse.contrasts import Estimate, NotTestable, ratio_estimate
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds.base import PaperSection, StudyKind
+from dbmatrix.analyse.shares import share_difference
 from dbmatrix.analyse.tables import Analysis, load_processed
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore
@@ -67,25 +67,26 @@ class GaleraKind(StudyKind):
         return claim.metric in METRICS
 
     def claim_estimate(self, claim: Claim, ev: Evidence) -> Estimate:
+        """The applier claims in the campaign-level model of every other claim (one estimator family):
+        the replication runs at the pressured setting, slave_threads compared (a ratio of geometric means
+        for throughput and latency, a MOVER difference of logit shares for the paused time)."""
         from dbmatrix.analyse.claims.premises import pressured
 
-        if ev.replication is None or ev.replication.empty:
-            raise NotTestable("the replication study's effect table is missing")
-        est = replication_estimate(ev.replication, claim.metric, pressured(ev))
-        return _orient(claim, est) if claim.a == "min" else est
+        runs = ev.extra.get("replication-runs")
+        if runs is None or runs.empty:
+            raise NotTestable("the replication study's runs table is missing")
+        setting = pressured(ev)
+        runs = repl.setting_runs(runs, setting)
+        factor = claim.factor or repl.LEVEL
+        if claim.metric == "fc_paused_pct_points":
+            est = share_difference(runs, "fc_paused_pct", factor, claim.a, claim.b)
+        elif claim.metric in RATIO_COLUMNS:
+            est = ratio_estimate(runs, RATIO_COLUMNS[claim.metric], factor, claim.a, claim.b, factors=[factor])
+        else:
+            raise NotTestable(f"unknown replication metric {claim.metric!r}")
+        where = "" if setting == "all" else f" at {setting.replace('_', ' ')}"
+        return replace(est, basis=f"replication runs{where}: {est.basis}", compared=est.compared + where)
 
 
-def _orient(claim: Claim, est: Estimate) -> Estimate:
-    """The replication table compares the highest level with the lowest; a claim stated the other way
-    round gets the reciprocal (ratios) or the negation (differences)."""
-    if claim.kind == "difference":
-        return replace(est, estimate=-est.estimate, ci_lo=-est.ci_hi, ci_hi=-est.ci_lo,
-                       compared=_swap(est.compared))
-    inv = [1 / x if x else math.inf for x in (est.estimate, est.ci_hi, est.ci_lo)]
-    return replace(est, estimate=inv[0], ci_lo=inv[1], ci_hi=inv[2], compared=_swap(est.compared))
-
-
-def _swap(compared: str) -> str:
-    head, _, levels = compared.rpartition(" ")
-    a, _, b = levels.partition("/")
-    return f"{head} {b}/{a}".strip() if b else compared
+# the replication runs' column behind each ratio metric of the claims
+RATIO_COLUMNS = {"tps_ratio": "tps", "lat_avg_ratio": "lat_avg_ms", "lat_p95_ratio": "lat_p95_ms"}

@@ -4,17 +4,21 @@ tables, ``processed/scaleout-*.csv``), its own estimators and figures (``publish
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.campaign_model import campaign_column, campaigns_of
-from dbmatrix.analyse.contrasts import Estimate, NotTestable
+from dbmatrix.analyse.contrasts import Estimate, NotTestable, ratio_estimate
+from dbmatrix.analyse.effects import sum_contrast
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds.base import StudyKind
 from dbmatrix.analyse.scaleout import (
     doubling_estimate,
     peak_ratio_estimate,
+    saturation,
     saturation_estimate,
     scaleout_tables,
     stability_estimate,
@@ -67,7 +71,56 @@ class ScaleoutKind(StudyKind):
         return claim.metric.startswith("scale_")
 
     def claim_estimate(self, claim: Claim, ev: Evidence) -> Estimate:
+        """In the campaign-level model with every campaign of `ev` (one estimator family): saturation as a
+        ratio of the runs' QPS between two thread levels, stability as the runs' half ratio with a campaign
+        block; the doubling is a grid quantity (its bracket is not a CI), the peak ratio from the tables."""
+        if claim.metric == "scale_saturation":
+            return _saturation(ev)
+        if claim.metric == "scale_stability":
+            return _stability(ev)
         return _scaleout_estimate(claim.metric, ev.extra)
+
+
+def _saturation(ev: Evidence, instances: int = 1) -> Estimate:
+    """QPS at the largest thread count over QPS at the saturation point (read from the tables of all
+    campaigns), as a ratio of the runs' geometric means in the campaign-level model."""
+    cells = ev.extra.get("scaleout-cells", pd.DataFrame())
+    g = cells[cells["instances"] == instances] if cells is not None and not cells.empty else pd.DataFrame()
+    if g.empty or g["threads"].nunique() < 3:
+        raise NotTestable(f"needs three or more thread counts at {instances} instance(s)")
+    sat = saturation(g).iloc[0]
+    if not sat["reached"]:
+        raise NotTestable(f"throughput still rises at the largest thread count ({sat['largest_threads']})")
+    runs = ev.runs[pd.to_numeric(ev.runs["instances"], errors="coerce") == instances]
+    knee = int(sat["saturation_threads"])
+    est = ratio_estimate(runs, "qps", "threads", "max", knee, factors=["threads"])
+    return replace(est, basis=f"QPS at the largest thread count / at the saturation point {knee} (interval "
+                   f"{sat['saturation_lo']}-{sat['saturation_hi']}; peak at {sat['peak_threads']}): {est.basis}")
+
+
+def _stability(ev: Evidence) -> Estimate:
+    """Second-half over first-half per-second QPS of the best cell's runs: the geometric mean with a campaign
+    block (sum-coded: the average over campaigns), t on the runs' residual df."""
+    import statsmodels.api as sm
+
+    st = ev.extra.get("scaleout-stability", pd.DataFrame())
+    if st is None or st.empty or st["half_ratio"].notna().sum() < 2:
+        raise NotTestable("needs two or more runs with per-second rows at the best setting")
+    st = st.dropna(subset=["half_ratio"])
+    st = st[st["half_ratio"] > 0]
+    camp = campaign_column(ev.runs.set_index("run_id")).reindex(st["run_id"]).fillna(1).astype(int).to_numpy()
+    ks = sorted(set(camp))
+    y = np.log(st["half_ratio"].to_numpy(dtype=float))
+    X = np.column_stack([np.ones(len(y)), sum_contrast(len(ks))[[ks.index(c) for c in camp]]])
+    if len(y) - X.shape[1] < 1:
+        raise NotTestable("too few runs for an interval beside the campaign block")
+    fit = sm.OLS(y, X).fit()
+    lo, hi = fit.conf_int()[0]
+    return Estimate(float(np.exp(fit.params[0])), float(np.exp(lo)), float(np.exp(hi)),
+                    f"per-second QPS, second half of the window / first half, {len(y)} runs"
+                    + (f" in {len(ks)} campaigns (campaign block)" if len(ks) > 1 else "")
+                    + f"; log scale, t on {int(fit.df_resid)} df", len(y), f"cell {st['cell_id'].iloc[0]}",
+                    len(ks), run_ids=frozenset(str(r) for r in st["run_id"]))
 
 
 def _scaleout_estimate(metric: str, tables: Mapping[str, pd.DataFrame]) -> Estimate:
