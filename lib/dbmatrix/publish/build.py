@@ -18,6 +18,7 @@ from dbmatrix.analyse.tables import write_csv
 from dbmatrix.paths import git_state
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import paper
+from dbmatrix.publish.captions import caption_macros
 from dbmatrix.publish.figure_check import Finding, format_findings
 from dbmatrix.publish.hooks import HookContext, HookOutput, run_hook
 from dbmatrix.publish.paper_inputs import (
@@ -227,8 +228,9 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         if st.prefix:
             macros.update(paper.prefixed(base, st.prefix))
     by_name = {st.name: st for st in studies}
-    macros.update(figure_macros({stem: by_name[n] for stem, n in out.figures.items() if n in by_name},
-                                opts or {}))
+    drawn = {stem: by_name[n] for stem, n in out.figures.items() if n in by_name}
+    macros.update(figure_macros(drawn, opts or {}))
+    macros.update(caption_macros(drawn, opts or {}))
     macros.update(claims_macros(verdicts))
     macros.update({
         "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,

@@ -47,6 +47,10 @@ MIN_AXES_FRACTION = 0.125
 # text boxes include the font's line gap, so neighbouring tick labels of a well-spaced axis may share a pixel.
 TOLERANCE_PX = 1.0
 
+# Neighbouring tick labels of one axis closer than this share of their font size read as one label: a word
+# space is about a quarter of an em, so "1", "4" and "16" closer than that print as "1416".
+MIN_TICK_GAP_EM = 0.25
+
 KINDS = ("overlap", "clipped", "degenerate-axes", "no-legend-entry", "legend-covers", "emulated-unlabelled")
 
 
@@ -76,7 +80,8 @@ def _draw(fig: Figure) -> RendererBase:
 def _describe(artist: object) -> str:
     if isinstance(artist, Text):
         role = getattr(artist, "_check_role", "text")
-        return f"{role} {artist.get_text()!r}"
+        where = f" of axes {_axes_name(artist.axes)}" if role.endswith("tick label") and artist.axes else ""
+        return f"{role} {artist.get_text()!r}{where}"
     if isinstance(artist, Legend):
         return "legend [" + ", ".join(t.get_text() for t in artist.get_texts()) + "]"
     if isinstance(artist, Axes):
@@ -157,7 +162,7 @@ def _overlap(a: Bbox, b: Bbox, tol: float = TOLERANCE_PX) -> bool:
 # ------------------------------------------------------------------------------------ rules
 
 
-def _text_overlaps(name: str, texts: list[tuple[Text, Bbox]]) -> list[Finding]:
+def _text_overlaps(name: str, fig: Figure, texts: list[tuple[Text, Bbox]]) -> list[Finding]:
     out = []
     for i, (ta, ba) in enumerate(texts):
         for tb, bb in texts[i + 1:]:
@@ -166,6 +171,17 @@ def _text_overlaps(name: str, texts: list[tuple[Text, Bbox]]) -> list[Finding]:
                 h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
                 out.append(Finding(name, "overlap", (_describe(ta), _describe(tb)),
                                    f"{w:.0f}x{h:.0f} px in common"))
+            elif (role := getattr(ta, "_check_role", "")).endswith("tick label") and ta.axes is tb.axes \
+                    and getattr(tb, "_check_role", "") == role:
+                along = 0 if role.startswith("x") else 1
+                lo, hi = (ba, bb) if ba.get_points()[0][along] <= bb.get_points()[0][along] else (bb, ba)
+                gap = hi.get_points()[0][along] - lo.get_points()[1][along]
+                em = ta.get_fontsize() * fig.dpi / 72
+                across = min(ba.get_points()[1][1 - along], bb.get_points()[1][1 - along]) \
+                    - max(ba.get_points()[0][1 - along], bb.get_points()[0][1 - along])
+                if across > 0 and 0 <= gap < MIN_TICK_GAP_EM * em:
+                    out.append(Finding(name, "overlap", (_describe(ta), _describe(tb)),
+                                       f"{gap:.1f} px apart, less than {MIN_TICK_GAP_EM} em: they read as one"))
     return out
 
 
@@ -406,7 +422,7 @@ def check_figure(fig: Figure, name: str, *, emulated: Iterable[str] | Mapping[st
     try:
         renderer = _draw(fig)
         texts = [(t, t.get_window_extent(renderer)) for t in _texts(fig)]
-        findings = (_text_overlaps(name, texts) + _clipped(name, fig, renderer, texts)
+        findings = (_text_overlaps(name, fig, texts) + _clipped(name, fig, renderer, texts)
                     + _degenerate(name, fig, renderer) + _unlabelled(name, fig)
                     + _legend_covers(name, fig, renderer, texts) + _emulated(name, texts, emulated))
     finally:

@@ -315,17 +315,18 @@ def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
     nice = [t for t in ticks if lo / 1.05 <= t <= hi * 1.05]
     if len(nice) > 4:
         nice = [t for t in nice if f"{t:g}".lstrip("0.").startswith("1")] or nice
-    while len(nice) > 4:  # thin to at most four labels, keeping 1
+    most = 4 if hi / lo < 1e3 else 3  # powers of ten are wider labels: fewer fit a panel
+    while len(nice) > most:  # thin, keeping 1
         keep = nice[::2] if 1.0 in nice[::2] else nice[1::2]
-        nice = keep if len(keep) < len(nice) else nice[:4]
+        nice = keep if len(keep) < len(nice) else nice[:most]
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: _ratio_tick(x)))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def _ratio_tick(x: float) -> str:
-    """A ratio tick: plain between 0.01 and 100, else a power of ten (10^4), so wide axes stay short."""
-    if 0.01 <= x <= 100 or x <= 0:
+    """A ratio tick: plain between 0.05 and 50, else a power of ten (10^4), so wide axes stay short."""
+    if 0.05 <= x <= 50 or x <= 0:
         return f"{x:g}"
     e = np.log10(x)
     return f"$10^{{{int(round(e))}}}$" if abs(e - round(e)) < 1e-9 else f"{x:.0e}"
@@ -360,6 +361,7 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
                                   layout="constrained")
     palette = sns.color_palette("colorblind")
     groups = list(cells.groupby(series, sort=True)) if series else [((), cells)]
+    runs_only = shows_runs(cells["n"]) if "n" in cells else False
     for i, (_, g) in enumerate(groups):
         g = g.sort_values("threads", kind="stable")
         first = g.iloc[0]
@@ -367,8 +369,14 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
                  _medium_label(first[k], first.get("emulated")) if k == "medium" else str(first[k])
                  for k in series]
         color, marker = palette[i % len(palette)], MARKERS[i % len(MARKERS)]
-        ax.errorbar(g["threads"], g["mean"], yerr=_yerr(g), color=color, marker=marker, markersize=3.5,
-                    capsize=2, linewidth=1.1, elinewidth=0.9, label=", ".join(parts) or "all")
+        if runs_only:  # fewer than MIN_RUNS_FOR_INTERVAL runs per cell: the runs, not a t interval
+            ax.plot(g["threads"], g["mean"], color=color, marker=marker, markersize=3.5, linewidth=1.1,
+                    markerfacecolor="none", label=", ".join(parts) or "all")
+            sel = runs[runs["cell_id"].isin(set(g["cell_id"]))] if "tps" in runs else runs.iloc[0:0]
+            ax.scatter(sel["threads"], sel["tps"], color=color, marker=marker, s=9, alpha=0.8, linewidths=0)
+        else:
+            ax.errorbar(g["threads"], g["mean"], yerr=_yerr(g), color=color, marker=marker, markersize=3.5,
+                        capsize=2, linewidth=1.1, elinewidth=0.9, label=", ".join(parts) or "all")
         if "p95_ms" in g and g["p95_ms"].notna().any():
             ax2.plot(g["threads"], g["p95_ms"], color=color, marker=marker, markersize=3.5, linewidth=1.1)
         if "p95_ms" in runs.columns:

@@ -15,7 +15,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
-from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, FigureDataError, apply_style, subplots
+from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, FigureDataError, apply_style, shows_runs, subplots
 
 
 def _need(df: pd.DataFrame | None, what: str) -> pd.DataFrame:
@@ -24,19 +24,30 @@ def _need(df: pd.DataFrame | None, what: str) -> pd.DataFrame:
     return df
 
 
-def qps_vs_threads(cells: pd.DataFrame, saturation: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
+def qps_vs_threads(cells: pd.DataFrame, saturation: pd.DataFrame,
+                   runs: pd.DataFrame | None = None) -> tuple[Figure, dict[str, Any]]:
     """Mean QPS (95 % CI) vs client threads (log2 axis), one line per instance count; the saturation
-    point of each instance count is marked with an open circle."""
+    point of each instance count is marked with an open circle. With fewer than
+    :data:`~dbmatrix.publish.figures.MIN_RUNS_FOR_INTERVAL` runs per cell, the runs (from `runs`: instances,
+    threads, qps) instead of intervals."""
     cells = _need(cells, "QPS vs threads")
     apply_style()
     fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, 2.3))
     palette = sns.color_palette("colorblind")
+    runs_only = shows_runs(cells["n"]) if "n" in cells else False
     for i, (n, g) in enumerate(cells.groupby("instances", sort=True)):
         g = g.sort_values("threads")
-        yerr = np.nan_to_num(np.vstack([g["qps"] - g["ci_lo"], g["ci_hi"] - g["qps"]]))
-        ax.errorbar(g["threads"], g["qps"] / 1000, yerr=yerr / 1000, color=palette[i % len(palette)],
-                    marker=MARKERS[i % len(MARKERS)], markersize=3.5, capsize=2, linewidth=0.9,
-                    label=f"{n} instance{'s' if n > 1 else ''}")
+        kw = {"color": palette[i % len(palette)], "marker": MARKERS[i % len(MARKERS)], "markersize": 3.5,
+              "linewidth": 0.9, "label": f"{n} instance{'s' if n > 1 else ''}"}
+        if runs_only:
+            ax.plot(g["threads"], g["qps"] / 1000, **kw)
+            if runs is not None and {"instances", "threads", "qps"} <= set(runs.columns):
+                r = runs[runs["instances"] == n]
+                ax.scatter(r["threads"], pd.to_numeric(r["qps"], errors="coerce") / 1000, color=kw["color"],
+                           marker=kw["marker"], s=9, alpha=0.8, linewidths=0, zorder=1)
+        else:
+            yerr = np.nan_to_num(np.vstack([g["qps"] - g["ci_lo"], g["ci_hi"] - g["qps"]]))
+            ax.errorbar(g["threads"], g["qps"] / 1000, yerr=yerr / 1000, capsize=2, **kw)
         s = saturation[saturation["instances"] == n] if not saturation.empty else saturation
         if not s.empty and bool(s["reached"].iloc[0]):
             t = int(s["saturation_threads"].iloc[0])

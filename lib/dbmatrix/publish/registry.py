@@ -108,7 +108,7 @@ def _scaleout(st: StudyTables, name: str) -> pd.DataFrame:
 
 def _draw_scaleout_qps(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     cells, sat = _scaleout(st, "cells"), _scaleout(st, "saturation")
-    fig, _ = scaleout_plots.qps_vs_threads(cells, sat)
+    fig, _ = scaleout_plots.qps_vs_threads(cells, sat, st.a.runs if st.a is not None else None)
     return fig, [cells, sat]
 
 
