@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -80,7 +81,8 @@ def _draw(fig: Figure) -> RendererBase:
 def _describe(artist: object) -> str:
     if isinstance(artist, Text):
         role = getattr(artist, "_check_role", "text")
-        where = f" of axes {_axes_name(artist.axes)}" if role.endswith("tick label") and artist.axes else ""
+        ax = artist.axes
+        where = f" of axes {_axes_name(ax)}" if role.endswith("tick label") and isinstance(ax, Axes) else ""
         return f"{role} {artist.get_text()!r}{where}"
     if isinstance(artist, Legend):
         return "legend [" + ", ".join(t.get_text() for t in artist.get_texts()) + "]"
@@ -95,16 +97,23 @@ def _axes_name(ax: Axes) -> str:
     return repr(bits[0]) if bits else f"#{ax.figure.axes.index(ax)}" if ax.figure else "?"
 
 
+def _role(t: Text, role: str) -> Text:
+    """Tag a text with its role (tick label, title, ...) for the findings' descriptions."""
+    setattr(t, "_check_role", role)  # noqa: B010  (a plain attribute on a matplotlib artist)
+    return t
+
+
 def _tick_labels(ax: Axes) -> list[Text]:
     """The tick labels matplotlib draws (ticks inside the view interval, label shown, text not empty)."""
     out = []
     for axis, name in ((ax.xaxis, "x tick label"), (ax.yaxis, "y tick label")):
         if not axis.get_visible():
             continue
-        for tick in axis._update_ticks():  # the ticks the axis draws (its public lists include unseen ones)
+        drawn: Any = axis._update_ticks()  # type: ignore[union-attr]  # the ticks drawn (public lists hold more)
+        for tick in drawn:
             for lab in (tick.label1, tick.label2):
                 if lab.get_visible() and lab.get_text().strip():
-                    lab._check_role = name  # type: ignore[attr-defined]
+                    _role(lab, name)
                     out.append(lab)
     return out
 
@@ -116,26 +125,19 @@ def _texts(fig: Figure) -> list[Text]:
         if not ax.get_visible():
             continue
         out += _tick_labels(ax)
+        a: Any = ax
         for t, role in ((ax.xaxis.label, "x label"), (ax.yaxis.label, "y label"),
-                        (ax.title, "title"), (ax._left_title, "title"), (ax._right_title, "title"),
+                        (ax.title, "title"), (a._left_title, "title"), (a._right_title, "title"),
                         (ax.xaxis.offsetText, "x offset"), (ax.yaxis.offsetText, "y offset")):
-            t._check_role = role  # type: ignore[attr-defined]
-            out.append(t)
-        for t in ax.texts:
-            t._check_role = "annotation"  # type: ignore[attr-defined]
-            out.append(t)
-    for t in fig.texts:
-        t._check_role = "figure text"  # type: ignore[attr-defined]
-        out.append(t)
+            out.append(_role(t, role))
+        out += [_role(t, "annotation") for t in ax.texts]
+    out += [_role(t, "figure text") for t in fig.texts]
     for sup, role in (("_suptitle", "suptitle"), ("_supxlabel", "supxlabel"), ("_supylabel", "supylabel")):
         t = getattr(fig, sup, None)
-        if t is not None:
-            t._check_role = role
-            out.append(t)
+        if isinstance(t, Text):
+            out.append(_role(t, role))
     for leg in _legends(fig):
-        for t in [*leg.get_texts(), leg.get_title()]:
-            t._check_role = "legend text"  # type: ignore[attr-defined]
-            out.append(t)
+        out += [_role(t, "legend text") for t in [*leg.get_texts(), leg.get_title()]]
     seen: set[int] = set()
     uniq = []
     for t in out:
@@ -176,7 +178,7 @@ def _text_overlaps(name: str, fig: Figure, texts: list[tuple[Text, Bbox]]) -> li
                 along = 0 if role.startswith("x") else 1
                 lo, hi = (ba, bb) if ba.get_points()[0][along] <= bb.get_points()[0][along] else (bb, ba)
                 gap = hi.get_points()[0][along] - lo.get_points()[1][along]
-                em = ta.get_fontsize() * fig.dpi / 72
+                em = float(ta.get_fontsize()) * fig.dpi / 72
                 across = min(ba.get_points()[1][1 - along], bb.get_points()[1][1 - along]) \
                     - max(ba.get_points()[0][1 - along], bb.get_points()[0][1 - along])
                 if across > 0 and 0 <= gap < MIN_TICK_GAP_EM * em:
@@ -237,22 +239,20 @@ class _Series:
 def _line_style(line: Line2D | None) -> tuple[str | None, str | None, str | None]:
     if line is None:
         return None, None, None
-    ls = line.get_linestyle()
-    ls = None if ls in ("None", "none", "", " ") or line.get_linewidth() == 0 else ls
-    mk = line.get_marker()
-    mk = None if mk in ("None", "none", "", " ", None) else str(mk)
+    style = line.get_linestyle()
+    ls = None if style in ("None", "none", "", " ") or line.get_linewidth() == 0 else str(style)
+    marker = line.get_marker()
+    mk = None if marker in ("None", "none", "", " ", None) else str(marker)
     return to_hex(line.get_color()), ls, mk
 
 
 def _points(artist: object, ax: Axes) -> np.ndarray:
     if isinstance(artist, Line2D):
-        xy = np.column_stack([np.asarray(artist.get_xdata(), dtype=float),
-                              np.asarray(artist.get_ydata(), dtype=float)]) if len(artist.get_xdata()) else \
-            np.empty((0, 2))
+        x, y = np.asarray(artist.get_xdata(), dtype=float), np.asarray(artist.get_ydata(), dtype=float)
+        xy = np.column_stack([x, y]) if x.size else np.empty((0, 2))
         return artist.get_transform().transform(xy) if len(xy) else xy
     if isinstance(artist, PathCollection):  # scatter points (a filled area or a bar has no points)
-        off = artist.get_offsets()
-        off = np.asarray(off, dtype=float) if len(off) else np.empty((0, 2))
+        off = np.asarray(artist.get_offsets(), dtype=float).reshape(-1, 2)
         return artist.get_offset_transform().transform(off) if len(off) else off
     return np.empty((0, 2))
 
@@ -287,7 +287,7 @@ def _series(fig: Figure) -> list[_Series]:
         for line in ax.lines:
             if id(line) in owned or not line.get_visible() or _is_reference(line, ax):
                 continue
-            if len(line.get_xdata()) == 0:
+            if np.asarray(line.get_xdata()).size == 0:
                 continue
             color, ls, mk = _line_style(line)
             out.append(_Series(line, ax, str(line.get_label() or ""), color, ls, mk, _points(line, ax)))
@@ -317,7 +317,7 @@ def _first_color(value: object) -> str | None:
     arr = np.asarray(value, dtype=float)
     if arr.ndim == 2:
         arr = arr[0] if len(arr) else np.empty(0)
-    return to_hex(arr, keep_alpha=False) if arr.size in (3, 4) else None
+    return to_hex((float(arr[0]), float(arr[1]), float(arr[2]))) if arr.size in (3, 4) else None
 
 
 def _legend_styles(fig: Figure, series: list[_Series]) -> tuple[set[str], set[str | None], set[str | None],
@@ -336,8 +336,8 @@ def _legend_styles(fig: Figure, series: list[_Series]) -> tuple[set[str], set[st
                 c, ls, mk = _line_style(h)
             elif isinstance(h, Collection):
                 c, ls, mk = _first_color(h.get_facecolor()) or _first_color(h.get_edgecolor()), None, None
-            elif hasattr(h, "get_facecolor"):
-                c, ls, mk = _first_color(h.get_facecolor()), None, None
+            elif h is not None and hasattr(h, "get_facecolor"):
+                c, ls, mk = _first_color(getattr(h, "get_facecolor")()), None, None  # noqa: B009
             else:
                 continue
             colors.add(c)

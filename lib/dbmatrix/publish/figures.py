@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 import matplotlib
 import matplotlib.ticker
-from matplotlib.lines import Line2D
 import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from dbmatrix.analyse.figure_data import FigureDataError
 from dbmatrix.analyse.stats import level_key
@@ -329,7 +329,7 @@ def _ratio_tick(x: float) -> str:
     if 0.05 <= x <= 50 or x <= 0:
         return f"{x:g}"
     e = np.log10(x)
-    return f"$10^{{{int(round(e))}}}$" if abs(e - round(e)) < 1e-9 else f"{x:.0e}"
+    return f"$10^{{{round(e)}}}$" if abs(e - round(e)) < 1e-9 else f"{x:.0e}"
 
 
 # ------------------------------------------------------------------------------------ figure 1
@@ -410,8 +410,8 @@ def block_size_ratios(table: pd.DataFrame, *, a: str = "16k", b: str = "4k",
     palette = sns.color_palette("colorblind")
     if claimed:
         at = [levels.index(v) for v in levels if claimed_at is None or level_key(v) == level_key(claimed_at)]
-        for k, x in enumerate(at):
-            ax.fill_between([x - 0.45, x + 0.45], *claimed, color="0.88", linewidth=0, zorder=0,
+        for k, col in enumerate(at):
+            ax.fill_between([col - 0.45, col + 0.45], *claimed, color="0.88", linewidth=0, zorder=0,
                             label=claimed_label if k == 0 else None)
     for i, eng in enumerate(engines):
         g = table[table["engine"] == eng].sort_values("cache_pct", kind="stable")
@@ -560,15 +560,16 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
     palette = sns.color_palette("colorblind")
     trim = dict(zip(steady["run_id"], steady["trim_s"])) if "trim_s" in steady else {}
     shown = [c for c in cells if c in set(sel["cell_id"])]
-    cell_handles, run_styles = [], {}
+    cell_handles: list[Line2D] = []
+    run_styles: dict[str, Any] = {}
     crosses = 0
     for i, cid in enumerate(shown):
         color = palette[i % len(palette)]
         cell_handles.append(Line2D([], [], color=color, linewidth=1.1, label=(labels or {}).get(cid, cid)))
         for j, (rid, g) in enumerate(sel[sel["cell_id"] == cid].groupby("run_id", sort=True)):
             g = g.sort_values("t_s", kind="stable")
-            ls = LINESTYLES[j % len(LINESTYLES)]
-            run_styles.setdefault(j, (ls, _run_name(rid, j, runs)))
+            name = _run_name(rid, j, runs)  # the same campaign and repetition: the same style in every cell
+            ls = run_styles.setdefault(name, LINESTYLES[len(run_styles) % len(LINESTYLES)])
             ax.plot(g["t_s"], g["tps"], color=color, linewidth=0.9, linestyle=ls)
             if "lat_ms" in g:
                 ax2.plot(g["t_s"], g["lat_ms"], color=color, linewidth=0.9, linestyle=ls)
@@ -578,7 +579,7 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
                 ax.plot([at["t_s"]], [at["tps"]], marker="x", color=color, markersize=4, linewidth=0)
                 crosses += 1
     style_handles = [Line2D([], [], color="0.3", linewidth=0.9, linestyle=ls, label=name)
-                     for ls, name in run_styles.values()]
+                     for name, ls in run_styles.items()]
     if crosses:
         style_handles.append(Line2D([], [], color="0.3", marker="x", markersize=4, linewidth=0,
                                     label="steady window starts"))

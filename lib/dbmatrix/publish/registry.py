@@ -13,13 +13,13 @@ import pandas as pd
 from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.figure_data import (
     StudyTables,
+    baseline_of,
     block_size_table,
     compression_tables,
     efficiency_figure_table,
-    baseline_of,
     emulated_media,
-    seed_band,
     medium_cache_tables,
+    seed_band,
     timeline_cells,
 )
 from dbmatrix.analyse.kinds import get_kind

@@ -372,8 +372,8 @@ def publish_replication(st: StudyTables, figures_dir: Path, generated_dir: Path,
     """Figures and the generated LaTeX (``replication-macros.tex``, ``table-replication.tex``) of the
     replication section, from the processed tables (run :func:`analyse_replication` first)."""
     from dbmatrix.publish import figures as plots
-    from dbmatrix.publish.captions import interval_text
     from dbmatrix.publish import figures_replication as plots_replication
+    from dbmatrix.publish.captions import interval_text
 
     store, exp = st.store, st.experiment
     tables = load_replication(store)
