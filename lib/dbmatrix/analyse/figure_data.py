@@ -147,22 +147,6 @@ def baseline_of(st: StudyTables) -> dict[str, Any]:
     return reference_levels(st.experiment, runs, factors)
 
 
-def seed_band(claim_id: str, a: Any, b: Any) -> tuple[tuple[float, float], Any] | None:
-    """A ratio claim's band in the direction a/b (inverted when the claim states b/a) and the cache level
-    where the seed's condition holds (its ``at`` cache_pct: "min", "max", a level or None)."""
-    from dbmatrix.analyse.claims import CLAIMS
-
-    c = next((c for c in CLAIMS if c.id == claim_id), None)
-    if c is None:
-        return None
-    lo, hi = c.band
-    if level_key(c.a) == level_key(b) and level_key(c.b) == level_key(a):
-        lo, hi = 1.0 / hi, 1.0 / lo
-    elif not (level_key(c.a) == level_key(a) and level_key(c.b) == level_key(b)):
-        return None
-    return (lo, hi), c.at.get("cache_pct")
-
-
 def block_size_table(st: StudyTables) -> tuple[pd.DataFrame, str, str]:
     """Throughput ratio treatment/baseline block size (:func:`treatment_baseline`) per engine and cache
     level (contrasts.ratio_estimate: matched cells, else the two-way model's contrast at that engine and

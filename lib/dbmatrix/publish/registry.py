@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.claims import ClaimVerdicts
+from dbmatrix.analyse.claims import CLAIMS, ClaimVerdicts
 from dbmatrix.analyse.figure_data import (
     StudyTables,
     baseline_of,
@@ -19,10 +19,10 @@ from dbmatrix.analyse.figure_data import (
     efficiency_figure_table,
     emulated_media,
     medium_cache_tables,
-    seed_band,
     timeline_cells,
 )
 from dbmatrix.analyse.kinds import get_kind
+from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import figures_scaleout as scaleout_plots
 from dbmatrix.publish.figure_check import Finding
@@ -65,6 +65,20 @@ def _draw_block(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.Dat
 
 
 BLOCK_CLAIM = "blockSmallCache"  # the seed's block-size band the figure shades where its condition holds
+
+
+def seed_band(claim_id: str, a: Any, b: Any) -> tuple[tuple[float, float], Any] | None:
+    """A ratio claim's band in the direction a/b (inverted when the claim states b/a) and the cache level
+    where the seed's condition holds (its ``at`` cache_pct: "min", "max", a level or None)."""
+    c = next((c for c in CLAIMS if c.id == claim_id), None)
+    if c is None:
+        return None
+    lo, hi = c.band
+    if level_key(c.a) == level_key(b) and level_key(c.b) == level_key(a):
+        lo, hi = 1.0 / hi, 1.0 / lo
+    elif not (level_key(c.a) == level_key(a) and level_key(c.b) == level_key(b)):
+        return None
+    return (lo, hi), c.at.get("cache_pct")
 
 
 def _draw_compression(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
