@@ -667,6 +667,11 @@ def efficiency_vs_baseline(table: pd.DataFrame, baseline: str,
                      if any(med in lab.split() for lab in labels))
     fig.supxlabel(f"Ratio to the baseline cell ({baseline}), log axis" + (f"; {note}" if note else ""),
                   fontsize=7)
+    if runs_only:  # what the two marks are: no interval with fewer than MIN_RUNS_FOR_INTERVAL runs
+        fig.legend(handles=[Line2D([], [], color="0.3", marker="o", markersize=2.5, linewidth=0, label="a run"),
+                            Line2D([], [], color="0.3", marker="|", markersize=6, linewidth=0,
+                                   label="ratio of geometric means")],
+                   frameon=False, fontsize=6, ncols=2, loc="outside upper center")
     sns.despine(fig)
     return fig, {"metrics": metrics, "cells": labels, "runs_only": runs_only}
 
