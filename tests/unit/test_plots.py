@@ -123,7 +123,7 @@ def test_fewer_than_three_runs_show_the_runs_not_a_t_interval() -> None:
     fig, info = plots.throughput_vs_cache(cells.assign(n=4), runs)
     assert not info["runs_only"] and any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers)
     plt.close(fig)
-    assert interval_text([2, 2]).startswith("points are the individual runs ($n = 2$ per cell")
+    assert interval_text([2, 2]).startswith("points are the individual runs, $n = 2$ per cell")
     assert interval_text([3, 4]).startswith("error bars: Student-$t$") and "$n = 3$--$4$" in interval_text([3, 4])
     assert plots.MIN_RUNS_FOR_INTERVAL == 3 and plots.shows_runs(2) and not plots.shows_runs([3, 5])
 

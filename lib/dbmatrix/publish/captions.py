@@ -25,9 +25,9 @@ def interval_text(n: Any, *, per: str = "cell", interval: str = "Student-$t$ \\c
     """What the figure's marks around a point are, from the runs per point `n` (a number or a column):
     the runs themselves below :data:`MIN_RUNS_FOR_INTERVAL`, else the interval named."""
     if shows_runs(n):
-        return (f"points are the individual runs ({_n_text(n)} per {per}; with fewer than "
+        return (f"points are the individual runs, {_n_text(n)} per {per} (with fewer than "
                 f"{MIN_RUNS_FOR_INTERVAL} runs no interval is drawn)")
-    return f"error bars: {interval} over the runs ({_n_text(n)} per {per})"
+    return f"error bars: {interval} over the runs, {_n_text(n)} per {per}"
 
 
 def caption_macros(drawn: Mapping[str, StudyTables], opts: Mapping[str, Any]) -> dict[str, str]:
