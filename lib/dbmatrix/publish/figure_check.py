@@ -81,8 +81,8 @@ def _draw(fig: Figure) -> RendererBase:
 def _describe(artist: object) -> str:
     if isinstance(artist, Text):
         role = getattr(artist, "_check_role", "text")
-        ax = artist.axes
-        where = f" of axes {_axes_name(ax)}" if role.endswith("tick label") and isinstance(ax, Axes) else ""
+        ax = getattr(artist, "_check_axes", None)  # a tick label's axes (its own .axes may be unset)
+        where = f" of axes {_axes_name(ax)}" if isinstance(ax, Axes) else ""
         return f"{role} {artist.get_text()!r}{where}"
     if isinstance(artist, Legend):
         return "legend [" + ", ".join(t.get_text() for t in artist.get_texts()) + "]"
@@ -114,6 +114,7 @@ def _tick_labels(ax: Axes) -> list[Text]:
             for lab in (tick.label1, tick.label2):
                 if lab.get_visible() and lab.get_text().strip():
                     _role(lab, name)
+                    setattr(lab, "_check_axes", ax)  # noqa: B010
                     out.append(lab)
     return out
 
