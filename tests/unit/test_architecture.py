@@ -282,6 +282,13 @@ def test_the_parse_package_is_pure() -> None:
     assert offenders == {}
 
 
+def test_the_figure_check_is_pure() -> None:
+    """publish/figure_check.py reads a drawn figure and returns findings: it imports no dbmatrix module and
+    no I/O library, and opens, reads, writes or runs nothing (the build decides what to do with findings)."""
+    path = LIB / "publish" / "figure_check.py"
+    assert _io_uses(path) == []
+
+
 def test_the_purity_check_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("from pathlib import Path\nfrom dbmatrix.hosts.remote import Host\n"

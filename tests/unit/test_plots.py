@@ -67,17 +67,65 @@ def test_throughput_vs_threads() -> None:
         plots.throughput_vs_threads(pd.DataFrame(), runs)
 
 
-def test_block_size_ratios_shade_the_claim() -> None:
+def test_block_size_ratios_shade_the_claim_only_where_its_condition_holds() -> None:
     t = pd.DataFrame({"engine": ["innodb", "innodb", "myrocks", "myrocks"], "cache_pct": [25, 100, 25, 100],
                       "estimate": [1.5, 1.3, 1.02, 0.9], "ci_lo": [1.4, 1.2, 0.95, 0.8], "ci_hi": [1.6, 1.4, 1.1, 1.0]})
-    fig, info = plots.block_size_ratios(t)
+    fig, info = plots.block_size_ratios(t, a="16k", b="4k", claimed=(1 / 1.1, 1.0), claimed_at=25,
+                                        claimed_label="seed 003: MyRocks, no block cache")
     ax = fig.axes[0]
-    assert info["engines"] == ["innodb", "myrocks"] and ax.get_ylabel() == "Throughput ratio 4k / 16k"
+    assert info["engines"] == ["innodb", "myrocks"] and ax.get_ylabel() == "Throughput ratio 16k / 4k"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["25 %", "100 %"]
-    assert any(p.get_label().startswith("seed 003") for p in ax.patches)
+    bands = [c for c in ax.collections if str(c.get_label()).startswith("seed 003")]
+    assert len(bands) == 1
+    x = bands[0].get_paths()[0].vertices[:, 0]
+    assert x.min() >= -0.5 and x.max() <= 0.5  # over the 25 % column only, not the 100 % one
     plt.close(fig)
+    fig, _ = plots.block_size_ratios(t, claimed=(1 / 1.1, 1.0), claimed_at=None)  # no condition: every level
+    assert len([c for c in fig.axes[0].collections if str(c.get_label()).startswith("seed")]) == 1
+    assert sum(1 for c in fig.axes[0].collections if c.get_paths() and c.get_facecolor().size
+               and c.get_paths()[0].vertices[:, 0].max() > 0.5) >= 1
     with pytest.raises(FigureDataError):
         plots.block_size_ratios(t.iloc[0:0])
+
+
+def test_factor_effects_read_treatment_over_baseline_with_readable_names() -> None:
+    eff = pd.DataFrame([
+        {"term": "cache_pct", "kind": "main", "factor_1": "cache_pct", "level_1": "25", "factor_2": None,
+         "level_2": None, "log_effect": -0.3, "ci_lo": np.exp(-0.35), "ci_hi": np.exp(-0.25)},
+        {"term": "cache_pct", "kind": "main", "factor_1": "cache_pct", "level_1": "100", "factor_2": None,
+         "level_2": None, "log_effect": 0.3, "ci_lo": np.exp(0.25), "ci_hi": np.exp(0.35)},
+        {"term": "medium", "kind": "main", "factor_1": "medium", "level_1": "disk", "factor_2": None,
+         "level_2": None, "log_effect": -0.2, "ci_lo": np.exp(-0.25), "ci_hi": np.exp(-0.15)},
+        {"term": "medium", "kind": "main", "factor_1": "medium", "level_1": "tmpfs", "factor_2": None,
+         "level_2": None, "log_effect": 0.2, "ci_lo": np.exp(0.15), "ci_hi": np.exp(0.25)}])
+    fig, info = plots.factor_effects(eff, {"cache_pct": 100, "medium": "disk"}, {"tmpfs": "pmem-fsdax"})
+    rows = info["rows"].set_index("label")
+    assert rows.loc["Cache: 25 % / 100 %", "ratio"] == pytest.approx(np.exp(-0.6))  # baseline 100 below
+    assert rows.loc["Medium: tmpfs (emulated) / disk", "ratio"] == pytest.approx(np.exp(0.4))
+    lo, hi = rows.loc["Cache: 25 % / 100 %", ["ci_lo", "ci_hi"]]
+    assert lo < np.exp(-0.6) < hi
+    assert "treatment/baseline" in fig.axes[0].get_xlabel()
+    plt.close(fig)
+
+
+def test_fewer_than_three_runs_show_the_runs_not_a_t_interval() -> None:
+    from matplotlib.container import ErrorbarContainer
+
+    from dbmatrix.publish.captions import interval_text
+
+    cells = pd.DataFrame({"cell_id": ["a", "b"], "cache_pct": [25, 100], "mean": [100.0, 200.0],
+                          "ci_lo": [-500.0, -300.0], "ci_hi": [700.0, 700.0], "n": [2, 2]})
+    runs = pd.DataFrame({"cell_id": ["a", "a", "b", "b"], "tps": [90.0, 110.0, 190.0, 210.0]})
+    fig, info = plots.throughput_vs_cache(cells, runs)
+    assert info["runs_only"] and not any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers)
+    assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 4  # every run drawn
+    plt.close(fig)
+    fig, info = plots.throughput_vs_cache(cells.assign(n=4), runs)
+    assert not info["runs_only"] and any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers)
+    plt.close(fig)
+    assert interval_text([2, 2]).startswith("points are the individual runs, $n = 2$ per cell")
+    assert interval_text([3, 4]).startswith("error bars: Student-$t$") and "$n = 3$--$4$" in interval_text([3, 4])
+    assert plots.MIN_RUNS_FOR_INTERVAL == 3 and plots.shows_runs(2) and not plots.shows_runs([3, 5])
 
 
 def test_compression_panels_side_by_side() -> None:
@@ -113,9 +161,14 @@ def test_throughput_over_time() -> None:
     iv = pd.DataFrame([{"run_id": f"{c}-r{r}", "cell_id": c, "t_s": t, "tps": 100.0 + t, "lat_ms": 5.0}
                        for c in ("slow", "fast") for r in (1, 2) for t in range(1, 11)])
     steady = pd.DataFrame({"run_id": ["slow-r1", "fast-r2"], "trim_s": [2.0, 0.0]})
-    fig, info = plots.throughput_over_time(iv, steady, ["slow", "fast"], {"slow": "the slow one"})
-    assert info["cells"] == ["slow", "fast"]
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["the slow one", "fast"]
+    runs = pd.DataFrame({"run_id": [f"{c}-r{r}" for c in ("slow", "fast") for r in (1, 2)],
+                         "repetition": [1, 2, 1, 2], "campaign": [1, 1, 2, 2]})
+    fig, info = plots.throughput_over_time(iv, steady, ["slow", "fast"], {"slow": "the slow one"}, runs)
+    assert info["cells"] == ["slow", "fast"] and info["crosses"] == 1
+    cells, styles = ([t.get_text() for t in leg.get_texts()] for leg in fig.legends)
+    assert cells == ["the slow one", "fast"]
+    assert styles == ["campaign 1, rep. 1", "campaign 1, rep. 2", "campaign 2, rep. 1", "campaign 2, rep. 2",
+                      "steady window starts"]  # a line style per campaign and repetition, and the cross
     assert len(fig.axes[1].lines) == 4  # a p95 line per run
     plt.close(fig)
     with pytest.raises(FigureDataError, match="no per-second rows"):

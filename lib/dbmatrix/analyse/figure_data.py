@@ -98,6 +98,16 @@ class StudyTables:
         return self._intervals
 
 
+def emulated_media(st: StudyTables) -> dict[str, str]:
+    """The study's emulated media as the figures name them (medium -> the device it stands in for), from
+    the runs' ``emulated`` column (set from the inventory's media: :mod:`dbmatrix.hosts.media`)."""
+    runs = st.a.runs if st.a is not None else pd.DataFrame()
+    if "emulated" not in runs or "medium" not in runs:
+        return {}
+    rows = runs.dropna(subset=["emulated"])
+    return {str(m): as_text(e) for m, e in zip(rows["medium"], rows["emulated"]) if as_text(e)}
+
+
 def _block_bytes(level: Any) -> float:
     text = str(level).lower()
     mult = {"k": 1024, "m": 1024 * 1024}.get(text[-1:], 1)
@@ -122,15 +132,36 @@ def _at(runs: pd.DataFrame, **levels: Any) -> dict[str, Any]:
     return {k: v for k, v in levels.items() if k in runs.columns}
 
 
+def treatment_baseline(st: StudyTables, factor: str) -> tuple[Any, Any]:
+    """A two-level comparison's direction as every ratio figure draws it: treatment / baseline, the
+    baseline being the factor's reference level (the spec's baseline, else its first level:
+    :func:`dbmatrix.analyse.tables.reference_levels`), the treatment the other extreme level."""
+    runs, exp = st.runs, st.experiment
+    levels = _levels_of(runs, factor, exp)
+    base = reference_levels(exp, runs, [factor])[factor]
+    others = [v for v in levels if level_key(v) != level_key(base)]
+    if factor == "block_size":
+        others = sorted(others, key=_block_bytes)
+    treat = max(others, key=lambda v: abs(levels.index(v) - levels.index(base)))
+    return treat, base
+
+
+def baseline_of(st: StudyTables) -> dict[str, Any]:
+    """The baseline level of every factor the study varies (:func:`treatment_baseline`'s denominator)."""
+    runs = st.runs
+    factors = [f for f in FACTORS if f in runs.columns and runs[f].map(level_key).nunique() > 1]
+    return reference_levels(st.experiment, runs, factors)
+
+
 def block_size_table(st: StudyTables) -> tuple[pd.DataFrame, str, str]:
-    """Throughput ratio smallest/largest block size per engine and cache level (contrasts.ratio_estimate:
-    matched cells, else the two-way model's contrast at that engine and cache level)."""
+    """Throughput ratio treatment/baseline block size (:func:`treatment_baseline`) per engine and cache
+    level (contrasts.ratio_estimate: matched cells, else the two-way model's contrast at that engine and
+    cache level)."""
     from dbmatrix.analyse.contrasts import NotTestable, ratio_estimate
 
     runs, exp = st.runs, st.experiment
     _require_varied(runs, "block_size", "block size figure")
-    blocks = sorted(_levels_of(runs, "block_size", exp), key=_block_bytes)
-    a, b = blocks[0], blocks[-1]
+    a, b = treatment_baseline(st, "block_size")
     rows = []
     for eng in _levels_of(runs, "engine", exp):
         for cache in _levels_of(runs, "cache_pct", exp):
@@ -307,8 +338,10 @@ def efficiency_figure_table(st: StudyTables) -> tuple[pd.DataFrame, str]:
             else:
                 ratio, lo, hi = v.mean() / b.mean(), math.nan, math.nan
             label = cell_label(by_id.loc[cid], varied) + (" (baseline)" if cid == base else "")
+            base_gm = math.exp(np.log(b).mean()) if (b > 0).all() else float(b.mean())
             rows.append({"cell_id": cid, "label": label,
-                         "metric": m, "ratio": ratio, "ci_lo": lo, "ci_hi": hi, "baseline_mean": float(b.mean())})
+                         "metric": m, "ratio": ratio, "ci_lo": lo, "ci_hi": hi, "baseline_mean": float(b.mean()),
+                         "n": int(v.size), "run_ratios": tuple(float(x) for x in v / base_gm)})
     if not rows:
         raise FigureDataError("efficiency: no per-transaction metric measured in the baseline cell")
     return pd.DataFrame(rows), cell_label(by_id.loc[base], varied)

@@ -18,7 +18,9 @@ from dbmatrix.analyse.tables import write_csv
 from dbmatrix.paths import git_state
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import paper
+from dbmatrix.publish.captions import caption_macros
 from dbmatrix.publish.claims_method import render_claims_method
+from dbmatrix.publish.figure_check import Finding, format_findings
 from dbmatrix.publish.hooks import HookContext, HookOutput, run_hook
 from dbmatrix.publish.paper_inputs import (
     cells_table,
@@ -64,6 +66,16 @@ def campaign_macros(table: pd.DataFrame) -> dict[str, str]:
                    else "") + ".")
     m["claimsRegistration"] = text
     return m
+
+
+class FigureCheckError(RuntimeError):
+    """The figure check found defects in drawn figures: the build wrote every output (so the figures can be
+    looked at, and provenance.json lists the findings) and then fails, as a placeholder in the paper does."""
+
+    def __init__(self, findings: Sequence[Finding]) -> None:
+        self.findings = list(findings)
+        super().__init__(f"figure check: {len(self.findings)} finding(s) in the drawn figures:\n"
+                         + format_findings(self.findings))
 
 
 def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
@@ -219,7 +231,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     macros: dict[str, str] = {}
     verdicts = evaluate(claims_evidence(studies))
     out.claims, out.verdicts = verdicts.claims, verdicts
-    ctx = HookContext(figures_dir, generated_dir, paper_src, verdicts.claims)
+    ctx = HookContext(figures_dir, generated_dir, paper_src, verdicts.claims, findings=out.findings)
     bodies: dict[str, str | None] = {}  # kind -> the body of its paper section (its first study's)
     for st in studies:
         section = get_kind(st.kind).section
@@ -249,8 +261,9 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         if st.prefix:
             macros.update(paper.prefixed(base, st.prefix))
     by_name = {st.name: st for st in studies}
-    macros.update(figure_macros({stem: by_name[n] for stem, n in out.figures.items() if n in by_name},
-                                opts or {}))
+    drawn = {stem: by_name[n] for stem, n in out.figures.items() if n in by_name}
+    macros.update(figure_macros(drawn, opts or {}))
+    macros.update(caption_macros(drawn, opts or {}))
     macros.update(claims_macros(verdicts))
     macros.update({
         "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
@@ -293,9 +306,11 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     out.written = out.written + written
     provenance = {"profile": profile, "data": data_root, "git_commit": commit, "data_sha": build_sha,
                   "studies": info, "not_run": list(not_run), "figures": dict(sorted(out.figures.items())),
-                  "skipped_figures": out.skipped}
+                  "skipped_figures": out.skipped, "figure_findings": [str(f) for f in out.findings]}
     write_text_atomic(generated_dir / "provenance.json", json.dumps(provenance, indent=2, sort_keys=True) + "\n")
     out.written.append(generated_dir / "provenance.json")
+    if out.findings and (opts or {}).get("figure_check", "fail") == "fail":
+        raise FigureCheckError(out.findings)
     return out
 
 

@@ -14,6 +14,7 @@ modules (``figures_replication``): keep them stable.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,13 +25,28 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from dbmatrix.analyse.figure_data import FigureDataError
+from dbmatrix.analyse.stats import level_key
+from dbmatrix.publish.figure_check import Finding, check_figure
+from dbmatrix.spec.factors import factor_title, factor_unit
 
 COLUMN_WIDTH_IN = 3.39  # \columnwidth of paper/main.tex (two-column article, 10pt)
 TEXT_WIDTH_IN = 6.9  # \textwidth (letter paper, 0.8 in margins): figures spanning both columns
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 LINESTYLES = ("-", "--", ":", "-.")
+# With fewer runs per plotted point than this, a Student-t interval has at most one degree of freedom: its
+# half-width is 12.7 standard errors (t 0.975 on 1 df), wider than anything the two runs say. Such a figure
+# draws the runs themselves instead, and its caption says so (:func:`dbmatrix.publish.captions.interval_text`).
+MIN_RUNS_FOR_INTERVAL = 3
+
+
+def shows_runs(n: Any) -> bool:
+    """Whether a figure whose points rest on `n` runs each (a number or a column of them) draws the runs
+    instead of t intervals: when any point has fewer than :data:`MIN_RUNS_FOR_INTERVAL`."""
+    values = pd.to_numeric(pd.Series(np.atleast_1d(n)), errors="coerce").dropna()
+    return bool(len(values)) and int(values.min()) < MIN_RUNS_FOR_INTERVAL
 
 
 def apply_style() -> None:
@@ -72,8 +88,12 @@ def data_hash(*frames: pd.DataFrame) -> str:
 
 
 def save_figure(fig: Figure, out_dir: Path, stem: str, *, commit: str | None, data_sha: str,
-                title: str) -> list[Path]:
-    """Write `stem`.pdf and `stem`.png with provenance and no timestamps."""
+                title: str, check: list[Finding] | None = None, emulated: Iterable[str] = ()) -> list[Path]:
+    """Write `stem`.pdf and `stem`.png with provenance and no timestamps. With a `check` list, the figure
+    check's findings on the drawn figure (:func:`dbmatrix.publish.figure_check.check_figure`; `emulated`:
+    the emulated media it may name) are appended to it first."""
+    if check is not None:
+        check += check_figure(fig, stem, emulated=emulated)
     out_dir.mkdir(parents=True, exist_ok=True)
     pdf, png = out_dir / f"{stem}.pdf", out_dir / f"{stem}.png"
     fig.savefig(pdf, metadata={
@@ -117,64 +137,101 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure
     levels = sorted(cells["cache_pct"].unique())
     span = (max(levels) - min(levels)) or 1.0
     width = 0.05 * span
+    runs_only = shows_runs(cells["n"]) if "n" in cells else False
+    handles = []
     for i, (_, g) in enumerate(groups):
         label = _series_label(g.iloc[0], series)
         if "medium" in series and isinstance(g.iloc[0].get("emulated"), str) and g.iloc[0]["emulated"]:
             label += f" (emulated {g.iloc[0]['emulated']})"
         color, marker = palette[i % len(palette)], MARKERS[i % len(MARKERS)]
+        handles.append(Line2D([], [], color=color, marker=marker, markersize=3.5, linewidth=1.1, label=label))
         offset = (i - (len(groups) - 1) / 2) * width
         g = g.sort_values(["cache_pct", "cell_id"])
         for lvl, gl in g.groupby("cache_pct", sort=True):
             xs = lvl + offset + np.linspace(-0.3, 0.3, len(gl)) * width if len(gl) > 1 else \
                 np.array([lvl + offset])
-            yerr = np.vstack([gl["mean"] - gl["ci_lo"], gl["ci_hi"] - gl["mean"]])
-            ax.errorbar(xs, gl["mean"], yerr=np.nan_to_num(yerr), color=color, marker=marker, markersize=3.5,
-                        capsize=2, linewidth=0, elinewidth=0.9)
+            if runs_only:
+                ax.plot(xs, gl["mean"], color=color, marker=marker, markersize=3.5, linewidth=0,
+                        markerfacecolor="none")
+            else:
+                yerr = np.vstack([gl["mean"] - gl["ci_lo"], gl["ci_hi"] - gl["mean"]])
+                ax.errorbar(xs, gl["mean"], yerr=np.nan_to_num(yerr), color=color, marker=marker,
+                            markersize=3.5, capsize=2, linewidth=0, elinewidth=0.9)
             for x, cid in zip(xs, gl["cell_id"]):
                 sel = runs.loc[runs["cell_id"] == cid, "tps"]
-                ax.scatter(np.full(len(sel), x), sel, color=color, marker=marker, s=7, alpha=0.3,
-                           linewidths=0, zorder=1)
+                ax.scatter(np.full(len(sel), x), sel, color=color, marker=marker, s=9 if runs_only else 7,
+                           alpha=0.8 if runs_only else 0.3, linewidths=0, zorder=1)
         line = g.groupby("cache_pct", sort=True)["mean"].mean()
-        ax.plot(line.index + offset, line.to_numpy(), color=color, linewidth=1.1, label=label)
+        ax.plot(line.index + offset, line.to_numpy(), color=color, linewidth=1.1)
     ax.set_xlabel("Cache size (% of measured data size)")
     ax.set_ylabel("Throughput (transactions/s)")
     ax.set_ylim(bottom=0)
     ax.set_xticks(levels)
     ax.grid(axis="y", linewidth=0.4, alpha=0.5)
     if series:
-        ax.legend(frameon=False, fontsize=6)
+        fig.legend(handles=handles, frameon=False, fontsize=6, loc="outside upper center", ncols=1)
     sns.despine(fig)
-    return fig, {"series": series}
+    return fig, {"series": series, "runs_only": runs_only}
 
 
-def _effect_rows(effects: pd.DataFrame) -> pd.DataFrame:
-    """Between-level ratios for two-level terms from sum-to-zero level effects: a main effect's
-    level2/level1 ratio is exp(2 b), an interaction's ratio of ratios exp(4 g), CIs scaled alike."""
+def _factor_name(factor: str) -> str:
+    """A factor as a reader names it: its registry title without the unit ("Cache", "Block size")."""
+    return factor_title(factor).split(" (")[0]
+
+
+def _level_word(factor: str, level: Any, emulated: Mapping[str, str]) -> str:
+    text = f"{_level_text(level)}{factor_unit(factor)}"
+    return f"{text} (emulated)" if factor == "medium" and str(level) in emulated else text
+
+
+def _effect_rows(effects: pd.DataFrame, baseline: Mapping[str, Any] | None = None,
+                 emulated: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Between-level ratios for two-level terms from sum-to-zero level effects, each as treatment/baseline
+    (the baseline level of a factor: `baseline`'s, else its first level). A main effect's ratio is
+    exp(±2 b), an interaction's ratio of ratios exp(±4 g) (how much the first factor's treatment/baseline
+    ratio changes from the second factor's baseline to its treatment), CIs scaled alike."""
+    baseline, emulated = baseline or {}, emulated or {}
     rows = []
+
+    def sign(t: pd.DataFrame, factor: str, col: str) -> tuple[float, Any, Any]:
+        """+1 when the term's second level is the treatment; the treatment and baseline levels."""
+        levels = list(dict.fromkeys(t[col]))
+        same = lambda x, y: _level_text(x) == _level_text(y)  # noqa: E731  (effects hold levels as text)
+        base = next((lv for lv in levels if factor in baseline and same(lv, baseline[factor])), levels[0])
+        treat = next(lv for lv in levels if lv is not base)
+        return (1.0 if same(treat, levels[-1]) else -1.0), treat, base
+
     for _term, t in effects.groupby("term", sort=False):
         if t["kind"].iloc[0] == "main":
             if len(t) != 2:
                 continue
-            lo_lvl, hi = t.iloc[0], t.iloc[1]
-            k = 2.0
-            label = f"{hi['factor_1']}: {hi['level_1']} / {lo_lvl['level_1']}"
+            hi = t.iloc[1]
+            f1 = str(hi["factor_1"])
+            s1, treat, base = sign(t, f1, "level_1")
+            k = 2.0 * s1
+            label = f"{_factor_name(f1)}: {_level_word(f1, treat, emulated)} / {_level_word(f1, base, emulated)}"
         else:
             if len(t) != 4:
                 continue
             hi = t.iloc[3]
-            k = 4.0
-            label = f"{hi['factor_1']} x {hi['factor_2']} (ratio of ratios)"
+            f1, f2 = str(hi["factor_1"]), str(hi["factor_2"])
+            s1, _, _ = sign(t, f1, "level_1")
+            s2, _, _ = sign(t, f2, "level_2")
+            k = 4.0 * s1 * s2
+            label = f"{_factor_name(f1)} × {_factor_name(f2).lower()}"
         half = np.log(hi["ci_hi"]) - hi["log_effect"]
+        ends = np.exp(k * (hi["log_effect"] - half)), np.exp(k * (hi["log_effect"] + half))
         rows.append({"label": label, "kind": hi["kind"], "ratio": float(np.exp(k * hi["log_effect"])),
-                     "ci_lo": float(np.exp(k * (hi["log_effect"] - half))),
-                     "ci_hi": float(np.exp(k * (hi["log_effect"] + half)))})
+                     "ci_lo": float(min(ends)), "ci_hi": float(max(ends))})
     return pd.DataFrame(rows, columns=["label", "kind", "ratio", "ci_lo", "ci_hi"])
 
 
-def factor_effects(effects: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
+def factor_effects(effects: pd.DataFrame, baseline: Mapping[str, Any] | None = None,
+                   emulated: Mapping[str, str] | None = None) -> tuple[Figure, dict[str, Any]]:
     """Forest plot of the factorial model: every main effect and two-way interaction of two-level factors
-    as a throughput ratio with its 95 % CI (log axis), main effects first, each group by size."""
-    rows = _effect_rows(effects) if not effects.empty else pd.DataFrame(
+    as a throughput ratio treatment/baseline with its 95 % CI (log axis), main effects first, each group by
+    size (`baseline`: the baseline level per factor; `emulated`: emulated media, labelled so)."""
+    rows = _effect_rows(effects, baseline, emulated) if not effects.empty else pd.DataFrame(
         columns=["label", "kind", "ratio", "ci_lo", "ci_hi"])
     if rows.empty:
         raise FigureDataError("factor effects need a factorial model with a two-level factor")
@@ -202,8 +259,8 @@ def factor_effects(effects: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
         ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_yticks(y, rows["label"].str.replace(" (ratio of ratios)", "", regex=False))
-    ax.set_xlabel("Throughput ratio (log axis)")
+    ax.set_yticks(y, rows["label"])
+    ax.set_xlabel("Throughput ratio treatment/baseline (log axis)", loc="right")
     ax.grid(axis="x", linewidth=0.4, alpha=0.5, which="major")
     if len(rows):
         fig.legend(frameon=False, fontsize=6, loc="outside upper center", ncols=2)
@@ -258,11 +315,21 @@ def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
     nice = [t for t in ticks if lo / 1.05 <= t <= hi * 1.05]
     if len(nice) > 4:
         nice = [t for t in nice if f"{t:g}".lstrip("0.").startswith("1")] or nice
-    if len(nice) > 4:
-        nice = nice[::2] if 1.0 not in nice[1::2] else nice[1::2]
+    most = 4 if hi / lo < 1e3 else 3  # powers of ten are wider labels: fewer fit a panel
+    while len(nice) > most:  # thin, keeping 1
+        keep = nice[::2] if 1.0 in nice[::2] else nice[1::2]
+        nice = keep if len(keep) < len(nice) else nice[:most]
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: _ratio_tick(x)))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def _ratio_tick(x: float) -> str:
+    """A ratio tick: plain between 0.05 and 50, else a power of ten (10^4), so wide axes stay short."""
+    if 0.05 <= x <= 50 or x <= 0:
+        return f"{x:g}"
+    e = np.log10(x)
+    return f"$10^{{{round(e)}}}$" if abs(e - round(e)) < 1e-9 else f"{x:.0e}"
 
 
 # ------------------------------------------------------------------------------------ figure 1
@@ -294,6 +361,7 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
                                   layout="constrained")
     palette = sns.color_palette("colorblind")
     groups = list(cells.groupby(series, sort=True)) if series else [((), cells)]
+    runs_only = shows_runs(cells["n"]) if "n" in cells else False
     for i, (_, g) in enumerate(groups):
         g = g.sort_values("threads", kind="stable")
         first = g.iloc[0]
@@ -301,8 +369,14 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
                  _medium_label(first[k], first.get("emulated")) if k == "medium" else str(first[k])
                  for k in series]
         color, marker = palette[i % len(palette)], MARKERS[i % len(MARKERS)]
-        ax.errorbar(g["threads"], g["mean"], yerr=_yerr(g), color=color, marker=marker, markersize=3.5,
-                    capsize=2, linewidth=1.1, elinewidth=0.9, label=", ".join(parts) or "all")
+        if runs_only:  # fewer than MIN_RUNS_FOR_INTERVAL runs per cell: the runs, not a t interval
+            ax.plot(g["threads"], g["mean"], color=color, marker=marker, markersize=3.5, linewidth=1.1,
+                    markerfacecolor="none", label=", ".join(parts) or "all")
+            sel = runs[runs["cell_id"].isin(set(g["cell_id"]))] if "tps" in runs else runs.iloc[0:0]
+            ax.scatter(sel["threads"], sel["tps"], color=color, marker=marker, s=9, alpha=0.8, linewidths=0)
+        else:
+            ax.errorbar(g["threads"], g["mean"], yerr=_yerr(g), color=color, marker=marker, markersize=3.5,
+                        capsize=2, linewidth=1.1, elinewidth=0.9, label=", ".join(parts) or "all")
         if "p95_ms" in g and g["p95_ms"].notna().any():
             ax2.plot(g["threads"], g["p95_ms"], color=color, marker=marker, markersize=3.5, linewidth=1.1)
         if "p95_ms" in runs.columns:
@@ -321,10 +395,13 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
 # ------------------------------------------------------------------------------------ figure 2
 
 
-def block_size_ratios(table: pd.DataFrame, *, a: str = "4k", b: str = "16k",
-                      claimed: tuple[float, float] | None = (1.0, 1.10)) -> tuple[Figure, dict[str, Any]]:
-    """Seed 003 slide 13: throughput ratio of block sizes a/b per engine and cache level with its 95 % CI
-    (``table``: engine, cache_pct, estimate, ci_lo, ci_hi). The shaded band is the seed's claim."""
+def block_size_ratios(table: pd.DataFrame, *, a: str = "16k", b: str = "4k",
+                      claimed: tuple[float, float] | None = None,
+                      claimed_at: Any = None, claimed_label: str = "seed 003 claim") -> tuple[Figure, dict[str, Any]]:
+    """Seed 003 slide 13: throughput ratio of block sizes a/b (treatment/baseline) per engine and cache
+    level with its 95 % CI (``table``: engine, cache_pct, estimate, ci_lo, ci_hi). The shaded band is the
+    seed's claim in the a/b direction, drawn only over the cache level `claimed_at` where the seed's
+    condition holds (all levels when None)."""
     _require(table, ("engine", "cache_pct", "estimate", "ci_lo", "ci_hi"), "block size ratios")
     apply_style()
     fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.7), layout="constrained")
@@ -332,7 +409,10 @@ def block_size_ratios(table: pd.DataFrame, *, a: str = "4k", b: str = "16k",
     engines = list(dict.fromkeys(table["engine"]))
     palette = sns.color_palette("colorblind")
     if claimed:
-        ax.axhspan(*claimed, color="0.88", linewidth=0, zorder=0, label="seed 003 claim (no block cache)")
+        at = [levels.index(v) for v in levels if claimed_at is None or level_key(v) == level_key(claimed_at)]
+        for k, col in enumerate(at):
+            ax.fill_between([col - 0.45, col + 0.45], *claimed, color="0.88", linewidth=0, zorder=0,
+                            label=claimed_label if k == 0 else None)
     for i, eng in enumerate(engines):
         g = table[table["engine"] == eng].sort_values("cache_pct", kind="stable")
         x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i - (len(engines) - 1) / 2) * 0.12
@@ -464,34 +544,67 @@ def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[Figure, dict[str
 
 
 def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: list[str],
-                         labels: dict[str, str] | None = None) -> tuple[Figure, dict[str, Any]]:
+                         labels: dict[str, str] | None = None,
+                         runs: pd.DataFrame | None = None) -> tuple[Figure, dict[str, Any]]:
     """Seed 000's per-second chart: throughput and p95 latency (sysbench's per-second 95th percentile)
-    of every repetition of the chosen cells over the measured window (the warm-up ran before it, as a
-    separate run); a cross marks where the steady-state test starts each run's steady window."""
+    of every run of the chosen cells over the measured window: one colour per cell, one line style per run
+    (campaign and repetition from `runs` when given), both in the legend; a cross marks where the
+    steady-state test starts a run's steady window when it trimmed any (in the legend when drawn)."""
     _require(intervals, ("run_id", "cell_id", "t_s", "tps"), "throughput over time")
     sel = intervals[intervals["cell_id"].isin(cells)]
     if sel.empty:
         raise FigureDataError(f"throughput over time: no per-second rows for {', '.join(cells)}")
     apply_style()
-    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.95),
+    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.15),
                                   layout="constrained")
     palette = sns.color_palette("colorblind")
     trim = dict(zip(steady["run_id"], steady["trim_s"])) if "trim_s" in steady else {}
-    for i, cid in enumerate(c for c in cells if c in set(sel["cell_id"])):
+    shown = [c for c in cells if c in set(sel["cell_id"])]
+    cell_handles: list[Line2D] = []
+    run_styles: dict[str, Any] = {}
+    crosses = 0
+    for i, cid in enumerate(shown):
         color = palette[i % len(palette)]
+        cell_handles.append(Line2D([], [], color=color, linewidth=1.1, label=(labels or {}).get(cid, cid)))
         for j, (rid, g) in enumerate(sel[sel["cell_id"] == cid].groupby("run_id", sort=True)):
             g = g.sort_values("t_s", kind="stable")
-            ls = LINESTYLES[j % len(LINESTYLES)]
-            ax.plot(g["t_s"], g["tps"], color=color, linewidth=0.9, linestyle=ls,
-                    label=(labels or {}).get(cid, cid) if j == 0 else None)
+            name = _run_name(rid, j, runs)  # the same campaign and repetition: the same style in every cell
+            ls = run_styles.setdefault(name, LINESTYLES[len(run_styles) % len(LINESTYLES)])
+            ax.plot(g["t_s"], g["tps"], color=color, linewidth=0.9, linestyle=ls)
             if "lat_ms" in g:
                 ax2.plot(g["t_s"], g["lat_ms"], color=color, linewidth=0.9, linestyle=ls)
             t0 = trim.get(rid)
             if t0 is not None and np.isfinite(t0) and t0 > 0:
                 at = g.loc[(g["t_s"] - t0).abs().idxmin()]
                 ax.plot([at["t_s"]], [at["tps"]], marker="x", color=color, markersize=4, linewidth=0)
-    _finish_tps_p95(fig, ax, ax2, "Time into the measured window (s)", legend_size=5.5)
-    return fig, {"cells": [c for c in cells if c in set(sel["cell_id"])]}
+                crosses += 1
+    style_handles = [Line2D([], [], color="0.3", linewidth=0.9, linestyle=ls, label=name)
+                     for name, ls in run_styles.items()]
+    if crosses:
+        style_handles.append(Line2D([], [], color="0.3", marker="x", markersize=4, linewidth=0,
+                                    label="steady window starts"))
+    ax.set_ylabel("Throughput (txn/s)")
+    ax.set_ylim(bottom=0)
+    ax2.set_ylabel("p95 latency (ms)")
+    ax2.set_ylim(bottom=0)
+    ax2.set_xlabel("Time into the measured window (s)")
+    for a in (ax, ax2):
+        a.grid(axis="y", linewidth=0.4, alpha=0.5)
+    fig.legend(handles=cell_handles, frameon=False, fontsize=5.5, loc="outside upper center", ncols=1)
+    fig.legend(handles=style_handles, frameon=False, fontsize=5.5, loc="outside lower center", ncols=2)
+    sns.despine(fig)
+    return fig, {"cells": shown, "crosses": crosses}
+
+
+def _run_name(run_id: str, j: int, runs: pd.DataFrame | None) -> str:
+    """A run as the legend names it: its campaign and repetition when the runs table has them."""
+    if runs is not None and {"run_id", "repetition"} <= set(runs.columns):
+        r = runs[runs["run_id"] == run_id]
+        if not r.empty:
+            rep = int(r["repetition"].iloc[0])
+            camp = r["campaign"].iloc[0] if "campaign" in r else None
+            return f"campaign {int(camp)}, rep. {rep}" if camp is not None and pd.notna(camp) else f"rep. {rep}"
+    return f"run {j + 1}"
 
 
 # ------------------------------------------------------------------------------------ figure 6
@@ -502,36 +615,65 @@ EFFICIENCY_LABELS = {"mysqld_cpu_us_per_txn": "mysqld CPU (µs/txn)", "host_cpu_
                      "read_ios_per_txn": "reads/txn", "write_ios_per_txn": "writes/txn"}
 
 
-def efficiency_vs_baseline(table: pd.DataFrame, baseline: str) -> tuple[Figure, dict[str, Any]]:
+def efficiency_vs_baseline(table: pd.DataFrame, baseline: str,
+                           emulated: Mapping[str, str] | None = None) -> tuple[Figure, dict[str, Any]]:
     """Hardware cost per transaction of every cell relative to the baseline cell: one panel per metric,
-    ratio with its 95 % CI on a log axis (``table``: label, metric, ratio, ci_lo, ci_hi, baseline_mean)."""
+    ratio with its 95 % CI on a log axis (``table``: label, metric, ratio, ci_lo, ci_hi, baseline_mean, and
+    ``n``/``run_ratios`` for the runs drawn instead of intervals when a cell has fewer than
+    :data:`MIN_RUNS_FOR_INTERVAL`). The baseline is the reference, drawn at 1 without an interval; a cell a
+    panel has no value for says "not measured" (tmpfs has no block device to count KiB on); emulated media
+    are named so under the panels."""
     _require(table, ("label", "metric", "ratio", "ci_lo", "ci_hi", "baseline_mean"), "efficiency")
     metrics = [m for m in EFFICIENCY_LABELS if m in set(table["metric"])]
     if not metrics:
         raise FigureDataError("efficiency: none of the per-transaction metrics was measured")
     apply_style()
     labels = list(dict.fromkeys(table["label"]))
-    height = max(1.8, 0.15 * len(labels) + 0.9)
+    runs_only = shows_runs(table["n"]) if "n" in table else False
+    height = max(1.8, 0.15 * len(labels) + 1.0)
     fig, axes = subplots(1, len(metrics), sharey=True, figsize=(TEXT_WIDTH_IN, height), layout="constrained",
                              squeeze=False)
     palette = sns.color_palette("colorblind")
     y = {lab: len(labels) - 1 - i for i, lab in enumerate(labels)}
+    is_base = table["label"].str.endswith("(baseline)")
     for k, (ax, m) in enumerate(zip(axes[0], metrics)):
-        g = table[(table["metric"] == m) & table["ratio"].gt(0)]
+        color = palette[k % len(palette)]
+        g = table[(table["metric"] == m) & table["ratio"].gt(0) & ~is_base]
         ys = g["label"].map(y).to_numpy()
         lo = np.where(g["ci_lo"] > 0, g["ci_lo"], g["ratio"])
-        err = np.nan_to_num(np.vstack([g["ratio"] - lo, g["ci_hi"] - g["ratio"]]).clip(min=0))
-        ax.errorbar(g["ratio"], ys, xerr=err, fmt="o", color=palette[k % len(palette)], markersize=3,
-                    capsize=1.5, elinewidth=0.8)
+        if runs_only and "run_ratios" in g:
+            for yy, rr in zip(ys, g["run_ratios"]):
+                rr = np.asarray(rr, dtype=float)
+                ax.plot(rr[rr > 0], np.full(int((rr > 0).sum()), yy), "o", color=color, markersize=2.5, alpha=0.8)
+            ax.plot(g["ratio"], ys, "|", color=color, markersize=6)
+        else:
+            err = np.nan_to_num(np.vstack([g["ratio"] - lo, g["ci_hi"] - g["ratio"]]).clip(min=0))
+            ax.errorbar(g["ratio"], ys, xerr=err, fmt="o", color=color, markersize=3, capsize=1.5, elinewidth=0.8)
+        ax.plot([1.0], [y[labels[[lab.endswith("(baseline)") for lab in labels].index(True)]]]
+                if is_base.any() else [], "o", color=color, markersize=3)
         ax.axvline(1.0, color="0.4", linewidth=0.7, linestyle="--")
+        drawn = set(g["label"]) | set(table.loc[is_base, "label"])
+        for lab in labels:
+            if lab not in drawn:
+                ax.text(0.5, y[lab], "not measured", transform=ax.get_yaxis_transform(), ha="center",
+                        va="center", fontsize=5, color="0.45", style="italic",
+                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
         _log_ratio_axis(ax, np.concatenate([lo, g["ci_hi"].fillna(g["ratio"]).to_numpy(), [1.0]]))
         base = float(table.loc[table["metric"] == m, "baseline_mean"].iloc[0])
         ax.set_title(f"{EFFICIENCY_LABELS[m]}\nbaseline {_short(base)}", fontsize=7)
         ax.grid(axis="x", linewidth=0.4, alpha=0.5, which="major")
     axes[0][0].set_yticks(list(y.values()), list(y.keys()))
-    fig.supxlabel(f"Ratio to the baseline cell ({baseline}), log axis", fontsize=7)
+    note = "; ".join(f"{med} is emulated ({dev})" for med, dev in sorted((emulated or {}).items())
+                     if any(med in lab.split() for lab in labels))
+    fig.supxlabel(f"Ratio to the baseline cell ({baseline}), log axis" + (f"; {note}" if note else ""),
+                  fontsize=7)
+    if runs_only:  # what the two marks are: no interval with fewer than MIN_RUNS_FOR_INTERVAL runs
+        fig.legend(handles=[Line2D([], [], color="0.3", marker="o", markersize=2.5, linewidth=0, label="a run"),
+                            Line2D([], [], color="0.3", marker="|", markersize=6, linewidth=0,
+                                   label="ratio of geometric means")],
+                   frameon=False, fontsize=6, ncols=2, loc="outside upper center")
     sns.despine(fig)
-    return fig, {"metrics": metrics, "cells": labels}
+    return fig, {"metrics": metrics, "cells": labels, "runs_only": runs_only}
 
 
 # ------------------------------------------------------------------------------------ exploration

@@ -15,8 +15,10 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, apply_style, save_figure, subplots
+from dbmatrix.publish.figure_check import Finding
+from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, apply_style, save_figure, shows_runs, subplots
 
 LEVEL = "slave_threads"
 STEMS = {"paused": "replication-paused", "throughput": "replication-throughput-latency",
@@ -40,9 +42,11 @@ def _empty(ax: Axes, text: str = "no completed galera runs") -> None:
     ax.set_yticks([])
 
 
-def _per_setting(ax: Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: str, ylabel: str) -> None:
+def _per_setting(ax: Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: str, ylabel: str, *,
+                 legend: bool = True) -> None:
     """Means with CI bars per applier level (categorical x), one series per other varied level,
-    repetitions as faint dots."""
+    repetitions as faint dots; with fewer than :data:`~dbmatrix.publish.figures.MIN_RUNS_FOR_INTERVAL` runs
+    at a setting, the runs alone (and the mean as an open marker), no interval."""
     s = settings[settings["metric"] == metric] if not settings.empty else settings
     if s.empty:
         _empty(ax)
@@ -53,6 +57,7 @@ def _per_setting(ax: Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: s
     groups = list(s.groupby(series, sort=True)) if series else [((), s)]
     palette = sns.color_palette("colorblind")
     width = 0.12
+    runs_only = shows_runs(s["n"]) if "n" in s else False
     for i, (key, g) in enumerate(groups):
         key = key if isinstance(key, tuple) else (key,)
         g = g.sort_values(LEVEL)
@@ -61,8 +66,12 @@ def _per_setting(ax: Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: s
         xs = np.array([x_of[v] for v in g[LEVEL]]) + off
         yerr = np.vstack([g["mean"] - g["ci_lo"], g["ci_hi"] - g["mean"]])
         label = ", ".join(_series_label(k, v) for k, v in zip(series, key)) or None
-        ax.errorbar(xs, g["mean"], yerr=np.nan_to_num(yerr), color=color, marker=marker, markersize=3.5,
-                    capsize=2, linewidth=0.9, elinewidth=0.9, label=label)
+        if runs_only:
+            ax.plot(xs, g["mean"], color=color, marker=marker, markersize=3.5, linewidth=0.9,
+                    markerfacecolor="none", label=label)
+        else:
+            ax.errorbar(xs, g["mean"], yerr=np.nan_to_num(yerr), color=color, marker=marker, markersize=3.5,
+                        capsize=2, linewidth=0.9, elinewidth=0.9, label=label)
         if not runs.empty and metric in runs:
             r = runs
             for k, v in zip(series, key):
@@ -70,14 +79,14 @@ def _per_setting(ax: Axes, settings: pd.DataFrame, runs: pd.DataFrame, metric: s
             for lv in levels:
                 vals = pd.to_numeric(r.loc[r[LEVEL] == lv, metric], errors="coerce").dropna().sort_values()
                 ax.scatter(np.full(len(vals), x_of[lv] + off + width / 3), vals, color=color, marker=marker,
-                           s=7, alpha=0.35, linewidths=0, zorder=1)
+                           s=9 if runs_only else 7, alpha=0.8 if runs_only else 0.35, linewidths=0, zorder=1)
     ax.set_xticks(range(len(levels)), [str(v) for v in levels])
     ax.set_xlim(-0.5, len(levels) - 0.5)
     ax.set_xlabel("wsrep_slave_threads (appliers per node)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-    if series:
+    if series and legend:
         ax.legend(frameon=False, fontsize=6)
 
 
@@ -94,11 +103,14 @@ def paused_per_setting(settings: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
 def throughput_latency_per_setting(settings: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     """Throughput and p95 latency per applier setting (two panels), means with 95 % CIs."""
     apply_style()
-    fig, (a1, a2) = subplots(1, 2, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.58), layout="constrained")
-    _per_setting(a1, settings, runs, "tps", "Throughput (tx/s)")
-    _per_setting(a2, settings, runs, "lat_p95_ms", "p95 latency (ms)")
+    fig, (a1, a2) = subplots(1, 2, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
+    _per_setting(a1, settings, runs, "tps", "Throughput (tx/s)", legend=False)
+    _per_setting(a2, settings, runs, "lat_p95_ms", "p95 latency (ms)", legend=False)
     for ax in (a1, a2):
-        ax.set_xlabel("Appliers")
+        ax.set_xlabel("Appliers per node")
+    handles, labels = a1.get_legend_handles_labels()
+    if handles:  # one legend for both panels, above them: inside a panel it would cover the other's labels
+        fig.legend(handles, labels, frameon=False, fontsize=6, ncols=1, loc="outside upper center")
     sns.despine(fig)
     return fig, {}
 
@@ -131,8 +143,13 @@ def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     cols = _sample_keys(s) if not s.empty else [LEVEL, "write_to"]
     keys = sorted(s[cols].drop_duplicates().itertuples(index=False, name=None)) if not s.empty else []
     n = max(1, len(keys))
-    fig, axes = subplots(n, 1, figsize=(COLUMN_WIDTH_IN, 0.25 + 0.95 * n), sharex=True, sharey=True,
-                             layout="constrained", squeeze=False)
+    ncols = 2 if n > 3 else 1  # stacked in one column, six panels would each get a tenth of the height
+    nrows = -(-n // ncols)
+    fig, grid = subplots(nrows, ncols, figsize=(COLUMN_WIDTH_IN, 0.45 + 1.0 * nrows), sharex=True, sharey=True,
+                         layout="constrained", squeeze=False)
+    axes = grid.reshape(-1, 1)
+    for extra in axes[n:, 0]:
+        extra.set_visible(False)
     if not keys:
         _empty(axes[0][0])
         return fig, {"runs": []}
@@ -153,29 +170,35 @@ def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
         if s["write_to"].nunique() > 1:
             title += f", writes to {target}"
         if len(key) > 2:
-            title += ", followers on " + ("the same medium" if key[2] == "same" else f"medium {key[2]}")
-        ax.set_title(title, loc="left", fontsize=7)
-        ax.set_ylabel("Recv. queue")
+            title += ", " + ("followers on the same medium" if key[2] == "same" else f"followers on {key[2]}") \
+                if ncols == 1 else ", " + ("same medium" if key[2] == "same" else f"{key[2]} followers")
+        ax.set_title(title, loc="left", fontsize=7 if ncols == 1 else 5.5)
+        if ax in grid[:, 0]:
+            ax.set_ylabel("Recv. queue")
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)
     axes[0][0].set_ylim(bottom=0)  # once, after every panel is drawn: the shared top covers all of them
-    axes[-1][0].set_xlabel("Time in the measured window (s)")
+    for ax in grid[-1]:
+        ax.set_xlabel("Time in window (s)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, frameon=False, fontsize=6, ncols=len(nodes), loc="outside upper center")
     sns.despine(fig)
     return fig, {"runs": runs}
 
 
-def draw_all(tables: dict[str, pd.DataFrame], out_dir: Path, *, commit: str | None, data_sha: str) -> list[Path]:
-    """Every replication figure as PDF and PNG under `out_dir`."""
+def draw_all(tables: dict[str, pd.DataFrame], out_dir: Path, *, commit: str | None, data_sha: str,
+             check: list[Finding] | None = None) -> list[Path]:
+    """Every replication figure as PDF and PNG under `out_dir` (the figure check's findings appended to
+    `check` when given)."""
     settings, runs, samples = (tables.get(k, pd.DataFrame()) for k in ("settings", "runs", "samples"))
     written = []
     fig, _ = paused_per_setting(settings, runs)
-    written += save_figure(fig, out_dir, STEMS["paused"], commit=commit, data_sha=data_sha,
+    written += save_figure(fig, out_dir, STEMS["paused"], commit=commit, data_sha=data_sha, check=check,
                            title="Galera: flow-control paused share per applier setting")
     fig, _ = throughput_latency_per_setting(settings, runs)
-    written += save_figure(fig, out_dir, STEMS["throughput"], commit=commit, data_sha=data_sha,
+    written += save_figure(fig, out_dir, STEMS["throughput"], commit=commit, data_sha=data_sha, check=check,
                            title="Galera: throughput and p95 latency per applier setting")
     fig, _ = recv_queue_series(samples)
-    written += save_figure(fig, out_dir, STEMS["queue"], commit=commit, data_sha=data_sha,
+    written += save_figure(fig, out_dir, STEMS["queue"], commit=commit, data_sha=data_sha, check=check,
                            title="Galera: receive queue per node over the measured window")
     return written

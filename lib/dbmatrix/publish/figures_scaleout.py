@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
-from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, FigureDataError, apply_style, subplots
+from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, FigureDataError, apply_style, shows_runs, subplots
 
 
 def _need(df: pd.DataFrame | None, what: str) -> pd.DataFrame:
@@ -24,19 +24,30 @@ def _need(df: pd.DataFrame | None, what: str) -> pd.DataFrame:
     return df
 
 
-def qps_vs_threads(cells: pd.DataFrame, saturation: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
+def qps_vs_threads(cells: pd.DataFrame, saturation: pd.DataFrame,
+                   runs: pd.DataFrame | None = None) -> tuple[Figure, dict[str, Any]]:
     """Mean QPS (95 % CI) vs client threads (log2 axis), one line per instance count; the saturation
-    point of each instance count is marked with an open circle."""
+    point of each instance count is marked with an open circle. With fewer than
+    :data:`~dbmatrix.publish.figures.MIN_RUNS_FOR_INTERVAL` runs per cell, the runs (from `runs`: instances,
+    threads, qps) instead of intervals."""
     cells = _need(cells, "QPS vs threads")
     apply_style()
     fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, 2.3))
     palette = sns.color_palette("colorblind")
+    runs_only = shows_runs(cells["n"]) if "n" in cells else False
     for i, (n, g) in enumerate(cells.groupby("instances", sort=True)):
         g = g.sort_values("threads")
-        yerr = np.nan_to_num(np.vstack([g["qps"] - g["ci_lo"], g["ci_hi"] - g["qps"]]))
-        ax.errorbar(g["threads"], g["qps"] / 1000, yerr=yerr / 1000, color=palette[i % len(palette)],
-                    marker=MARKERS[i % len(MARKERS)], markersize=3.5, capsize=2, linewidth=0.9,
-                    label=f"{n} instance{'s' if n > 1 else ''}")
+        kw = {"color": palette[i % len(palette)], "marker": MARKERS[i % len(MARKERS)], "markersize": 3.5,
+              "linewidth": 0.9, "label": f"{n} instance{'s' if n > 1 else ''}"}
+        if runs_only:
+            ax.plot(g["threads"], g["qps"] / 1000, **kw)
+            if runs is not None and {"instances", "threads", "qps"} <= set(runs.columns):
+                r = runs[runs["instances"] == n]
+                ax.scatter(r["threads"], pd.to_numeric(r["qps"], errors="coerce") / 1000, color=kw["color"],
+                           marker=kw["marker"], s=9, alpha=0.8, linewidths=0, zorder=1)
+        else:
+            yerr = np.nan_to_num(np.vstack([g["qps"] - g["ci_lo"], g["ci_hi"] - g["qps"]]))
+            ax.errorbar(g["threads"], g["qps"] / 1000, yerr=yerr / 1000, capsize=2, **kw)
         s = saturation[saturation["instances"] == n] if not saturation.empty else saturation
         if not s.empty and bool(s["reached"].iloc[0]):
             t = int(s["saturation_threads"].iloc[0])
@@ -79,28 +90,35 @@ def p95_vs_threads(cells: pd.DataFrame, threshold_ms: float) -> tuple[Figure, di
 
 
 def over_time(timeline: pd.DataFrame, label: str) -> tuple[Figure, dict[str, Any]]:
-    """Per-second QPS (left) and sysbench's per-second p95 (right axis) of every repetition of the best
-    setting; repetitions share a colour per metric and differ by line style."""
+    """Per-second QPS (top) and sysbench's per-second p95 (bottom) of every run of the best setting: one
+    line per run (``run_id``), a colour per campaign and a line style per repetition, each in the legend
+    (two campaigns' repetition 1 are two runs, never one line)."""
     tl = _need(timeline, "QPS over time")
     apply_style()
-    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, 2.6))
-    ax2 = ax.twinx()
+    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, 2.9))
     palette = sns.color_palette("colorblind")
     styles = ("-", "--", ":", "-.")
-    for j, (rep, g) in enumerate(tl.groupby("repetition", sort=True)):
-        g = g.sort_values("t_s")
-        ax.plot(g["t_s"], g["qps"] / 1000, color=palette[0], linestyle=styles[j % len(styles)], linewidth=0.9,
-                marker="o", markersize=2, label=f"QPS, rep. {rep}")
-        ax2.plot(g["t_s"], pd.to_numeric(g["lat_ms"], errors="coerce"), color=palette[3],
-                 linestyle=styles[j % len(styles)], linewidth=0.9, marker="s", markersize=2,
-                 label=f"p95, rep. {rep}")
-    ax.set_xlabel(f"Second of the measured window ({label})")
-    ax.set_ylabel("Queries per second (thousands)", color=palette[0])
-    ax2.set_ylabel("p95 latency per second (ms)", color=palette[3])
-    ax.set_ylim(bottom=0)
-    ax2.set_ylim(bottom=0)
-    ax.grid(linewidth=0.4, alpha=0.5)
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    fig.legend(h1 + h2, l1 + l2, frameon=False, fontsize=5, ncol=3, loc="outside upper center")
-    return fig, {"ax": ax, "ax2": ax2}
+    keys = [k for k in ("campaign", "repetition") if k in tl.columns]
+    order = tl[["run_id", *keys]].drop_duplicates("run_id").sort_values([*keys, "run_id"], kind="stable")
+    camps = sorted(order["campaign"].dropna().unique()) if "campaign" in order else []
+    reps = sorted(order["repetition"].dropna().unique()) if "repetition" in order else []
+    for _, r in order.iterrows():
+        g = tl[tl["run_id"] == r["run_id"]].sort_values("t_s")
+        ci = camps.index(r["campaign"]) if camps and pd.notna(r.get("campaign")) else 0
+        rj = reps.index(r["repetition"]) if reps and pd.notna(r.get("repetition")) else 0
+        name = ", ".join(p for p in (f"campaign {int(r['campaign'])}" if camps else "",
+                                     f"rep. {int(r['repetition'])}" if reps else "") if p) or str(r["run_id"])
+        kw = {"color": palette[ci % len(palette)], "linestyle": styles[rj % len(styles)], "linewidth": 0.9,
+              "marker": MARKERS[ci % len(MARKERS)], "markersize": 2}
+        ax.plot(g["t_s"], g["qps"] / 1000, label=name, **kw)
+        ax2.plot(g["t_s"], pd.to_numeric(g["lat_ms"], errors="coerce"), **kw)
+    ax.set_title(label, loc="left", fontsize=7)
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("QPS (thousands)")
+    ax2.set_ylabel("p95 latency (ms)")
+    ax2.set_xlabel("Second of the measured window")
+    for a in (ax, ax2):
+        a.set_ylim(bottom=0)
+        a.grid(linewidth=0.4, alpha=0.5)
+    fig.legend(*ax.get_legend_handles_labels(), frameon=False, fontsize=5.5, ncols=2, loc="outside upper center")
+    return fig, {"ax": ax, "ax2": ax2, "runs": list(order["run_id"])}

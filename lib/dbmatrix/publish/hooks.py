@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables, level_text
+from dbmatrix.publish.figure_check import Finding
 from dbmatrix.publish.paper_inputs import fmt_num, render_table
 from dbmatrix.publish.replication import publish_replication
 from dbmatrix.store import write_text_atomic
@@ -24,6 +25,7 @@ class HookContext:
     generated_dir: Path
     paper_src: Path
     claims: pd.DataFrame
+    findings: list[Finding] = field(default_factory=list)  # the figure check's, of the figures hooks draw
 
 
 @dataclass
@@ -92,7 +94,8 @@ def tpcc_table_tex(st: StudyTables, ctx: HookContext) -> HookOutput:
 def replication_outputs(st: StudyTables, ctx: HookContext) -> HookOutput:
     """A Galera study's figures, ``replication-macros.tex`` and ``table-replication.tex`` (its verdicts
     are the claims table's: one rule for the whole paper), and the body of its section's include."""
-    files = [Path(p) for p in publish_replication(st, ctx.figures_dir, ctx.generated_dir, ctx.claims)]
+    files = [Path(p) for p in publish_replication(st, ctx.figures_dir, ctx.generated_dir, ctx.claims,
+                                                          check=ctx.findings)]
     figures = {f.stem: st.name for f in files if f.suffix == ".pdf" and f.parent == ctx.figures_dir}
     return HookOutput(written=files, figures=figures, body=replication_section(ctx.paper_src, bool(files)))
 

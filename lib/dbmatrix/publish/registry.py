@@ -10,18 +10,22 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.claims import ClaimVerdicts
+from dbmatrix.analyse.claims import CLAIMS, ClaimVerdicts
 from dbmatrix.analyse.figure_data import (
     StudyTables,
+    baseline_of,
     block_size_table,
     compression_tables,
     efficiency_figure_table,
+    emulated_media,
     medium_cache_tables,
     timeline_cells,
 )
 from dbmatrix.analyse.kinds import get_kind
+from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import figures_scaleout as scaleout_plots
+from dbmatrix.publish.figure_check import Finding
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class FigureDef:
 
 
 def _draw_effects(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
-    fig, _ = plots.factor_effects(st.analysis.effects)
+    fig, _ = plots.factor_effects(st.analysis.effects, baseline_of(st), emulated_media(st))
     return fig, [st.analysis.effects]
 
 
@@ -51,8 +55,30 @@ def _draw_threads(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.D
 
 def _draw_block(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     table, a, b = block_size_table(st)
-    fig, _ = plots.block_size_ratios(table, a=a, b=b)
+    band = seed_band(BLOCK_CLAIM, a, b)
+    claimed, at = band if band else (None, None)
+    levels = sorted(table["cache_pct"].unique())
+    at = {"min": levels[0], "max": levels[-1]}.get(at, at) if isinstance(at, str) else at
+    fig, _ = plots.block_size_ratios(table, a=a, b=b, claimed=claimed, claimed_at=at,
+                                     claimed_label="seed 003: MyRocks, no block cache")
     return fig, [table]
+
+
+BLOCK_CLAIM = "blockSmallCache"  # the seed's block-size band the figure shades where its condition holds
+
+
+def seed_band(claim_id: str, a: Any, b: Any) -> tuple[tuple[float, float], Any] | None:
+    """A ratio claim's band in the direction a/b (inverted when the claim states b/a) and the cache level
+    where the seed's condition holds (its ``at`` cache_pct: "min", "max", a level or None)."""
+    c = next((c for c in CLAIMS if c.id == claim_id), None)
+    if c is None:
+        return None
+    lo, hi = c.band
+    if level_key(c.a) == level_key(b) and level_key(c.b) == level_key(a):
+        lo, hi = 1.0 / hi, 1.0 / lo
+    elif not (level_key(c.a) == level_key(a) and level_key(c.b) == level_key(b)):
+        return None
+    return (lo, hi), c.at.get("cache_pct")
 
 
 def _draw_compression(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
@@ -69,18 +95,21 @@ def _draw_medium(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.Da
 
 def _draw_timeline(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     ids, labels = timeline_cells(st, opts.get("timeline_cells"))
+    emulated = emulated_media(st)
+    labels = {c: " ".join(f"{w} (emulated {emulated[w]})" if w in emulated else w for w in lab.split(" "))
+              for c, lab in labels.items()}
     iv = st.intervals()
     if iv.empty:
         raise plots.FigureDataError("throughput over time: no per-second rows (processed/intervals.parquet)")
     iv = iv[iv["cell_id"].isin(ids)]
     steady = st.analysis.steady
-    fig, _ = plots.throughput_over_time(iv, steady, ids, labels)
+    fig, _ = plots.throughput_over_time(iv, steady, ids, labels, st.analysis.runs)
     return fig, [iv, steady[steady["run_id"].isin(set(iv["run_id"]))] if "run_id" in steady else steady]
 
 
 def _draw_efficiency(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     table, base = efficiency_figure_table(st)
-    fig, _ = plots.efficiency_vs_baseline(table, base)
+    fig, _ = plots.efficiency_vs_baseline(table, base, emulated_media(st))
     return fig, [table]
 
 
@@ -93,7 +122,7 @@ def _scaleout(st: StudyTables, name: str) -> pd.DataFrame:
 
 def _draw_scaleout_qps(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     cells, sat = _scaleout(st, "cells"), _scaleout(st, "saturation")
-    fig, _ = scaleout_plots.qps_vs_threads(cells, sat)
+    fig, _ = scaleout_plots.qps_vs_threads(cells, sat, st.a.runs if st.a is not None else None)
     return fig, [cells, sat]
 
 
@@ -105,8 +134,12 @@ def _draw_scaleout_p95(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list
 
 def _draw_scaleout_time(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     cells, tl = _scaleout(st, "cells"), _scaleout(st, "timeline")
+    runs = st.a.runs if st.a is not None else pd.DataFrame()
+    if "campaign" in runs and "campaign" not in tl:  # one line per run: campaigns share repetition numbers
+        tl = tl.merge(runs[["run_id", "campaign"]].drop_duplicates("run_id"), on="run_id", how="left")
     best = cells.loc[cells["qps"].idxmax()]
-    fig, _ = scaleout_plots.over_time(tl, f"{int(best['instances'])} instance(s), {int(best['threads'])} threads")
+    n, t = int(best["instances"]), int(best["threads"])
+    fig, _ = scaleout_plots.over_time(tl, f"best setting: {n} instance{'s' if n > 1 else ''}, {t} client threads")
     return fig, [tl]
 
 
@@ -138,6 +171,7 @@ class Published:
     skipped: list[str] = field(default_factory=list)
     claims: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per claim (verdicts.claims)
     verdicts: ClaimVerdicts | None = None
+    findings: list[Finding] = field(default_factory=list)  # the figure check's, of every figure drawn
 
 
 def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: str | None,
@@ -156,7 +190,8 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: s
                 out.skipped.append(f"{fd.stem} from {st.name}: {exc}")
                 continue
             out.written += plots.save_figure(fig, figures_dir, fd.stem, commit=commit,
-                                             data_sha=plots.data_hash(*frames), title=fd.title)
+                                             data_sha=plots.data_hash(*frames), title=fd.title,
+                                             check=out.findings, emulated=emulated_media(st))
             out.figures[fd.stem] = st.name
             break
         else:

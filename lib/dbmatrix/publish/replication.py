@@ -368,18 +368,23 @@ def _host_facts(record: dict[str, Any], tables: dict[str, pd.DataFrame]) -> dict
 
 
 def publish_replication(st: StudyTables, figures_dir: Path, generated_dir: Path,
-                        claims: pd.DataFrame | None = None) -> list[Path]:
+                        claims: pd.DataFrame | None = None, check: list[Any] | None = None) -> list[Path]:
     """Figures and the generated LaTeX (``replication-macros.tex``, ``table-replication.tex``) of the
     replication section, from the processed tables (run :func:`analyse_replication` first)."""
     from dbmatrix.publish import figures as plots
     from dbmatrix.publish import figures_replication as plots_replication
+    from dbmatrix.publish.captions import interval_text
 
     store, exp = st.store, st.experiment
     tables = load_replication(store)
     sha = plots.data_hash(tables["runs"], tables["settings"], tables["samples"])
     commit = git_state().get("commit")
-    written = plots_replication.draw_all(tables, figures_dir, commit=commit, data_sha=sha)
+    written = plots_replication.draw_all(tables, figures_dir, commit=commit, data_sha=sha, check=check)
     macros = replication_macros(tables, exp, _host_facts(st.host_record(), tables), claims)
+    settings = tables.get("settings", pd.DataFrame())
+    if "n" in settings and not settings.empty:  # for the figures' captions (paper/replication.tex)
+        macros["replIntervalText"] = interval_text(settings["n"], per="setting",
+                                                   interval="Student-$t$ \\replCiPct\\,\\% CIs")
     paper.write_macros(macros, generated_dir / "replication-macros.tex")
     table = settings_table(tables)
     if len(table.columns) < 2:
