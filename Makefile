@@ -86,7 +86,7 @@ figures: $(GEN)/provenance.json
 
 paper: paper/main.pdf
 
-paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) | $(OS_STAMP)
+paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) $(wildcard paper/*.bib) | $(OS_STAMP)
 	$(BIN)/dbmatrix paper
 
 FORCE:

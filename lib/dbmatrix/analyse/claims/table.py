@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -24,17 +24,26 @@ VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "ba
                    "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in",
                    "premise", "premise_value", "premise_met", "campaigns")
 CAMPAIGN_COLUMNS = ("id", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
+LEVEL_COLUMNS = ("id", "level", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
 
 
 @dataclass(frozen=True)
 class ClaimVerdicts:
     """What :func:`evaluate` gives: ``claims``, one row per claim (:data:`VERDICT_COLUMNS`, and ``hosts`` when
     a study has several), and ``campaigns``, one row per claim and campaign of the build
-    (:data:`CAMPAIGN_COLUMNS`: that campaign's own estimate and verdict; NaN and "" where it has none).
+    (:data:`CAMPAIGN_COLUMNS`: that campaign's own estimate and verdict; NaN and "" where it has none), and
+    ``levels``, for a claim judged per level of a factor it depends on, one row per level and campaign
+    (:data:`LEVEL_COLUMNS`; campaign 0: pooled), which the paper's claims table prints.
     Written as ``claims.csv`` and ``claims-campaigns.csv``; the paper and ``dbmatrix verdicts`` read it."""
 
     claims: pd.DataFrame
     campaigns: pd.DataFrame
+    levels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEVEL_COLUMNS))
+
+    def levels_of(self, claim_id: str) -> pd.DataFrame:
+        """The per-level rows of one claim (empty unless it was judged per level)."""
+        lv = self.levels
+        return lv[lv["id"] == claim_id] if not lv.empty else lv
 
     def campaign_numbers(self) -> list[int]:
         """The campaigns of the build, in order (1 .. the most any study has)."""
@@ -76,26 +85,32 @@ def _split(claim: Claim, ev: Evidence, exc: DependsOn, depth: int = 1
     return out
 
 
-def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
-                     checks: Sequence[PremiseCheck]) -> tuple[str, str, int, list[str]]:
+def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn, checks: Sequence[PremiseCheck]
+                     ) -> tuple[str, str, int, list[str], list[dict[str, Any]]]:
     """The verdict shared by every combination of levels the effect depends on (else inconclusive), the
-    per-level estimates and verdicts in words, and the runs behind them."""
+    per-level estimates and verdicts in words, the runs behind them, each campaign's verdict and the
+    per-level rows (:data:`LEVEL_COLUMNS`: pooled and per campaign)."""
     from dbmatrix.spec.factors import factor_unit, factor_word
 
     parts, verdicts, n = [], [], 0
+    rows: list[dict[str, Any]] = []
     leaves = _split(claim, ev, exc)
     per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
     camp_checks = [_campaign_checks(claim, ev, k, checks) for k in ev.campaigns()]
     for held, e, per, note in leaves:
+        where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in held.items())
         for k in range(len(per_camp)):
             pk = per[k] if len(per) == len(per_camp) else None
             per_camp[k].append(judge(claim, pk, [], camp_checks[k])[0] if pk is not None else "inconclusive")
-        where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in held.items())
+            if len(per_camp) > 1:
+                rows.append(_level_row(claim.id, where, ev.campaigns()[k], pk, per_camp[k][-1]))
         if e is None:
             verdicts.append("inconclusive")
             parts.append(f"{where}: not estimable ({note})")
+            rows.append({**_level_row(claim.id, where, 0, None, "inconclusive"), "note": note})
             continue
         v, _ = judge(claim, e, per if len(per) > 1 else [], checks)
+        rows.append(_level_row(claim.id, where, 0, e, v))
         verdicts.append(v)
         n += e.n
         parts.append(f"{where}: {fmt(e.estimate)} [{fmt(e.ci_lo)}, {fmt(e.ci_hi)}] {v}")
@@ -105,7 +120,13 @@ def _depends_verdict(claim: Claim, ev: Evidence, exc: DependsOn,
     within += f"; {aliased}" if aliased else ""
     camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
     return common, (f"depends on {factor_word(exc.factor)} (interaction p = {exc.p:.2g}), judged per level: "
-                    + "; ".join(parts) + within), n, camp_v
+                    + "; ".join(parts) + within), n, camp_v, rows
+
+
+def _level_row(claim_id: str, level: str, campaign: int, e: Estimate | None, v: str) -> dict[str, Any]:
+    return {"id": claim_id, "level": level, "campaign": campaign,
+            "estimate": e.estimate if e is not None else math.nan, "ci_lo": e.ci_lo if e is not None else math.nan,
+            "ci_hi": e.ci_hi if e is not None else math.nan, "verdict": v}
 
 
 
@@ -116,6 +137,7 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
     verdict."""
     rows = []
     camp_rows: list[dict[str, Any]] = []
+    level_rows: list[dict[str, Any]] = []
     several = any(len(e.hosts()) > 1 for e in evidence)
     n_camp = max([len(e.campaigns()) for e in evidence if not e.runs.empty] or [1])
     for c in claims:
@@ -144,7 +166,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             try:
                 est, per, notes = estimate_all(c, ev)
             except DependsOn as exc:
-                v, text, n, camp_v = _depends_verdict(c, ev, exc, checks)
+                v, text, n, camp_v, lv = _depends_verdict(c, ev, exc, checks)
+                level_rows += lv
                 failed = [ch.value for ch in checks if ch.met is False]
                 if len(camp_v) > 1:
                     for k, cv in zip(ev.campaigns(), camp_v):
@@ -176,7 +199,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                 "needs a " + " or ".join(c.sources) + " study; none in this build")
         rows.append(row)
     columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]
-    return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS))
+    return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS),
+                         pd.DataFrame(level_rows, columns=[*LEVEL_COLUMNS, "note"]))
 
 
 def _campaign_checks(c: Claim, ev: Evidence, k: int, pooled: Sequence[PremiseCheck]) -> list[PremiseCheck]:
