@@ -2,8 +2,7 @@
 the warm-up ran (each run's manifest records its ``window_mode``), what the campaigns were (their records:
 boots, commits, datasets), the warm-up truncation the runs used and what a baseline's interval means.
 
-The run records are read here only, through :class:`dbmatrix.store.ResultStore` (``iter_manifests``,
-``campaigns``)."""
+The records are read by :mod:`dbmatrix.analyse.run_records`."""
 
 from __future__ import annotations
 
@@ -14,22 +13,8 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table
+from dbmatrix.analyse.run_records import campaign_records, window_modes
 from dbmatrix.publish.paper import latex_escape
-
-
-def window_modes(st: StudyTables) -> tuple[Counter[str], list[str]]:
-    """How the completed runs of a study warmed up (``window_mode`` of each manifest; older manifests
-    without it: ``unrecorded``) and the reasons recorded for a two-process window."""
-    modes: Counter[str] = Counter()
-    reasons: list[str] = []
-    for m in st.store.iter_manifests():
-        if m.get("status") != "ok":
-            continue
-        modes[str(m.get("window_mode") or "unrecorded")] += 1
-        why = m.get("window_mode_reason")
-        if why and why not in reasons:
-            reasons.append(str(why))
-    return modes, reasons
 
 
 def _tt(name: str) -> str:
@@ -39,7 +24,7 @@ def _tt(name: str) -> str:
 def warmup_text(studies: Sequence[StudyTables]) -> dict[str, str]:
     """``warmupModeText``: in how many runs warm-up and window were one sysbench process, and which runs
     warmed up in a separate one (and why); with the counts as macros."""
-    per = {st.name: window_modes(st) for st in studies}
+    per = {st.name: window_modes(st.store, st.a.runs if st.a is not None else None) for st in studies}
     total: Counter[str] = Counter()
     for modes, _ in per.values():
         total.update(modes)
@@ -75,7 +60,7 @@ def campaigns_text(studies: Sequence[StudyTables]) -> dict[str, str]:
     datasets, start), from the campaign records; ``nCampaignsMax``."""
     rows = []
     for st in studies:
-        for r in st.store.campaigns():
+        for r in campaign_records(st.store):
             git = r.get("git") or {}
             datasets = r.get("datasets") or []
             rows.append({"study": st.name, "k": int(r["campaign"]), "boots": tuple(r.get("boot_ids") or ()),

@@ -25,8 +25,8 @@ from pathlib import Path
 MISSING_MACRO = "dbmatrixMissing"
 # \PackageError stops a -halt-on-error build; the message names the macro without a value.
 MISSING_DEFINITION = (
-    f"\\providecommand{{\\{MISSING_MACRO}}}[1]{{\\PackageError{{dbmatrix}}{{the data of this build gives no "
-    "value for the macro #1 used here}{A generated macro is a placeholder; see paper/generated/macros.tex}}\n")
+    f"\\providecommand{{\\{MISSING_MACRO}}}[1]{{\\PackageError{{dbmatrix}}{{no value for macro #1 (the data "
+    "of this build does not give it)}{A generated macro is a placeholder; see paper/generated/macros.tex}}\n")
 NOT_APPLICABLE = "\u2014"  # (an em dash) a table cell without a value on purpose (the caption says why)
 
 # (not "none": a level's name, e.g. compression none; Python's None is caught case-sensitively)
@@ -120,8 +120,10 @@ def check_sources(paper_dir: Path, macros: Mapping[str, str] | None = None) -> l
         for i, line in enumerate(f.read_text().splitlines(), 1):
             for name in _USE.findall(_uncommented(line)):
                 if name in bad:
-                    findings.append(Finding(f"{rel}:{i}", f"value {macros[name]!r} is a placeholder "
-                                            f"({', '.join(bad[name])})", name))
+                    value = macros[name]
+                    findings.append(Finding(f"{rel}:{i}", "has no value in this build's data" if (
+                        is_placeholder(value) or value.startswith("\\" + MISSING_MACRO)) else
+                        f"its value holds a placeholder ({', '.join(bad[name])}): {value}", name))
     return findings
 
 
@@ -129,7 +131,7 @@ _LOG_PATTERNS = (
     re.compile(r"LaTeX Warning: (?:Reference|Citation) [`'](?P<what>[^']+)' on page \d+ undefined"),
     re.compile(r"Package natbib Warning: Citation [`'](?P<what>[^']+)' on page \d+ undefined"),
     re.compile(r"! Undefined control sequence\.\s*\n(?:.*\n)?l\.(?P<line>\d+) (?P<what>.*)"),
-    re.compile(r"! Package dbmatrix Error: (?P<what>.*)"),
+    re.compile(r"! Package dbmatrix Error: (?P<what>(?:.+\n)+?)\n"),  # (the log wraps long lines)
     re.compile(r"LaTeX Warning: There were undefined references"),
     re.compile(r"Warning--I didn't find a database entry for \"(?P<what>[^\"]+)\""),
 )
@@ -142,11 +144,12 @@ def check_log(log: str, blg: str = "") -> list[Finding]:
     for text, where in ((log, "main.log"), (blg, "main.blg")):
         for pat in _LOG_PATTERNS:
             for m in pat.finditer(text):
-                what = m.groupdict().get("what") or m.group(0)
+                what = (m.groupdict().get("what") or m.group(0)).replace("\n", "")
                 line = m.groupdict().get("line")
-                macro = re.search(r"macro (\w+)", what)
+                macro = re.search(r"no value for macro (\w+)", what)
                 findings.append(Finding(f"{where}" + (f" l.{line}" if line else ""),
-                                        m.group(0).splitlines()[0] if not line else f"undefined: {what.strip()}",
+                                        f"undefined: {what.strip()}" if line else
+                                        what.strip() if macro else m.group(0).splitlines()[0],
                                         macro.group(1) if macro else ""))
     return findings
 
