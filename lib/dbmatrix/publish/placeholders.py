@@ -101,8 +101,27 @@ def _uncommented(line: str) -> str:
     return re.split(r"(?<!\\)%", line, maxsplit=1)[0]
 
 
+_INPUT = re.compile(r"\\(?:input|include)\{([^}]+)\}")
+
+
+def included_files(paper_dir: Path, main: str = "main.tex") -> list[Path]:
+    """main.tex and every .tex file it inputs, recursively (a figure's fragment only when the build's
+    generated/figures.tex inputs it)."""
+    seen: list[Path] = []
+    todo = [paper_dir / main]
+    while todo:
+        f = todo.pop(0)
+        if f in seen or not f.is_file():
+            continue
+        seen.append(f)
+        for line in f.read_text().splitlines():
+            for name in _INPUT.findall(_uncommented(line)):
+                todo.append(paper_dir / (name if name.endswith(".tex") else name + ".tex"))
+    return seen
+
+
 def check_sources(paper_dir: Path, macros: Mapping[str, str] | None = None) -> list[Finding]:
-    """Each use, in the paper's .tex files (its own and the generated ones), of a generated macro whose
+    """Each use, in the .tex files the paper inputs (:func:`included_files`), of a generated macro whose
     value is or holds a placeholder: file:line and the macro's name. `macros` defaults to every
     generated ``*macros.tex`` of ``paper_dir/generated``."""
     if macros is None:
@@ -112,8 +131,7 @@ def check_sources(paper_dir: Path, macros: Mapping[str, str] | None = None) -> l
     bad = {n: value_placeholders(v) for n, v in macros.items()}
     bad = {n: p for n, p in bad.items() if p}
     findings = []
-    files = sorted(paper_dir.glob("*.tex")) + sorted((paper_dir / "generated").glob("*.tex"))
-    for f in files:
+    for f in included_files(paper_dir):
         if f.name.endswith("macros.tex"):
             continue
         rel = f.relative_to(paper_dir)
