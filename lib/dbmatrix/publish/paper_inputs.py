@@ -95,7 +95,8 @@ def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], prof
         "memGiB": fmt_num((facts.get("mem_total_bytes") or 0) / 2**30, 0),
         "kernelVersion": paper.latex_escape(str(facts.get("kernel", "unknown"))),
         "dataHash": data_sha,
-        "gitCommit": str(git_state().get("commit") or "unknown")[:12],
+        # outside a git checkout (a copy, a tarball) there is no commit to name: say so, not "unknown"
+        "gitCommit": str(git_state().get("commit") or "")[:12] or "none (not a git checkout)",
         "threadsUsed": ", ".join(str(t) for t in exp.factors["threads"]),
         "dataPhysMiB": fmt_num(runs["data_physical_bytes"].median() / MiB, 0),
         "dataLogicalMiB": fmt_num(runs["data_logical_bytes"].median() / MiB, 0),
