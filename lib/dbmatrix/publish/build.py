@@ -246,6 +246,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     macros.update(method_text.campaigns_text(studies))
     macros["baselineText"] = method_text.baseline_text(drawn)
     if primary is not None:
+        macros.update(method_text.intervals_text(primary))
         macros["steadyTrimText"] = method_text.trim_text(
             primary.analysis.runs, primary.experiment.measure_s,
             steady_params(primary.experiment.measure_s)["min_seconds"])

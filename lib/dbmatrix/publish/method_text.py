@@ -139,3 +139,26 @@ def baseline_text(drawn: dict[str, StudyTables]) -> str:
                 "themselves (Welch), so their interval around 1 shows the spread of its repetitions, not an "
                 "uncertainty of the ratio.")
     return text + ", as in Figure~\\ref{fig:efficiency}."
+
+
+def intervals_text(st: StudyTables) -> dict[str, str]:
+    """``intervalsText``: how many runs a cell's interval rests on (repetitions x campaigns) and its degrees
+    of freedom, from the study's processed cells and runs; ``nStudyCampaigns``."""
+    from scipy import stats as sps
+
+    cells, runs = st.analysis.cells, st.analysis.runs
+    k = int(runs["campaign"].nunique()) if "campaign" in runs.columns and len(runs) else 1
+    n = pd.to_numeric(cells.get("n", pd.Series(dtype=float)), errors="coerce").dropna()
+    if n.empty:
+        return {"intervalsText": "No cell has runs to give an interval.", "nStudyCampaigns": str(k)}
+    lo, hi = int(n.min()), int(n.max())
+    runs_text = f"{lo}" if lo == hi else f"{lo} to {hi}"
+    per = f" ({st.experiment.repetitions} repetitions in each of {k} campaigns)" if k > 1 else ""
+    if lo < 2:
+        df_text = "a cell with one run has no interval"
+    else:
+        t = float(sps.t.ppf(0.975, lo - 1))
+        df_text = (f"so a cell's Student-$t$ interval has {lo - 1} degree{'s' if lo > 2 else ''} of freedom "
+                   f"(t = {t:.2f})" + (" or more" if hi > lo else ""))
+    return {"intervalsText": f"Each cell of {_tt(st.name)} has {runs_text} runs{per}, {df_text}.",
+            "nStudyCampaigns": str(k)}
