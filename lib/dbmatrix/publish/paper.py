@@ -110,10 +110,13 @@ def build_paper(target: Path | None = None, epoch: int = 1_700_000_000) -> Path:
                  env={"SOURCE_DATE_EPOCH": str(epoch), "FORCE_SOURCE_DATE": "1"})  # added to our environment
     if r.exit_code != 0:
         log = (d / "main.log").read_text(errors="replace") if (d / "main.log").exists() else ""
-        missing = check_built(d, "") if log else []
+        # a macro without a value or an undefined one stopped LaTeX: name it (the undefined references that
+        # follow from the halted run are not the cause)
+        missing = [f for f in check_built(d, "") if f.macro or f.text.startswith("undefined:")] if log else []
         if missing:
             raise PlaceholderError(missing)
-        raise RuntimeError(f"latexmk failed ({r.exit_code}):\n{r.stdout[-2000:]}\n{log[-3000:]}")
+        blg = (d / "main.blg").read_text(errors="replace")[-1500:] if (d / "main.blg").exists() else ""
+        raise RuntimeError(f"latexmk failed ({r.exit_code}):\n{r.stdout[-2000:]}\n{log[-3000:]}\n{blg}")
     pdf = d / "main.pdf"
     text = host.run(shlex.join(["pdftotext", str(pdf), "-"])).stdout
     found = check_built(d, text)
