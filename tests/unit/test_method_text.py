@@ -71,4 +71,4 @@ def test_intervals_text_gives_a_cell_s_runs_and_degrees_of_freedom() -> None:
     m = intervals_text(st)
     assert m == {"intervalsText": "Each cell of \\texttt{matrix} has 4 runs (2 repetitions in each of 2 "
                                   "campaigns), so a cell's Student-$t$ interval has 3 degrees of freedom (t = 3.18).",
-                 "nStudyCampaigns": "2"}
+                 "nStudyCampaigns": "2", "campaignsPerCellText": "in each of 2 campaigns"}

@@ -192,6 +192,8 @@ def test_claims_table_and_measured_numbers() -> None:
     assert claim_measured({"kind": "share", "estimate": 0.96, "ci_lo": 0.9, "ci_hi": 1.0}) == \
         "96\\,\\% [90\\,\\%, 100\\,\\%]"
     assert claim_measured({"kind": "ratio", "estimate": float("nan")}) == "--"
+    assert claim_measured({"kind": "ratio", "estimate": 1.62, "ci_lo": 0.71, "ci_hi": float("inf")}) == \
+        "1.62 [0.71, $\\infty$]"  # an unbounded side, never "inf"
 
 
 def test_provenance_and_inputs() -> None:

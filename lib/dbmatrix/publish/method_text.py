@@ -149,8 +149,10 @@ def intervals_text(st: StudyTables) -> dict[str, str]:
     cells, runs = st.analysis.cells, st.analysis.runs
     k = int(runs["campaign"].nunique()) if "campaign" in runs.columns and len(runs) else 1
     n = pd.to_numeric(cells.get("n", pd.Series(dtype=float)), errors="coerce").dropna()
+    each = f"in each of {k} campaigns" if k > 1 else "in its one campaign"
     if n.empty:
-        return {"intervalsText": "No cell has runs to give an interval.", "nStudyCampaigns": str(k)}
+        return {"intervalsText": "No cell has runs to give an interval.", "nStudyCampaigns": str(k),
+                "campaignsPerCellText": each}
     lo, hi = int(n.min()), int(n.max())
     runs_text = f"{lo}" if lo == hi else f"{lo} to {hi}"
     per = f" ({st.experiment.repetitions} repetitions in each of {k} campaigns)" if k > 1 else ""
@@ -161,4 +163,4 @@ def intervals_text(st: StudyTables) -> dict[str, str]:
         df_text = (f"so a cell's Student-$t$ interval has {lo - 1} degree{'s' if lo > 2 else ''} of freedom "
                    f"(t = {t:.2f})" + (" or more" if hi > lo else ""))
     return {"intervalsText": f"Each cell of {_tt(st.name)} has {runs_text} runs{per}, {df_text}.",
-            "nStudyCampaigns": str(k)}
+            "nStudyCampaigns": str(k), "campaignsPerCellText": each}
