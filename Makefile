@@ -108,7 +108,7 @@ figures: $(GEN)/provenance.json
 paper: paper/main.pdf
 
 # LaTeX only (no root, no MariaDB): `make setup-paper` installs it, or install latexmk and TeX Live yourself.
-paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) | $(PY_STAMP)
+paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) $(wildcard paper/*.bib) | $(PY_STAMP)
 	@command -v latexmk >/dev/null || { echo "make paper needs LaTeX (latexmk, TeX Live): make setup-paper" \
 	  "(apt-get/dnf as root) or install them yourself"; exit 2; }
 	$(BIN)/dbmatrix paper

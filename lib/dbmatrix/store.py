@@ -209,6 +209,7 @@ class ResultStore:
                 "data_logical_bytes": ds.get("data_logical_bytes"),
                 "data_apparent_bytes": ds.get("data_apparent_bytes"),
                 "started_utc": m.started_utc,
+                "window_mode": m.window_mode, "window_mode_reason": m.window_mode_reason,
                 # Exact counter deltas over the measured window (None where not measurable).
                 **{k: (m.system or {}).get(k) for k in SYSTEM_COUNTERS},
             }

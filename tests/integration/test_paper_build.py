@@ -18,7 +18,7 @@ import pytest
 from dbmatrix import cli, paths, steps
 from dbmatrix.analyse import tables as analysis
 from dbmatrix.analyse.kinds import load_study_tables
-from dbmatrix.publish import build, paper
+from dbmatrix.publish import build, paper, placeholders
 from dbmatrix.study import load_studies, studies_with_data
 
 pytestmark = pytest.mark.integration
@@ -78,6 +78,11 @@ def test_the_paper_builds_and_names_its_runs(built: dict[str, object], data: Pat
     log = pdf.with_suffix(".log").read_text(errors="replace")
     assert not re.search(r"LaTeX Warning: (Reference|Citation) .* undefined", log)
     assert "??" not in text, "an unresolved reference"
+    assert placeholders.check_text(text) == [] and placeholders.check_log(log) == []  # (build_paper checks too)
+    bbl = pdf.with_suffix(".bbl").read_text()  # bibtex ran: the five seeds and the methods are cited
+    for key in ("seedNdb", "seedGreatsql", "seedGalera", "seedPmem", "seedNvmeLayout", "white1997", "laird1982",
+                "holm1979", "sysbench"):
+        assert f"{{{key}}}" in bbl, key
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     assert "dbmatrix data" in info and "git" in info
 
@@ -148,7 +153,7 @@ def _copy_repo(dst: Path) -> None:
     for sub in ("specs", "notebooks"):
         shutil.copytree(REPO / sub, dst / sub, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     (dst / "paper").mkdir()
-    for f in (REPO / "paper").glob("*.tex"):
+    for f in [*(REPO / "paper").glob("*.tex"), *(REPO / "paper").glob("*.bib")]:
         shutil.copy2(f, dst / "paper" / f.name)
     shutil.copytree(REPO / "lib" / "dbmatrix", dst / "lib" / "dbmatrix", ignore=shutil.ignore_patterns("__pycache__"))
     # campaign 1 only (runs of later campaigns end in -camp<k>): what make rebuilds does not depend on how

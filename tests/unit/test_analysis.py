@@ -247,7 +247,9 @@ def test_publish_from_processed_tables_of_an_older_analysis(built, exp: Experime
     st = load_study_tables(old, exp)
     out = build.publish_all([st], "unit", tmp_path / "fig", tmp_path / "gen")
     macros = (tmp_path / "gen" / "macros.tex").read_text()
-    assert "\\newcommand{\\lowCachePct}{25}" in macros and "\\newcommand{\\topFactor}{--}" in macros
+    # no model: no top factor, a macro that stops LaTeX where the text would use it
+    assert "\\newcommand{\\lowCachePct}{25}" in macros
+    assert "\\newcommand{\\topFactor}{\\dbmatrixMissing{topFactor}}" in macros
     assert (tmp_path / "gen" / "table-pairwise.tex").read_text().startswith("% Generated")
     # no model and no per-second rows: those figures are skipped with a note, the others drawn
     assert "throughput-vs-cache" in out.figures and "factor-effects" not in out.figures

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from dbmatrix.analyse.claims import ClaimVerdicts
+from dbmatrix.publish.claims_tex import band_text, render_claims_details, render_claims_table
 from dbmatrix.publish.paper import (
     claim_measured,
     latex_escape,
@@ -17,8 +18,6 @@ from dbmatrix.publish.paper import (
     macros_defined,
     macros_used,
     prefixed,
-    render_claims_details,
-    render_claims_table,
     render_inputs,
     render_macros,
     render_provenance,
@@ -27,6 +26,7 @@ from dbmatrix.publish.paper import (
     setup_rows,
     write_macros,
 )
+from dbmatrix.publish.placeholders import MISSING_DEFINITION
 
 
 @pytest.mark.parametrize("parts,expected", [
@@ -55,8 +55,8 @@ def test_macro_names_of_different_numbers_differ() -> None:
 def test_render_macros_sorted() -> None:
     text = render_macros({"tpsRatio": "0.52", "alpha": r"\num{1234}", "beta": "2"})
     lines = text.splitlines()
-    assert lines[0].startswith("%")
-    assert lines[1:] == [
+    assert lines[0].startswith("%") and lines[1] == MISSING_DEFINITION.strip()
+    assert lines[2:] == [
         r"\newcommand{\alpha}{\num{1234}}",
         r"\newcommand{\beta}{2}",
         r"\newcommand{\tpsRatio}{0.52}",
@@ -105,7 +105,7 @@ def test_render_table() -> None:
     assert r"\begin{tabular}{lll}" in tex
     assert r"cache\_pct & tps & 95 \% \\" in tex  # headers escaped
     assert r"25 & 512.3 & a\_b \\" in tex  # values formatted and escaped
-    assert r"100 & 1024.0 & -- \\" in tex  # missing values shown as --
+    assert "100 & 1024.0 & \u2014 \\\\" in tex  # missing values: an em dash (not applicable), never --
     assert r"\small" in tex
     body = tex.split("\\midrule\n")[1].splitlines()
     assert body[0].startswith("25 &")  # no index column
@@ -136,11 +136,11 @@ MEDIA = {"disk": {"kind": "dir", "fstype": "ext4", "device": "vda", "emulates": 
 def test_setup_rows_say_na_for_what_was_not_recorded() -> None:
     rows = dict(setup_rows(FACTS, MEDIA))
     assert rows["CPU"] == "Intel(R) Xeon(R)" and rows["Online CPUs"] == "2" and rows["Memory"] == "24.0\\,GiB"
-    assert rows["Cores per socket"] == "n/a" and rows["fio"] == "n/a" and rows["Swap"] == "n/a"
+    assert rows["Cores per socket"] == "not recorded" and rows["fio"] == "not recorded" and rows["Swap"] == "not recorded"
     assert rows["Block devices"] == "vda (256.0\\,GiB, rotational)"  # zero-sized zram left out
     assert rows["Media"] == ("disk: dir (ext4 on vda); nvme: not available; "
                              "tmpfs: tmpfs (tmpfs, emulates pmem-fsdax)")
-    assert dict(setup_rows({}))["CPU"] == "n/a"
+    assert dict(setup_rows({}))["CPU"] == "not recorded"
 
 
 def test_render_setup_table() -> None:
@@ -155,21 +155,25 @@ def test_claims_table_and_measured_numbers() -> None:
     table = pd.DataFrame([
         {"seed": "003", "where": "slide 13", "claim": "4\\,KB blocks", "kind": "ratio", "estimate": 1.054,
          "ci_lo": 0.98, "ci_hi": 1.13, "verdict": "inconclusive", "compared": "block 4k / 16k", "basis": "model",
-         "reason": "", "study": "m", "stand_in": "tmpfs for PMEM"},
+         "reason": "", "study": "m", "stand_in": "tmpfs for PMEM", "band_lo": 1.0, "band_hi": 1.1,
+         "test": "direction"},
         {"seed": "002", "where": "chart", "claim": "pauses", "kind": "difference", "estimate": -30.0,
          "ci_lo": -41.25, "ci_hi": -18.5, "verdict": "agree", "compared": "appliers 16/1", "basis": "Welch",
-         "reason": "", "study": "g", "stand_in": ""},
+         "reason": "", "study": "g", "stand_in": "", "band_lo": -100.0, "band_hi": 0.0,
+         "test": "direction"},
         {"seed": "004", "where": "raid", "claim": "RAID0 50_50", "kind": "ratio", "estimate": float("nan"),
          "ci_lo": float("nan"), "ci_hi": float("nan"), "verdict": "not tested", "compared": "", "basis": "",
-         "reason": "no MD RAID", "study": "", "stand_in": "x"},
+         "reason": "no MD RAID", "study": "", "stand_in": "x", "band_lo": 1.0,
+         "band_hi": float("inf"), "test": "direction"},
     ])
     table.insert(0, "id", ["block", "pause", "raid"])
     one = pd.DataFrame({"id": ["block", "pause", "raid"], "campaign": 1, "estimate": float("nan"),
                         "ci_lo": float("nan"), "ci_hi": float("nan"), "verdict": ""})
     tex = render_claims_table(ClaimVerdicts(table, one))
-    assert "\\begin{table*}" in tex and "\\label{tab:claims}" in tex
+    assert "\\begin{longtable}" in tex and "\\label{tab:claims}" in tex and "\\onecolumn" in tex
     assert "1.05 [0.98, 1.13]" in tex and "+-30.0" not in tex and "-30.0 [-41.2, -18.5] pts" in tex
-    assert "(here: tmpfs for PMEM)" in tex and "\\textbf{not tested}" in tex and "no MD RAID" in tex
+    assert "\\footnote{Here: tmpfs for PMEM.}" in tex and "\\textbf{not tested}" in tex and "no MD RAID" in tex
+    assert "& 1--1.1 &" in tex  # the seed's band
     assert "(003, slide 13)" in tex  # the seed and where, in the claim's cell
     details = render_claims_details(ClaimVerdicts(table, one))
     assert "\\section{The claims in detail}" in details and "Study m; model" in details  # the basis, per study
@@ -179,11 +183,17 @@ def test_claims_table_and_measured_numbers() -> None:
         "estimate": [1.02, -29.0, float("nan"), 1.09, -31.0, float("nan")], "ci_lo": float("nan"),
         "ci_hi": float("nan"), "verdict": ["inconclusive", "agree", "", "agree", "agree", ""]}))
     tex2 = render_claims_table(two)
-    assert "Measured & C1 & C2 & Verdict" in tex2 and "& inconcl. & agree &" in tex2
+    assert "Verdict (per campaign)" in tex2
+    # C2 differs from the pooled verdict: the reason is given (the pooled CI includes 1); C1 does not
+    assert ("C1 inconcl., C2 agree (1.09; the pooled CI, which includes the variation between campaigns, "
+            "includes 1)") in tex2
+    assert "C1 agree, C2 agree" in tex2 and "not tested\\newline C1" not in tex2
     assert "C1 1.02 (inconclusive), C2 1.09 (agree)" in render_claims_details(two)
     assert claim_measured({"kind": "share", "estimate": 0.96, "ci_lo": 0.9, "ci_hi": 1.0}) == \
         "96\\,\\% [90\\,\\%, 100\\,\\%]"
     assert claim_measured({"kind": "ratio", "estimate": float("nan")}) == "--"
+    assert claim_measured({"kind": "ratio", "estimate": 1.62, "ci_lo": 0.71, "ci_hi": float("inf")}) == \
+        "1.62 [0.71, $\\infty$]"  # an unbounded side, never "inf"
 
 
 def test_provenance_and_inputs() -> None:
@@ -197,7 +207,7 @@ def test_provenance_and_inputs() -> None:
 def test_macros_used_and_defined() -> None:
     tex = "% \\ignored\nText \\nRuns{} and 5\\,\\% \\cacheRatio.\n\\newcommand{\\nRuns}{4}"
     assert macros_used(tex) >= {"nRuns", "cacheRatio", "newcommand"} and "ignored" not in macros_used(tex)
-    assert macros_defined(render_macros({"a": "1", "bB": "2"})) == {"a", "bB"}
+    assert macros_defined(render_macros({"a": "1", "bB": "2"})) == {"a", "bB", "dbmatrixMissing"}
 
 
 def test_setup_table_has_one_column_per_host_under_its_inventory_name(tmp_path) -> None:
@@ -258,3 +268,35 @@ def test_cache_basis_text_says_which_size_cache_pct_is_of() -> None:
     assert cache_basis_text(pd.DataFrame({"tps": [1.0]})) == "physical (on-disk)"  # runs from before the key
     assert cache_basis_text(pd.DataFrame({"cache_basis": ["physical", "logical"]})) == (
         "logical (uncompressed) or physical (on-disk) (runs differ)")
+
+
+def test_band_text_in_the_estimate_s_unit() -> None:
+    assert band_text({"kind": "ratio", "band_lo": 1.0, "band_hi": 1.1, "test": "direction"}) == "1--1.1"
+    assert band_text({"kind": "ratio", "band_lo": 0.95, "band_hi": 1.05, "test": "within"}) == \
+        "0.95--1.05 (no effect)"
+    assert band_text({"kind": "ratio", "band_lo": 1.0, "band_hi": float("inf")}) == "$>$1"
+    assert band_text({"kind": "ratio", "band_lo": 0.0, "band_hi": 1.05, "test": "within"}) == "$\\le$1.05"
+    assert band_text({"kind": "difference", "band_lo": -100.0, "band_hi": 0.0}) == "-100 to +0 pts"
+    assert band_text({"kind": "share", "band_lo": 0.9, "band_hi": 1.0, "test": "within"}) == "90--100\\,\\%"
+
+
+def test_claims_table_prints_per_level_numbers_and_campaign_reasons() -> None:
+    """A claim judged per level prints each level's estimate (never just "per level"), and a campaign whose
+    verdict differs from the pooled one at a level says why."""
+    table = pd.DataFrame([{"id": "pmem", "seed": "003", "where": "slide 15", "claim": "PMEM beats NVMe",
+                           "kind": "ratio", "estimate": float("nan"), "ci_lo": float("nan"), "ci_hi": float("nan"),
+                           "verdict": "agree", "compared": "medium tmpfs / disk", "basis": "depends on compression",
+                           "reason": "", "study": "t", "stand_in": "", "band_lo": 1.0, "band_hi": 4.0,
+                           "test": "direction"}])
+    camps = pd.DataFrame({"id": ["pmem", "pmem"], "campaign": [1, 2], "estimate": float("nan"),
+                          "ci_lo": float("nan"), "ci_hi": float("nan"), "verdict": ["inconclusive", "agree"]})
+    levels = pd.DataFrame([
+        {"id": "pmem", "level": "compression none", "campaign": 0, "estimate": 2.5, "ci_lo": 1.5, "ci_hi": 3.5,
+         "verdict": "agree"},
+        {"id": "pmem", "level": "compression none", "campaign": 1, "estimate": 2.4, "ci_lo": 0.4, "ci_hi": 17.0,
+         "verdict": "inconclusive"},
+        {"id": "pmem", "level": "compression none", "campaign": 2, "estimate": 2.6, "ci_lo": 1.2, "ci_hi": 3.3,
+         "verdict": "agree"}])
+    tex = render_claims_table(ClaimVerdicts(table, camps, levels))
+    assert "per level &" not in tex and "compression none: 2.50 [1.50, 3.50] (agree)" in tex
+    assert "C1 inconcl. (compression none: 2.40 [0.40, 17.00]: its CI includes 1 (no effect)), C2 agree" in tex

@@ -51,7 +51,8 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
     return {"campaign": int(record.get("campaign") or 0), "experiment": record.get("experiment"),
             "started_utc": started,
             "finished_utc": record.get("finished_utc"), "complete": bool(record.get("complete")),
-            "boot_ids": sorted(record.get("boot_ids") or []), "kernels": kernels, "commits": commits,
+            "boot_ids": sorted(record.get("boot_ids") or []), "hosts": sorted(record.get("hosts") or {}),
+            "kernels": kernels, "commits": commits,
             "dirty": dirty, "datasets": sorted(datasets, key=lambda d: d["snapshot"]),
             "registration": record.get("registration")}
 

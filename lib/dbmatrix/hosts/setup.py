@@ -23,7 +23,7 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
                    # Galera clusters (topology: galera): the provider and rsync for SST
                    "galera-4", "rsync"),
         "paper": ("latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
-                  "texlive-fonts-recommended", "texlive-science", "poppler-utils"),
+                  "texlive-fonts-recommended", "texlive-science", "texlive-binaries", "poppler-utils"),
         # the browser test (tests/browser): headless Chromium and its WebDriver drive JupyterLab;
         # the Slurm tests (tests/conftest_slurm.py): slurmctld, slurmd, the clients and munge
         "test": ("openssh-server", "chromium", "chromium-driver", "slurm-wlm", "munge"),

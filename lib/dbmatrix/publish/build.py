@@ -11,13 +11,19 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.claims import ClaimVerdicts, claims_evidence, evaluate
-from dbmatrix.analyse.figure_data import StudyTables, block_size_table, efficiency_figure_table, timeline_cells
+from dbmatrix.analyse.figure_data import (
+    StudyTables,
+    block_size_table,
+    compression_tables,
+    efficiency_figure_table,
+    timeline_cells,
+)
 from dbmatrix.analyse.host_facts import merge_host_facts
 from dbmatrix.analyse.kinds import get_kind, kind_of, kinds
-from dbmatrix.analyse.tables import write_csv
+from dbmatrix.analyse.tables import steady_params, write_csv
 from dbmatrix.paths import git_state
+from dbmatrix.publish import claims_tex, method_text, paper
 from dbmatrix.publish import figures as plots
-from dbmatrix.publish import paper
 from dbmatrix.publish.captions import caption_macros
 from dbmatrix.publish.claims_method import render_claims_method
 from dbmatrix.publish.figure_check import Finding, format_findings
@@ -100,7 +106,8 @@ def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
         base = "claim" + r["id"][:1].upper() + r["id"][1:]
         kind = r["kind"]
         m[base + "Verdict"] = r["verdict"]
-        m[base + "Measured"] = paper.claim_measured(r)
+        # per level where the claim was judged per level; empty (an error where the text uses it) without one
+        m[base + "Measured"] = claims_tex.measured_text(verdicts, r)
         for k in ("estimate", "ci_lo", "ci_hi"):
             name = {"estimate": "Est", "ci_lo": "Lo", "ci_hi": "Hi"}[k]
             m[base + name] = paper.claim_measured({"kind": kind, "estimate": r[k], "ci_lo": math.nan,
@@ -109,6 +116,13 @@ def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
         m[base + "Pct"] = "--" if pd.isna(est) or kind != "ratio" else fmt_num((est - 1) * 100, 0)
         m[base + "Study"] = paper.latex_escape(str(r["study"] or "--"))
         m[base + "Premise"] = paper.latex_escape(str(r.get("premise_value") or "--"))
+        m[base + "Band"] = claims_tex.band_text(r)
+        why = claims_tex.why_not(r)
+        measured = m[base + "Measured"]
+        per_level = not verdicts.levels_of(str(r["id"])).empty
+        m[base + "Result"] = (f"{r['verdict']} ({why})" if why else
+                              f"per level {measured}; overall {r['verdict']}" if measured and per_level else
+                              f"{measured} ({r['verdict']})" if measured else str(r["verdict"]))
     return m
 
 
@@ -200,6 +214,16 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[s
         steady = st.analysis.steady
         trims = steady.loc[steady["cell_id"].isin(ids), "trim_s"] if "trim_s" in steady else pd.Series([], dtype=float)
         m["timelineMaxTrimS"] = fmt_num(float(trims.max()), 0) if trims.notna().any() else "--"
+    if "compression" in drawn:  # what the compression figure shows: lz4 against none per engine
+        tps, sizes, _ = compression_tables(drawn["compression"])
+        for engine, g in tps.groupby("engine", sort=True):
+            by = g.set_index(g["compression"].astype(str))["mean"]
+            if {"lz4", "none"} <= set(by.index):
+                m[paper.macro_name("compFigTpsRatio", engine)] = fmt_num(by["lz4"] / by["none"], 2)
+            sz = sizes[sizes["engine"] == engine].groupby(sizes["compression"].astype(str))["data_physical_bytes"]
+            med = sz.median()
+            if {"lz4", "none"} <= set(med.index):
+                m[paper.macro_name("compFigSizeRatio", engine)] = fmt_num(med["none"] / med["lz4"], 2)
     if "block-size" in drawn:
         table, a, b = block_size_table(drawn["block-size"])
         m["blockLevelA"], m["blockLevelB"] = paper.latex_escape(a), paper.latex_escape(b)
@@ -264,6 +288,14 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     drawn = {stem: by_name[n] for stem, n in out.figures.items() if n in by_name}
     macros.update(figure_macros(drawn, opts or {}))
     macros.update(caption_macros(drawn, opts or {}))
+    macros.update(method_text.warmup_text(studies))
+    macros.update(method_text.campaigns_text(studies))
+    macros["baselineText"] = method_text.baseline_text(drawn)
+    if primary is not None:
+        macros.update(method_text.intervals_text(primary))
+        macros["steadyTrimText"] = method_text.trim_text(
+            primary.analysis.runs, primary.experiment.measure_s,
+            steady_params(primary.experiment.measure_s)["min_seconds"])
     macros.update(claims_macros(verdicts))
     macros.update({
         "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
@@ -280,8 +312,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         written += [f for done in hooked[st.name] for f in done.written]
     write_csv(verdicts.claims, generated_dir / "claims.csv")
     write_csv(verdicts.campaigns, generated_dir / "claims-campaigns.csv")
-    write_text_atomic(generated_dir / "table-claims.tex", paper.render_claims_table(verdicts))
-    write_text_atomic(generated_dir / "claims-details.tex", paper.render_claims_details(verdicts))
+    write_text_atomic(generated_dir / "table-claims.tex", claims_tex.render_claims_table(verdicts))
+    write_text_atomic(generated_dir / "claims-details.tex", claims_tex.render_claims_details(verdicts))
     write_text_atomic(generated_dir / "claims-method.tex", render_claims_method())
     write_text_atomic(generated_dir / "table-setup.tex", paper.render_setup_table(host_facts_of(studies)))
     fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]

@@ -19,6 +19,7 @@ from dbmatrix.analyse.stats import (
 from dbmatrix.analyse.tables import UNTESTED, Analysis, MiB
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
+from dbmatrix.publish.placeholders import NOT_APPLICABLE
 from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.spec.factors import factor_label, factor_unit, factor_word
 from dbmatrix.study import Study
@@ -32,7 +33,7 @@ def fmt_num(x: float, digits: int = 0) -> str:
 
 def _fmt_p(p: float) -> str:
     if pd.isna(p):
-        return "--"
+        return NOT_APPLICABLE
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
@@ -94,7 +95,8 @@ def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], prof
         "memGiB": fmt_num((facts.get("mem_total_bytes") or 0) / 2**30, 0),
         "kernelVersion": paper.latex_escape(str(facts.get("kernel", "unknown"))),
         "dataHash": data_sha,
-        "gitCommit": str(git_state().get("commit") or "unknown")[:12],
+        # outside a git checkout (a copy, a tarball) there is no commit to name: say so, not "unknown"
+        "gitCommit": str(git_state().get("commit") or "")[:12] or "none (not a git checkout)",
         "threadsUsed": ", ".join(str(t) for t in exp.factors["threads"]),
         "dataPhysMiB": fmt_num(runs["data_physical_bytes"].median() / MiB, 0),
         "dataLogicalMiB": fmt_num(runs["data_logical_bytes"].median() / MiB, 0),
@@ -165,7 +167,7 @@ def _trim_methods(runs: pd.DataFrame) -> str:
     if "trim_method" not in runs.columns:
         return "--"
     used = sorted({str(m) for m in runs["trim_method"].dropna() if str(m) != "none"})
-    return paper.latex_escape(" and ".join(used) if used else "none")
+    return paper.latex_escape(" and ".join(used)) if used else "not applied: the windows are too short"
 
 
 def _count(df: pd.DataFrame, col: str, pred: Any) -> str:
@@ -292,7 +294,7 @@ def cells_table(a: Analysis) -> pd.DataFrame:
                       key=lambda s: s if pd.api.types.is_numeric_dtype(s) else s.map(str))
 
     def ci(row: pd.Series) -> str:
-        return "--" if pd.isna(row["ci_lo"]) else f"{row['ci_lo']:.0f}--{row['ci_hi']:.0f}"
+        return NOT_APPLICABLE if pd.isna(row["ci_lo"]) else f"{row['ci_lo']:.0f}--{row['ci_hi']:.0f}"
 
     table = pd.DataFrame({factor_label(f): c[f] for f in shown})
     table["n"] = c["n"]
@@ -311,8 +313,8 @@ def effects_table(a: Analysis) -> pd.DataFrame:
     return pd.DataFrame({
         "Term": t["term"].map(lambda s: "Residual" if s == "residual" else _term_label(s)),
         "df": t["df"].astype(int), "Share %": t["share_pct"].round(1),
-        "F": t["F"].map(lambda v: "--" if pd.isna(v) else f"{v:.1f}"), "p": t["p"].map(_fmt_p),
-        "Spread": t["spread"].map(lambda v: "--" if pd.isna(v) else f"{v:.2f}"),
+        "F": t["F"].map(lambda v: NOT_APPLICABLE if pd.isna(v) else f"{v:.1f}"), "p": t["p"].map(_fmt_p),
+        "Spread": t["spread"].map(lambda v: NOT_APPLICABLE if pd.isna(v) else f"{v:.2f}"),
     })
 
 
@@ -343,11 +345,11 @@ def pairwise_table(a: Analysis) -> pd.DataFrame:
         "Held at": p.apply(held, axis=1),
         "n": p.apply(lambda r: f"{int(r['n_a'])}/{int(r['n_b'])}", axis=1),
         "TPS a": p["mean_a"].round(0), "TPS b": p["mean_b"].round(0),
-        "Ratio": p["ratio"].map(lambda v: "--" if pd.isna(v) else f"{v:.2f}"),
-        "95 % CI": p.apply(lambda r: "--" if pd.isna(r["ci_lo"]) else f"{r['ci_lo']:.2f}--{r['ci_hi']:.2f}",
+        "Ratio": p["ratio"].map(lambda v: NOT_APPLICABLE if pd.isna(v) else f"{v:.2f}"),
+        "95 % CI": p.apply(lambda r: NOT_APPLICABLE if pd.isna(r["ci_lo"]) else f"{r['ci_lo']:.2f}--{r['ci_hi']:.2f}",
                            axis=1),
         "p (Holm)": p["p_holm"].map(_fmt_p),
-        "g": p["hedges_g"].map(lambda v: "--" if pd.isna(v) else f"{v:.1f}"),
+        "g": p["hedges_g"].map(lambda v: NOT_APPLICABLE if pd.isna(v) else f"{v:.1f}"),
     })
 
 

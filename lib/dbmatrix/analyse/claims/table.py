@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -17,7 +17,7 @@ from dbmatrix.analyse.claims.model import Claim, Evidence, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.registration import first_registration, registration_status
 from dbmatrix.analyse.claims.verdicts import VERDICTS, fmt, judge
-from dbmatrix.analyse.contrasts import NotIdentified, NotTestable
+from dbmatrix.analyse.contrasts import Estimate, NotIdentified, NotTestable
 
 # ============================================================================ the table
 
@@ -25,17 +25,26 @@ VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "ba
                    "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in",
                    "premise", "premise_value", "premise_met", "campaigns", "campaign_level", "registration")
 CAMPAIGN_COLUMNS = ("id", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
+LEVEL_COLUMNS = ("id", "level", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
 
 
 @dataclass(frozen=True)
 class ClaimVerdicts:
     """What :func:`evaluate` gives: ``claims``, one row per claim (:data:`VERDICT_COLUMNS`, and ``hosts`` when
     a study has several), and ``campaigns``, one row per claim and campaign of the build
-    (:data:`CAMPAIGN_COLUMNS`: that campaign's own estimate and verdict; NaN and "" where it has none).
+    (:data:`CAMPAIGN_COLUMNS`: that campaign's own estimate and verdict; NaN and "" where it has none), and
+    ``levels``, for a claim judged per level of a factor it depends on, one row per level and campaign
+    (:data:`LEVEL_COLUMNS`; campaign 0: pooled), which the paper's claims table prints.
     Written as ``claims.csv`` and ``claims-campaigns.csv``; the paper and ``dbmatrix verdicts`` read it."""
 
     claims: pd.DataFrame
     campaigns: pd.DataFrame
+    levels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEVEL_COLUMNS))
+
+    def levels_of(self, claim_id: str) -> pd.DataFrame:
+        """The per-level rows of one claim (empty unless it was judged per level)."""
+        lv = self.levels
+        return lv[lv["id"] == claim_id] if not lv.empty else lv
 
     def campaign_numbers(self) -> list[int]:
         """The campaigns of the build, in order (1 .. the most any study has)."""
@@ -53,10 +62,11 @@ class ClaimVerdicts:
 
 
 def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
-                ) -> tuple[str, str, str, int, list[str]]:
+                ) -> tuple[str, str, str, int, list[str], list[dict[str, Any]]]:
     """The claim judged at every level of the factors it names in ``per`` (fixed in the registry, the same
     in every campaign): the verdict shared by every level (else inconclusive), the compared text, the
-    per-level estimates and verdicts in words, the unique runs behind them, and each campaign's verdict.
+    per-level estimates and verdicts in words, the unique runs behind them, each campaign's verdict, and the
+    per-level rows (:data:`LEVEL_COLUMNS`, campaign 0 pooled, and a ``note`` where a level is not estimable).
     NotIdentified when the design does not identify the comparison at a level."""
     from dbmatrix.analyse.contrasts import level_product, ordered_levels, positive_values, resolve_level
     from dbmatrix.spec.factors import factor_unit, factor_word
@@ -76,6 +86,7 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
     n_max, compared = 0, ""
     camp_checks = [_campaign_checks(claim, ev, k, checks) for k in ev.campaigns()]
     per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
+    rows: list[dict[str, Any]] = []
     for combo in level_product(levels):
         sub = replace(claim, at={**claim.at, **combo}, per=())
         where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in combo.items())
@@ -86,10 +97,12 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
         except NotTestable as exc:
             verdicts.append("inconclusive")
             parts.append(f"{where}: not estimable ({exc})")
+            rows.append({**_level_row(claim.id, where, 0, None, "inconclusive"), "note": str(exc)})
             for vs in per_camp:
                 vs.append("inconclusive")
             continue
         v, why = judge(sub, e, per if len(per) > 1 else [], checks)
+        rows.append(_level_row(claim.id, where, 0, e, v))
         verdicts.append(v)
         compared = compared or e.compared.split(" at ")[0]
         ids |= e.run_ids
@@ -99,12 +112,20 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
         for k, vs in enumerate(per_camp):
             pk = per[k] if len(per) == len(per_camp) else None
             vs.append(judge(sub, pk, [], camp_checks[k])[0] if pk is not None else "inconclusive")
+            if len(per_camp) > 1:
+                rows.append(_level_row(claim.id, where, ev.campaigns()[k], pk, vs[-1]))
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
     within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
     camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
     names = ", ".join(factor_word(f) for f in levels)
     return common, compared, (f"judged at every level of {names} (fixed in the claim): " + "; ".join(parts)
-                              + within), len(ids) or n_max, camp_v
+                              + within), len(ids) or n_max, camp_v, rows
+
+
+def _level_row(claim_id: str, level: str, campaign: int, e: Estimate | None, v: str) -> dict[str, Any]:
+    return {"id": claim_id, "level": level, "campaign": campaign,
+            "estimate": e.estimate if e is not None else math.nan, "ci_lo": e.ci_lo if e is not None else math.nan,
+            "ci_hi": e.ci_hi if e is not None else math.nan, "verdict": v}
 
 
 def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> ClaimVerdicts:
@@ -114,6 +135,7 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
     verdict."""
     rows = []
     camp_rows: list[dict[str, Any]] = []
+    level_rows: list[dict[str, Any]] = []
     several = any(len(e.hosts()) > 1 for e in evidence)
     n_camp = max([len(e.campaigns()) for e in evidence if not e.runs.empty] or [1])
     for c in claims:
@@ -144,7 +166,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
             failed = [ch.value for ch in checks if ch.met is False]
             try:
                 if any(f in ev.runs.columns and ev.runs[f].nunique() > 1 for f in c.per):
-                    v, compared, text, n, camp_v = _per_levels(c, ev, checks)
+                    v, compared, text, n, camp_v, lv = _per_levels(c, ev, checks)
+                    level_rows += lv
                     if len(camp_v) > 1:
                         for k, cv in zip(ev.campaigns(), camp_v):
                             if k <= n_camp:
@@ -189,7 +212,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
         _campaign_cols(row, c, ev)
         rows.append(row)
     columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]
-    return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS))
+    return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS),
+                         pd.DataFrame(level_rows, columns=[*LEVEL_COLUMNS, "note"]))
 
 
 def _campaign_cols(row: dict[str, Any], c: Claim, ev: Evidence) -> None:

@@ -1,0 +1,239 @@
+"""The claims table a reader can check, and the claims in detail (LaTeX, from :class:`ClaimVerdicts`).
+
+One row per claim, on full-width pages (``longtable`` after ``\\onecolumn``, so it may run over pages):
+the seed's statement and where it says it, the band of values it asserts, what was compared here, the
+estimate with its 95 % CI (one line per level where the claim names levels to be judged at; one value per
+pair, without a CI, for a measured quantity such as a dataset size), the verdict, each campaign's verdict
+with the reason where it differs from the pooled one, and a footnote per stand-in (where this study's
+condition stands in for the seed's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from dbmatrix.analyse.claims import ClaimVerdicts
+from dbmatrix.publish.paper import claim_measured, latex_escape
+
+SHORT = {"agree": "agree", "disagree": "disagree", "inconclusive": "inconcl.", "premise not met": "premise",
+         "not identified": "not ident.", "not tested": "not tested", "": "no estimate"}
+PER_PAIR = ("per pair (", "pairs differ (")  # the reason of a measured quantity judged pair by pair
+
+
+def _f(x: float, kind: str) -> str:
+    if kind == "share":
+        return f"{x * 100:.0f}"
+    if kind == "difference":
+        return f"{x:+.0f}"
+    return f"{x:.3g}" if x < 10 else f"{x:.0f}"
+
+
+def band_text(row: Mapping[str, object]) -> str:
+    """The seed's band in the estimate's unit: "1--1.1", "$>$1", "$\\le$1.05", "-100 to 0 pts", "90--100 %"."""
+    kind = str(row.get("kind", "ratio"))
+    lo, hi = float(row["band_lo"]), float(row["band_hi"])  # type: ignore[arg-type]
+    unit = {"difference": " pts", "share": "\\,\\%"}.get(kind, "")
+    if math.isinf(hi):
+        body = f"$>${_f(lo, kind)}"
+    elif kind == "ratio" and lo <= 0:
+        body = f"$\\le${_f(hi, kind)}"
+    elif kind == "difference":
+        body = f"{_f(lo, kind)} to {_f(hi, kind)}"
+    else:
+        body = f"{_f(lo, kind)}--{_f(hi, kind)}"
+    test = str(row.get("test"))
+    no_effect = test == "within" and kind == "ratio" and 0 < lo < 1 < hi
+    return body + unit + (" (no effect)" if no_effect else " (about)" if test == "about" else "")
+
+
+def _null(kind: str) -> float:
+    return 0.0 if kind == "difference" else 1.0
+
+
+def campaign_reason(row: Mapping[str, object], est: float, lo: float, hi: float, own: str, pooled: str) -> str:
+    """Why a campaign's own verdict (`own`) differs from the pooled one (`pooled`), in a few words."""
+    kind, test = str(row.get("kind", "ratio")), str(row.get("test", "direction"))
+    b_lo, b_hi = float(row["band_lo"]), float(row["band_hi"])  # type: ignore[arg-type]
+    null = _null(kind)
+    shown = claim_measured({"kind": kind, "estimate": est, "ci_lo": lo, "ci_hi": hi})
+    if own in ("", "no estimate") or math.isnan(est):
+        return "no estimate in this campaign"
+    if own == "inconclusive":
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return f"{shown}: no interval"
+        if test == "direction" and lo <= null <= hi:
+            return f"{shown}: its CI includes {_f(null, kind)} (no effect)"
+        if not (b_lo <= est <= b_hi):
+            return f"{shown}: its estimate lies outside the band"
+        return f"{shown}: its CI reaches outside the band"
+    if pooled == "inconclusive":
+        p_lo, p_hi = float(row.get("ci_lo", math.nan)), float(row.get("ci_hi", math.nan))  # type: ignore[arg-type]
+        if str(row.get("reason") or "").startswith("campaigns differ"):
+            return f"{shown}; the campaigns differ, so the pooled verdict is inconclusive"
+        if math.isfinite(p_lo) and test == "direction" and p_lo <= null <= p_hi:
+            return (f"{shown}; the pooled CI, which includes the variation between campaigns, "
+                    f"includes {_f(null, kind)}")
+        return f"{shown}; the pooled CI, wider by the variation between campaigns, reaches outside the band"
+    return f"{shown}: {own} where the pooled verdict is {pooled}"
+
+
+def _per_campaign(verdicts: ClaimVerdicts, r: Mapping[str, object]) -> str:
+    """C1 agree, C2 inconcl. (why) -- the reason only where a campaign's verdict differs from the pooled."""
+    rows = verdicts.of(str(r["id"]))
+    if len(rows) < 2 or str(r["verdict"]) == "not tested":
+        return ""
+    pooled = str(r["verdict"])
+    levels = verdicts.levels_of(str(r["id"]))
+    parts = []
+    for _, c in rows.iterrows():
+        own = c["verdict"] if isinstance(c["verdict"], str) else ""
+        k = int(c["campaign"])
+        text = f"C{k} {SHORT.get(own, own)}"
+        if own != pooled and pooled != "premise not met":
+            why = []
+            if not levels.empty:
+                pooled_lv = levels[levels["campaign"] == 0].set_index("level")["verdict"]
+                for _, lv in levels[levels["campaign"] == k].iterrows():
+                    want = pooled_lv.get(lv["level"], "")
+                    if lv["verdict"] != want:
+                        why.append(latex_escape(str(lv["level"])) + ": " + campaign_reason(
+                            r, float(lv["estimate"]), float(lv["ci_lo"]), float(lv["ci_hi"]), lv["verdict"], want))
+                if not why:
+                    why.append("the levels' verdicts differ")
+            else:
+                why.append(campaign_reason(r, float(c["estimate"]), float(c["ci_lo"]), float(c["ci_hi"]), own, pooled))
+            text += " (" + "; ".join(why) + ")"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def measured_text(verdicts: ClaimVerdicts, r: Mapping[str, object], sep: str = "; ") -> str:
+    """The estimate with its CI; for a claim judged per level, one "level: estimate [CI] verdict" per
+    level (empty when there is no estimate)."""
+    levels = verdicts.levels_of(str(r["id"]))
+    if not levels.empty:
+        pooled = levels[levels["campaign"] == 0]
+        return sep.join(
+            f"{latex_escape(str(lv['level']))}: "
+            + (claim_measured({"kind": r["kind"], "estimate": lv["estimate"], "ci_lo": lv["ci_lo"],
+                               "ci_hi": lv["ci_hi"]}) if pd.notna(lv["estimate"]) else "not estimable")
+            + f" ({SHORT.get(str(lv['verdict']), lv['verdict'])})" for _, lv in pooled.iterrows())
+    reason = str(r.get("reason") or "")
+    if reason.startswith(PER_PAIR):  # measured once per pair: each value, no interval
+        return latex_escape(reason.split(": ", 1)[-1]).replace("; ", sep)
+    m = claim_measured(r)
+    return "" if m == "--" else m
+
+
+def _stand_in(r: Mapping[str, object]) -> str:
+    return str(r.get("stand_in") or "").split("; premise")[0]
+
+
+def why_not(r: Mapping[str, object]) -> str:
+    """Why a claim has no verdict from an estimate: not tested (the reason), premise not met (the value),
+    not identified (the alias)."""
+    verdict = str(r["verdict"])
+    reason = str(r.get("reason") or "")
+    if verdict == "not tested":
+        return latex_escape(reason.split(": ", 1)[-1] if reason.count(":") == 1 else reason)
+    if verdict == "premise not met":
+        return "premise not met: " + latex_escape(reason)
+    if verdict == "not identified":
+        return "not identified by the design: " + latex_escape(reason)
+    return ""
+
+
+def render_claims_table(verdicts: ClaimVerdicts) -> str:
+    """The seeds' claims beside this build's measurements: a longtable over full-width pages (it starts
+    with ``\\onecolumn``), with a footnote per stand-in."""
+    table = verdicts.claims
+    if table.empty:
+        return "% Generated by dbmatrix; do not edit.\n% tab:claims: no claims\n"
+    several = len(verdicts.campaign_numbers()) > 1
+    cols = ("p{4.3cm}", "p{1.5cm}", "p{2.9cm}", "p{3.7cm}", "p{3.6cm}")
+    spec = "".join(f">{{\\raggedright\\arraybackslash}}{c}" for c in cols)
+    head = ("Claim (seed, where) & Seed's band & Compared here & Measured: estimate [95\\,\\% CI] & "
+            "Verdict" + (" (per campaign)" if several else "") + " \\\\")
+    caption = (
+        "The seeds' claims beside this build's measurements, each stated in the seed's direction. Seed's "
+        "band: the values of the estimate (a ratio a/b, a difference a$-$b in points, or a share) the claim "
+        "asserts; ``no effect'', ``about'' and ``$\\le$'' bands are met when the whole CI lies inside, the "
+        "others when the CI excludes no effect and the estimate lies inside; a CI inside the margin of no "
+        "effect disagrees with a claim of an effect (Section~\\ref{sec:method}). Measured: the estimate with "
+        "its 95\\,\\% CI"
+        + (", pooled over the campaigns (Section~\\ref{sec:method}); under the verdict each campaign's own "
+           "(C1, C2, \\dots), with the reason where it differs from the pooled one" if several
+           else " (within one campaign)")
+        + "; a claim the seed states per level of a factor is judged at each level, one line per level; a "
+        "measured quantity (a dataset size) is given per pair, without a CI. Footnotes name what stands in "
+        "here for the seed's condition; the basis of each estimate and "
+        "the premises' measured values are in Section~\\ref{sec:claims-detail}.")
+    lines = ["% Generated by dbmatrix (claims_tex.render_claims_table); do not edit.",
+             "\\onecolumn", "{\\small\\setlength{\\tabcolsep}{3pt}\\setlength{\\LTcapwidth}{\\textwidth}",
+             f"\\begin{{longtable}}{{{spec}}}",
+             f"\\caption{{{caption}}}\\label{{tab:claims}}\\\\", "\\toprule", head, "\\midrule", "\\endfirsthead",
+             "\\multicolumn{5}{l}{\\emph{Table~\\ref{tab:claims}, continued}}\\\\", "\\toprule", head,
+             "\\midrule", "\\endhead", "\\bottomrule", "\\endfoot"]
+    for _, r in table.iterrows():
+        verdict = str(r["verdict"])
+        claim = f"{r['claim']} ({latex_escape(str(r['seed']))}, {latex_escape(str(r['where']))})"
+        stand_in = _stand_in(r)
+        if stand_in and verdict != "not tested":
+            claim += f"\\footnote{{Here: {latex_escape(stand_in)}.}}"
+        compared = latex_escape(str(r.get("compared") or "")) or "\\emph{nothing}"
+        measured = measured_text(verdicts, r, sep="\\newline ") or why_not(r) or "no estimate"
+        if verdict in ("premise not met", "not identified") and measured != why_not(r):
+            measured += "\\newline " + why_not(r)
+        cell = f"\\textbf{{{verdict}}}"
+        if str(r.get("registration") or "") in ("revised after data", "added after data"):
+            cell += f"\\newline \\emph{{{r['registration']}}}"  # analyse.claims.registration
+        per = _per_campaign(verdicts, r)
+        if per:
+            cell += "\\newline " + per
+        lines.append(f"{claim} & {band_text(r)} & {compared} & {measured} & {cell} \\\\")
+        lines.append("\\addlinespace[2pt]")
+    lines += ["\\end{longtable}}", ""]
+    return "\n".join(lines)
+
+
+def render_claims_details(verdicts: ClaimVerdicts) -> str:
+    """Each claim's basis (how it was estimated, what the design aliases), its premises with their
+    measured values and each campaign's estimate: a description list after the claims table."""
+    lines = ["% Generated by dbmatrix (claims_tex.render_claims_details); do not edit.",
+             "\\section{The claims in detail}\\label{sec:claims-detail}",
+             "Table~\\ref{tab:claims} sets each claim beside this build's measurement; here is how each "
+             "estimate was made.", "\\begin{description}"]
+    table = verdicts.claims
+    ks = verdicts.campaign_numbers()
+    several = len(set(table["study"]) - {""}) > 1 if "study" in table else False
+    for _, r in table.iterrows():
+        verdict = str(r["verdict"])
+        head = f"\\item[{latex_escape(str(r['id']))}] (seed {latex_escape(str(r['seed']))}, \\textbf{{{verdict}}})"
+        if verdict == "not tested":
+            lines.append(f"{head} {latex_escape(str(r.get('reason') or ''))}.")
+            continue
+        parts = [latex_escape(str(r.get("basis") or ""))]
+        if several and r.get("study"):
+            parts.insert(0, f"Study {latex_escape(str(r['study']))}")
+        if isinstance(r.get("hosts"), str) and r.get("hosts"):
+            parts.append(f"hosts {latex_escape(str(r['hosts']))}")
+        premise = str(r.get("premise_value") or "")
+        if premise:
+            met = {"yes": "met", "no": "not met", "uncertain": "uncertain"}.get(str(r.get("premise_met")),
+                                                                                 "not checked")
+            parts.append(f"premise {met}: {latex_escape(premise)}")
+        if len(ks) > 1 and verdicts.levels_of(str(r["id"])).empty:
+            parts.append("per campaign: " + ", ".join(
+                f"C{int(c['campaign'])} " + (claim_measured({"kind": r["kind"], "estimate": c["estimate"],
+                                                            "ci_lo": c["ci_lo"], "ci_hi": c["ci_hi"]})
+                                             if pd.notna(c["estimate"]) else "no estimate")
+                + f" ({c['verdict'] or 'no verdict'})" for _, c in verdicts.of(r["id"]).iterrows()))
+        reason = str(r.get("reason") or "")
+        if reason and verdict != "premise not met":
+            parts.append(latex_escape(reason))
+        lines.append(f"{head} " + "; ".join(p for p in parts if p) + ".")
+    lines += ["\\end{description}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""The paper's method sentences come from the records (dbmatrix.publish.method_text): the warm-up mode of
+every run, what the campaigns shared and what differed, the truncation used, a cell's degrees of freedom."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+
+from dbmatrix.publish.method_text import campaigns_text, intervals_text, trim_text, warmup_text
+
+
+def _study(name: str, runs: pd.DataFrame | None = None, campaigns: list[dict[str, Any]] | None = None,
+           reps: int = 2) -> Any:
+    a = SimpleNamespace(runs=runs, cells=pd.DataFrame()) if runs is not None else None
+    return SimpleNamespace(name=name, a=a, analysis=a, experiment=SimpleNamespace(repetitions=reps),
+                           campaign_summaries=lambda: list(campaigns or []))
+
+
+def test_warmup_text_counts_one_and_two_process_runs_from_the_runs_table() -> None:
+    one = pd.DataFrame({"status": ["ok"] * 3 + ["failed"], "window_mode": ["one_process"] * 3 + [None]})
+    two = pd.DataFrame({"status": ["ok"] * 2, "window_mode": ["two_process"] * 2,
+                        "window_mode_reason": ["its window opens while no client runs"] * 2})
+    m = warmup_text([_study("matrix", one), _study("galera", two)])
+    assert (m["nOneProcessRuns"], m["nTwoProcessRuns"], m["nBuildRuns"]) == ("3", "2", "5")
+    assert m["warmupModeText"].startswith("In 3 of the build's 5 runs the warm-up and the measured window are "
+                                          "one sysbench process")
+    assert "in 2 runs (\\texttt{galera}) the warm-up is a separate sysbench run" in m["warmupModeText"]
+    assert "its window opens while no client runs" in m["warmupModeText"]
+    old = pd.DataFrame({"status": ["ok"] * 2, "window_mode": [None, None]})  # runs that did not record it
+    assert "2 runs measured without a warm-up or recorded no window mode" in warmup_text([_study("o", old)])[
+        "warmupModeText"]
+
+
+def test_campaigns_text_says_what_the_campaigns_shared() -> None:
+    """From processed/campaigns.json (analyse.campaign_records.summary of each campaign record)."""
+    recs = [{"campaign": 1, "boot_ids": ["b1"], "hosts": ["localhost"], "started_utc": "2026-11-25T19:53:02",
+             "commits": ["65aad715aa"], "dirty": False, "datasets": [{"snapshot": "s", "fresh": True}]},
+            {"campaign": 2, "boot_ids": ["b1"], "hosts": ["localhost"], "started_utc": "2026-11-25T20:26:53",
+             "commits": ["712a1fdaaa"], "dirty": True, "datasets": [{"snapshot": "s", "fresh": False}]}]
+    text = campaigns_text([_study("matrix", campaigns=recs)])["campaignsText"]
+    assert text.startswith("Every study of this build has 2 campaigns")
+    assert "same boot of \\texttt{localhost}" in text and "does not capture a reboot" in text
+    assert "commits \\texttt{65aad715}, \\texttt{712a1fda}" in text and "uncommitted changes" in text
+    assert "reused the first one's dataset snapshots" in text and "(0.6\\,h apart at most)" in text
+    assert "within one campaign" in campaigns_text([_study("m")])["campaignsText"]
+
+
+def test_trim_text_never_names_a_method_none() -> None:
+    none = trim_text(pd.DataFrame({"trim_method": ["none"] * 3}), 8, 10)
+    assert "none truncation" not in none and none.startswith("No run was truncated")
+    assert "at least 10\\,s and these are 8\\,s" in none
+    some = trim_text(pd.DataFrame({"trim_method": ["MSER-2", "MSER-2", "none"]}), 10, 10)
+    assert some.startswith("MSER-2 truncation") and "in 2 of 3 runs" in some
+
+
+def test_intervals_text_gives_a_cell_s_runs_and_degrees_of_freedom() -> None:
+    runs = pd.DataFrame({"campaign": [1, 1, 2, 2]})
+    st = _study("matrix", runs)
+    st.analysis.cells = pd.DataFrame({"n": [4, 4]})
+    m = intervals_text(st)
+    assert m == {"intervalsText": "Each cell of \\texttt{matrix} has 4 runs (2 repetitions in each of 2 "
+                                  "campaigns), so a cell's Student-$t$ interval has 3 degrees of freedom (t = 3.18).",
+                 "nStudyCampaigns": "2", "campaignsPerCellText": "in each of 2 campaigns"}
