@@ -124,7 +124,9 @@ def _num(x: str) -> str:
     return f"{float(x):.3g}"
 
 
-PER_LEVEL = re.compile(r"judged per level: (.*?)(?:; \d+ campaigns|$)")
+PER_LEVEL = re.compile(r"judged (?:per level|at every level of [^:]*? \(fixed in the claim\)): (.*?)"
+                       r"(?:; \d+ campaigns|; within one campaign|$)")
+PER_PAIR = re.compile(r"^(?:per pair|pairs differ) \(measured, no CI\): (.*)$")
 LEVEL = re.compile(r"^(?P<level>[^:]+): (?P<est>[-\d.e]+) \[(?P<lo>[-\d.e]+), (?P<hi>[-\d.e]+)\]")
 
 
@@ -141,10 +143,15 @@ def per_level(basis: str) -> str | None:
 
 def estimate_text(row: Mapping[str, str]) -> str:
     """``1.15 (1.02–1.31)``; a claim judged per level of an interacting factor: each level's."""
+    pairs = PER_PAIR.match(row.get("reason") or "")
+    if pairs:  # a measured quantity (dataset sizes): each pair's value, no interval
+        values = [re.sub(r" (agree|disagree|inconclusive)$", "", p) for p in pairs.group(1).split("; ")]
+        return "; ".join(values) + " (per pair, no CI)"
     if not row.get("estimate"):
         return per_level(row.get("basis", "")) or "–"
     unit = " pp" if row.get("kind") == "difference" else ""
-    ci = f" ({_num(row['ci_lo'])}–{_num(row['ci_hi'])})" if row.get("ci_lo") and row.get("ci_hi") else ""
+    dash = " to " if row.get("ci_lo") and float(row["ci_lo"]) < 0 else "–"  # "-72.5 to -0.396", not "-72.5–-0.396"
+    ci = f" ({_num(row['ci_lo'])}{dash}{_num(row['ci_hi'])})" if row.get("ci_lo") and row.get("ci_hi") else ""
     return f"{_num(row['estimate'])}{unit}{ci}"
 
 
