@@ -102,6 +102,9 @@ def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], prof
         "dataLogicalMiB": fmt_num(runs["data_logical_bytes"].median() / MiB, 0),
         "cacheBasis": cache_basis_text(runs),
         "maxCvPct": fmt_num(a.cells["cv"].max() * 100, 1) if a.cells["cv"].notna().any() else "--",
+        # the sentence the text uses, whatever the data (one run per cell has no spread to report)
+        "maxCvText": (f"reached {fmt_num(a.cells['cv'].max() * 100, 1)}\\,\\%" if a.cells["cv"].notna().any()
+                      else "could not be measured (one run per cell)"),
         "designName": paper.latex_escape(str(getattr(exp, "design", "full"))),
         "nNotSteadyRuns": _count(runs, "steady_reason", lambda s: s == "drift"),
         "nUntestedRuns": _count(runs, "steady_reason", lambda s: s.isin(UNTESTED)),
@@ -262,11 +265,17 @@ def _effects_macros(a: Analysis) -> dict[str, str]:
          "nComparisons": str(len(a.pairwise)),
          "nSignificantComparisons": str(int(a.pairwise["significant"].astype(bool).sum()))
          if "significant" in a.pairwise else "0"}
+    m["modelFitText"] = (f"$R^2$ = {m['modelRsqPct']}\\,\\%" if a.model.get("r2") is not None
+                         else "no fit: too few cells or runs in this build")
     terms = a.anova[a.anova["kind"] != "residual"] if "kind" in a.anova else a.anova
+    m["topFactorText"] = ("No factorial model could be fitted to this build's runs (too few cells or runs), so no "
+                          "factor's share of the variance is given.")
     if not terms.empty:
         top = terms.sort_values("rank", kind="stable").iloc[0]
         m["topFactor"] = paper.latex_escape(_term_label(top["term"]))
         m["topFactorSharePct"] = fmt_num(top["share_pct"], 0)
+        m["topFactorText"] = (f"The factor that explains most of the variance of log throughput is "
+                              f"\\emph{{{m['topFactor']}}} ({m['topFactorSharePct']}\\,\\%).")
     return m
 
 
