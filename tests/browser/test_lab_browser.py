@@ -32,8 +32,9 @@ import pytest
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 sys.path.insert(0, str(ROOT / "lib"))
+from tests.browser.chromium import artefacts_dir, chromium, need_browser  # noqa: E402
+
 from dbmatrix import lab  # noqa: E402
 from dbmatrix.explore import metric_options  # noqa: E402
 
@@ -43,22 +44,6 @@ def explore_label(metric: str) -> str:
     import pandas as pd
 
     return dict((v, k) for k, v in metric_options(pd.DataFrame({metric: [1.0]})))[metric]
-
-
-def _need_browser() -> Any:
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append("selenium (pip: the test extra)")
-    if missing:
-        msg = f"browser test needs {', '.join(missing)} (make setup installs them: test role, .[test])"
-        if os.geteuid() != 0:
-            pytest.skip(msg + "; not root, so not installable here")
-        pytest.fail(msg)
-    from selenium import webdriver
-
-    return webdriver
 
 
 def _free_port() -> int:
@@ -75,15 +60,12 @@ def _kernelspec_installed() -> bool:
 
 @pytest.fixture(scope="module")
 def artefacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    env = os.environ.get("DBMATRIX_ARTEFACTS")
-    d = Path(env) / "browser" if env else tmp_path_factory.mktemp("lab-screenshots")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return artefacts_dir(tmp_path_factory, "lab-screenshots")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    _need_browser()
+    need_browser()
     tmp = tmp_path_factory.mktemp("lab")
     root = tmp / "root"
     shutil.copytree(ROOT / "notebooks", root / "notebooks")
@@ -137,20 +119,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
 @pytest.fixture(scope="module")
 def driver(server: dict[str, Any]) -> Iterator[Any]:
-    webdriver = _need_browser()
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1500,1150",
-              f"--user-data-dir={server['tmp'] / 'chromium'}", "--force-device-scale-factor=1"):
-        opts.add_argument(a)
-    d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    d.set_script_timeout(30)
-    try:
+    with chromium("1500,1150", server["tmp"] / "chromium") as d:
+        d.set_script_timeout(30)
         yield d
-    finally:
-        d.quit()
 
 
 # ------------------------------------------------------------------------------------ helpers

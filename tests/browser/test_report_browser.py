@@ -8,7 +8,6 @@ $DBMATRIX_ARTEFACTS/browser (else a pytest temporary directory); its path is pri
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,51 +18,22 @@ import pytest
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 sys.path.insert(0, str(ROOT / "lib"))
+from tests.browser.chromium import artefacts_dir, chromium  # noqa: E402
+
 from dbmatrix.publish.report import TITLE, write_report  # noqa: E402
-
-
-def _need_browser() -> Any:
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append("selenium (pip: the test extra)")
-    if missing:
-        msg = f"browser test needs {', '.join(missing)} (make setup installs them: test role, .[test])"
-        if os.geteuid() != 0:
-            pytest.skip(msg + "; not root, so not installable here")
-        pytest.fail(msg)
-    from selenium import webdriver
-
-    return webdriver
 
 
 @pytest.fixture(scope="module")
 def artefacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    env = os.environ.get("DBMATRIX_ARTEFACTS")
-    d = Path(env) / "browser" if env else tmp_path_factory.mktemp("report-screenshots")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return artefacts_dir(tmp_path_factory, "report-screenshots")
 
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    webdriver = _need_browser()
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1300,1600",
-              f"--user-data-dir={tmp_path_factory.mktemp('chromium')}", "--force-device-scale-factor=1"):
-        opts.add_argument(a)
-    d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    d.set_page_load_timeout(60)
-    try:
+    with chromium("1300,1600", tmp_path_factory.mktemp("chromium")) as d:
+        d.set_page_load_timeout(60)
         yield d
-    finally:
-        d.quit()
 
 
 def test_the_report_opens_from_disk_with_every_figure_and_the_claims(driver: Any, artefacts: Path, tmp_path: Path,
