@@ -16,6 +16,7 @@ import pytest
 pytest_plugins = ["tests.conftest_sshd", "tests.conftest_netns", "tests.conftest_slurm"]
 
 _made: list[str] = []
+_nb_reference: list[str] = []  # the notebooks' copy of the reference (nbval only)
 _REPO = os.path.dirname(os.path.abspath(__file__))
 _TRACKED_OUTPUTS = ("figures", os.path.join("paper", "generated"), os.path.join("data", "reference"))
 _before: dict[str, tuple[int, int]] = {}
@@ -43,14 +44,33 @@ def pytest_configure(config):
         os.environ.setdefault("DBMATRIX_CACHE_DIR", os.path.join(root, "cache"))  # hosts' option lists
         # The notebooks run as committed read the committed reference and analyse it (notebook 20 writes
         # processed tables beside the raw runs): give them a copy, so a test never writes into the repository.
-        if getattr(config.option, "nbval", False) or getattr(config.option, "nbval_lax", False):
+        # Only the notebooks see it (pytest_runtest_setup below): every other test reads the repository's.
+        nbval = getattr(config.option, "nbval", False) or getattr(config.option, "nbval_lax", False)
+        if nbval and "DBMATRIX_REFERENCE" not in os.environ:
             ref = os.path.join(root, "reference")
             shutil.copytree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reference"), ref)
-            os.environ.setdefault("DBMATRIX_REFERENCE", ref)
+            _nb_reference.append(ref)
         for var, sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_DATA_DIR", "jupyter-data"),
                          ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"), ("IPYTHONDIR", "ipython"),
                          ("MPLCONFIGDIR", "mpl")):
             os.environ.setdefault(var, os.path.join(root, sub))
+
+
+def _is_notebook(item: pytest.Item | None) -> bool:
+    return item is not None and item.nodeid.split("::")[0].endswith(".ipynb")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before a notebook's first cell (nbval starts its kernel then, which inherits the environment)."""
+    if _nb_reference and _is_notebook(item):
+        os.environ["DBMATRIX_REFERENCE"] = _nb_reference[0]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if _nb_reference and _is_notebook(item) and not _is_notebook(nextitem):
+        os.environ.pop("DBMATRIX_REFERENCE", None)
 
 
 def _unmount_under(root: str) -> None:

@@ -170,8 +170,7 @@ def test_make_rebuilds_only_what_is_stale(tmp_path: Path) -> None:
     stamps = tmp_path / "stamps"
     stamps.mkdir()
     (stamps / "py").touch()  # newer than pyproject/constraints: the venv is never redone here
-    # DBMATRIX_REFERENCE (set for the notebooks under nbval in the same session) would point the copy's make
-    # at another reference than the copy's own
+    # the copy's make reads the copy's own reference and writes into the copy
     env = {k: v for k, v in os.environ.items()
            if k not in ("DBMATRIX_OUTPUT_ROOT", "DBMATRIX_REFERENCE", "MAKEFLAGS", "MAKELEVEL")}
     env["DBMATRIX_REPO"] = str(repo)

@@ -107,9 +107,7 @@ def test_results_dir_needs_one_spec(capsys: pytest.CaptureFixture[str], tmp_path
     assert "give --spec too, or use --data DIR" in capsys.readouterr().err
 
 
-def test_sources_say_where_each_study_reads(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("DBMATRIX_REFERENCE", raising=False)  # nbval's copy, when the notebooks run in this session
+def test_sources_say_where_each_study_reads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["sources", "--profile", "quick"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"storage-matrix-quick\s+storage\s+data/reference/storage-matrix-quick \(reference; "

@@ -83,9 +83,7 @@ def test_one_ok_run_does_not_switch_a_study_off_the_reference(out_root: Path):
     assert load_study("quick", data="reference", for_run=False).store.root == ref
 
 
-def test_status_shows_the_data_choice(out_root: Path, capsys: pytest.CaptureFixture[str],
-                                     monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("DBMATRIX_REFERENCE", raising=False)  # nbval's copy, when the notebooks run in this session
+def test_status_shows_the_data_choice(out_root: Path, capsys: pytest.CaptureFixture[str]):
     assert cli.main(["status", "--profile", "quick", "--spec", "specs/quick.yaml"]) == 0
     out = capsys.readouterr().out
     assert ("storage-matrix-quick: figures and paper read data/reference/storage-matrix-quick (reference; "
