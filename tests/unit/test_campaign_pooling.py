@@ -1,7 +1,7 @@
 """Tests of the campaign level of replication in the estimates (analyse.campaign_model, analyse.pooling,
 contrasts.ratio_estimate): the pooled interval's coverage by simulation (and the within-campaign interval
 failing the same check), its equality with the two-stage and the mixed-model answers on balanced data,
-one-campaign behaviour, DependsOn for an interacting free factor, and what a fraction aliases."""
+one-campaign behaviour, an interacting free factor judged at its levels, and what a fraction aliases."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dbmatrix.analyse import contrasts
 from dbmatrix.analyse.campaign_model import alias_note, campaign_cell_means, campaigns_of, pooled_t
-from dbmatrix.analyse.contrasts import DependsOn, Estimate, NotTestable, ratio_estimate
+from dbmatrix.analyse.contrasts import Estimate, NotTestable, ratio_estimate
 from dbmatrix.analyse.pooling import per_campaign_estimates, pool_campaign_estimates
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,7 +172,7 @@ def test_campaign_cell_means_are_geometric_means_per_campaign() -> None:
     assert campaigns_of(runs) == [1, 2] and campaigns_of(runs.drop(columns="campaign")) == [1]
 
 
-# ================================================================================ DependsOn
+# ================================================================================ interacting factors
 
 
 def _interacting(campaigns: int = 1, seed: int = 7) -> pd.DataFrame:
@@ -193,24 +192,16 @@ def _interacting(campaigns: int = 1, seed: int = 7) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("campaigns", [1, 2])
-def test_an_interacting_free_factor_is_not_averaged_over(campaigns: int) -> None:
+def test_an_interacting_free_factor_is_judged_at_each_of_its_levels(campaigns: int) -> None:
+    """Averaged over the engine, the cache ratio is the geometric mean of the two engines' ratios; held at
+    each engine (as a claim that names ``per: engine`` is judged), each interval covers that engine's."""
     runs = _interacting(campaigns)
     factors = ("engine", "cache_pct", "block_size")
     averaged = ratio_estimate(runs, "tps", "cache_pct", 25, 100, factors=factors)
-    assert averaged.estimate == pytest.approx(math.sqrt(0.38 * 0.78), rel=0.05)  # today: the average
-    with pytest.raises(DependsOn) as info:
-        ratio_estimate(runs, "tps", "cache_pct", 25, 100, factors=factors, refuse_interacting=True)
-    exc = info.value
-    assert isinstance(exc, NotTestable) and exc.factor == "engine" and exc.p < contrasts.INTERACTION_ALPHA
-    assert list(exc.per_level) == ["innodb", "myrocks"]
+    assert averaged.estimate == pytest.approx(math.sqrt(0.38 * 0.78), rel=0.05)
     for level, truth in (("innodb", 0.38), ("myrocks", 0.78)):
-        e = exc.per_level[level]
+        e = ratio_estimate(runs, "tps", "cache_pct", 25, 100, {"engine": level}, factors=factors)
         assert e.ci_lo < truth < e.ci_hi and e.campaigns == campaigns
-    assert str(exc).startswith("depends on engine (interaction p = ") and "innodb 0.3" in str(exc)
-    # held at one engine, nothing interacting is left free: an estimate
-    held = ratio_estimate(runs, "tps", "cache_pct", 25, 100, {"engine": "myrocks"}, factors=factors,
-                          refuse_interacting=True)
-    assert held.ci_lo < 0.78 < held.ci_hi
 
 
 def test_a_free_factor_without_interaction_is_averaged_over() -> None:
@@ -218,8 +209,7 @@ def test_a_free_factor_without_interaction_is_averaged_over() -> None:
     two-way model's contrast averages over it."""
     runs = _interacting(1, seed=8)
     runs = runs[runs["engine"] == "innodb"]
-    e = ratio_estimate(runs, "tps", "cache_pct", 25, 100, factors=("cache_pct", "block_size"),
-                       refuse_interacting=True)
+    e = ratio_estimate(runs, "tps", "cache_pct", 25, 100, factors=("cache_pct", "block_size"))
     assert "averaged over block" in e.basis and e.estimate == pytest.approx(0.38, rel=0.05)
 
 

@@ -46,8 +46,8 @@ METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn
 
 
 
-# A free factor (one the comparison leaves free) whose interaction with the compared factor has p below this
-# in the model is not averaged over: ratio_estimate raises DependsOn with the estimate at each of its levels.
+# The headline cache ratio is never averaged over a factor whose interaction with the cache has p below this
+# (analyse.tables); claims name the levels they are judged at instead (Claim.per, fixed before the data).
 INTERACTION_ALPHA = 0.05
 
 
@@ -76,24 +76,6 @@ class NotTestable(Exception):
 class NotIdentified(NotTestable):
     """The study's design does not identify the comparison: the claim's condition, or the interaction of
     the compared factor with a factor it would average over, is aliased (the message names the alias)."""
-
-
-class DependsOn(NotTestable):
-    """The compared factor's effect depends on a factor the comparison leaves free (their interaction has
-    p < INTERACTION_ALPHA): no average over it, the estimate at each of its levels instead."""
-
-    def __init__(self, factor: str, p: float, per_level: dict[Any, Estimate], compared: str = ""):
-        self.factor, self.p, self.per_level, self.compared = factor, p, per_level, compared
-        levels = ", ".join(f"{lv}{factor_unit(factor)} {_fmt_estimate(e)}" for lv, e in per_level.items())
-        super().__init__(f"depends on {factor_word(factor)} (interaction p = {p:.2g}): {levels}")
-
-
-def _fmt_estimate(e: Estimate) -> str:
-    if not math.isfinite(e.estimate):
-        return f"not estimable ({e.basis})"
-    if not (math.isfinite(e.ci_lo) and math.isfinite(e.ci_hi)):
-        return f"{e.estimate:.3g}"
-    return f"{e.estimate:.3g} ({e.ci_lo:.3g}-{e.ci_hi:.3g})"
 
 
 def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -365,8 +347,7 @@ def _condition(runs: pd.DataFrame, at: Mapping[str, Any]) -> pd.DataFrame:
 def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
                    at: Mapping[str, Any] | None = None, *, factors: Sequence[str] | None = None,
                    level_order: Mapping[str, Sequence[Any]] | None = None,
-                   design: Mapping[str, Any] | None = None, refuse_interacting: bool = False,
-                   label_campaigns: bool = False) -> Estimate:
+                   design: Mapping[str, Any] | None = None, label_campaigns: bool = False) -> Estimate:
     """Ratio a/b of `metric` between two levels of `factor` at the levels `at`.
 
     One campaign (see the module docstring): matched cells (Welch), else the two-way model's contrast,
@@ -376,12 +357,8 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     cell + campaign model over every cell of the study, which lends the study's campaign x cell variation
     to the two cells. Each campaign's own estimate: :func:`dbmatrix.analyse.pooling.per_campaign_estimates`.
 
-    With `refuse_interacting`, a model contrast never averages over a free factor whose interaction with
-    `factor` has p < INTERACTION_ALPHA (F test of the interaction's terms in the model): :class:`DependsOn`
-    instead, the most significant such factor with the estimate at each of its levels (by this function,
-    at the claim's levels plus that one). The main-effects path cannot test interactions (its basis says
-    they are aliased). `design` (Experiment.design_info()) adds what a fractional design aliases to the basis of
-    the model paths."""
+    The main-effects path cannot test interactions (its basis says they are aliased). `design`
+    (Experiment.design_info()) adds what a fractional design aliases to the basis of the model paths."""
     at = dict(at or {})
     data = positive_values(runs, metric)
     if data.empty:
@@ -394,15 +371,7 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     compared = _compared(factor, a, b, at)
     order = level_order or {}
 
-    def per_level(f: str, level: Any) -> Estimate:
-        try:
-            return ratio_estimate(runs, metric, factor, a, b, {**at, f: level}, factors=factors,
-                                  level_order=level_order, design=design, refuse_interacting=True,
-                                  label_campaigns=label_campaigns)
-        except NotTestable as exc:
-            return Estimate(math.nan, math.nan, math.nan, str(exc), 0, _compared(factor, a, b, {**at, f: level}))
-
-    check = _Check(factor, a, b, at, compared, per_level if refuse_interacting else None)
+    check = _Check(factor, a, b, at, compared)
     camps = campaigns_of(data)
     if len(camps) < 2:
         est = _within_campaign(data, metric, candidates, order, check)
@@ -418,14 +387,13 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
 
 @dataclass
 class _Check:
-    """What ratio_estimate compares, and how to test and answer a free factor's interaction."""
+    """What ratio_estimate compares."""
 
     factor: str
     a: Any
     b: Any
     at: dict[str, Any]
     compared: str
-    per_level: Callable[[str, Any], Estimate] | None
 
     def matched(self, frame: pd.DataFrame, candidates: Sequence[str]) -> pd.DataFrame | None:
         """The rows of the two matched cells at the conditions (only the compared factor varies), or None."""
@@ -437,24 +405,6 @@ class _Check:
 
     def side(self, frame: pd.DataFrame, level: Any) -> pd.DataFrame:
         return frame[frame[self.factor].map(level_key) == level_key(level)]
-
-    def interactions(self, model: LogModel, held: Mapping[str, Any]) -> None:
-        """Raise DependsOn for the free factor whose interaction with the compared one is most significant
-        (p < INTERACTION_ALPHA)."""
-        if self.per_level is None:
-            return
-        tests = []
-        for f in model.factors:
-            if f == self.factor or f in held:
-                continue
-            if not model.has_term((self.factor, f)):
-                continue  # aliased in the design (left out of the model): nothing to test
-            _, p = model.term_test((self.factor, f))
-            if math.isfinite(p) and p < INTERACTION_ALPHA:
-                tests.append((p, f))
-        if tests:
-            p, f = min(tests)
-            raise DependsOn(f, p, {lv: self.per_level(f, lv) for lv in model.levels[f]}, self.compared)
 
 
 def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
@@ -475,7 +425,6 @@ def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
         if free:  # averaging over these would average an effect with the main effect it is aliased with
             raise NotIdentified(f"{_alias_names(check.factor, free, model.factors, frame)} in this design, so its "
                                 f"average over {', '.join(factor_word(f) for f in free)} is not the effect")
-        check.interactions(model, held)
         est, lo, hi = model.contrast({**held, check.factor: check.a}, {**held, check.factor: check.b})
         avg = [f for f in model.factors if f != check.factor and f not in held]
         return est, lo, hi, (f"two-way model, {size(model)}"
