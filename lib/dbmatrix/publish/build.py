@@ -120,7 +120,9 @@ def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
         why = claims_tex.why_not(r)
         measured = m[base + "Measured"]
         per_level = not verdicts.levels_of(str(r["id"])).empty
-        m[base + "Result"] = (f"{r['verdict']} ({why})" if why else
+        names_verdict = why and r["verdict"] != "not tested"  # why_not says "premise not met: ..." itself
+        m[base + "Result"] = ((f"{measured}, but {why}" if measured and not per_level else why) if names_verdict else
+                              f"{r['verdict']} ({why})" if why else
                               f"per level {measured}; overall {r['verdict']}" if measured and per_level else
                               f"{measured} ({r['verdict']})" if measured else str(r["verdict"]))
     return m
