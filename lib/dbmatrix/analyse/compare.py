@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dbmatrix.analyse.campaign_model import campaigns_of
+from dbmatrix.analyse.stats import welch_log_ratio
 from dbmatrix.spec.factors import FACTORS
 
 LEVEL = 0.95
@@ -65,18 +67,17 @@ class RatioCI:
 
 def ratio_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> RatioCI:
     """The ratio B/A of geometric means with its `level` interval (see the module's text)."""
-    la = np.log(np.asarray([x for x in a if x is not None and x > 0 and np.isfinite(x)], dtype=float))
-    lb = np.log(np.asarray([x for x in b if x is not None and x > 0 and np.isfinite(x)], dtype=float))
+    xa = np.asarray([x for x in a if x is not None and x > 0 and np.isfinite(x)], dtype=float)
+    xb = np.asarray([x for x in b if x is not None and x > 0 and np.isfinite(x)], dtype=float)
+    la, lb = np.log(xa), np.log(xb)
     na, nb = len(la), len(lb)
     if na == 0 or nb == 0:
         return RatioCI(math.nan, math.nan, math.nan, math.nan, "no runs on a side")
     d = float(lb.mean() - la.mean())
-    if na >= 2 and nb >= 2:
-        va, vb = float(la.var(ddof=1)), float(lb.var(ddof=1))
-        se2 = va / na + vb / nb
-        df = se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1)) if se2 > 0 else float(na + nb - 2)
-        basis = BASIS_WELCH
-    elif na >= 2 or nb >= 2:
+    if na >= 2 and nb >= 2:  # the analysis' own Welch test on logs (the ratio of its first argument to its second)
+        w = welch_log_ratio(xb, xa, confidence=level)
+        return RatioCI(w["ratio"], w["ci_lo"], w["ci_hi"], w["df"], BASIS_WELCH)
+    if na >= 2 or nb >= 2:
         other = la if na >= 2 else lb
         v = float(other.var(ddof=1))
         se2, df, basis = v * (1 / na + 1 / nb), float(len(other) - 1), BASIS_ONE_SIDE
@@ -199,10 +200,6 @@ def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFra
     m["changed"] = m["verdict_a"] != m["verdict_b"]
     return m[["id", "claim", "estimate_a", "ci_lo_a", "ci_hi_a", "verdict_a", "estimate_b", "ci_lo_b", "ci_hi_b",
               "verdict_b", "changed"]].reset_index(drop=True)
-
-
-def campaigns_of(runs: pd.DataFrame) -> list[int]:
-    return sorted({int(k) for k in runs["campaign"].dropna()}) if "campaign" in runs.columns else []
 
 
 def basis_note(a_runs: pd.DataFrame, b_runs: pd.DataFrame) -> str:
