@@ -10,6 +10,7 @@ import json
 import pytest
 
 from dbmatrix import cli, paths
+from dbmatrix.commands.notebooks import NOTEBOOKS
 from dbmatrix.store import ResultStore
 
 pytestmark = pytest.mark.integration
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.integration
 def test_notebooks_with_smoke_parameters_install_measure_analyse_and_draw(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["notebooks", "--profile", "smoke", "--campaign", "new"]) == 0
     executed = paths.notebooks_dir("smoke")
-    for name in cli.NOTEBOOKS:
+    for name in NOTEBOOKS:
         nb = json.loads((executed / f"{name}.ipynb").read_text())
         errors = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
                   if o["output_type"] == "error"]

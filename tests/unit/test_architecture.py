@@ -116,6 +116,15 @@ def test_only_the_host_seam_imports_side_effect_libraries() -> None:
     assert offenders == []
 
 
+def test_the_commands_sit_under_the_entry_point_only() -> None:
+    """dbmatrix.commands (the subcommands besides plan and run) is loaded by dbmatrix.cli, the entry point, and
+    by nothing else of the package; it never imports the entry point back."""
+    mod_edges, _ = _graph()
+    users = {m for m, targets in mod_edges.items() if any(t.startswith("dbmatrix.commands") for t in targets)}
+    assert {u for u in users if not u.startswith("dbmatrix.commands")} == {"dbmatrix.cli"}
+    assert not [m for m in mod_edges if m.startswith("dbmatrix.commands") and "dbmatrix.cli" in mod_edges[m]]
+
+
 def test_the_checks_can_fail() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == ["a", "b"]
     assert _cycles({"a": {"b"}, "b": set()}) == []
@@ -128,7 +137,7 @@ KIND_ONLY = {"galera", "scaleout"}  # words that, in analysis and publishing, na
 KIND_REGISTRY = LIB / "analyse" / "kinds"
 CLAIM_CATALOGUE = LIB / "analyse" / "claims" / "catalogue.py"  # claims name the kinds that test them: data
 KIND_SCOPE = [LIB / "analyse", LIB / "publish", LIB / "steps.py", LIB / "study.py", LIB / "explore.py",
-              LIB / "cli.py"]
+              LIB / "cli.py", LIB / "commands"]
 
 
 def _kind_constants(node: ast.AST) -> set[str]:

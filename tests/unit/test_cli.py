@@ -128,7 +128,7 @@ def test_sources_say_where_each_study_reads(capsys: pytest.CaptureFixture[str], 
 
 def test_notebook_parameters_make_directories_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Notebooks run in notebooks/: a relative --data or --results must not be read from there."""
-    from dbmatrix.cli import notebook_parameters
+    from dbmatrix.commands.notebooks import notebook_parameters
 
     monkeypatch.chdir(tmp_path)
     p = notebook_parameters("quick", data="data/reference", spec="specs/quick.yaml")
@@ -145,12 +145,12 @@ def test_the_command_line_asks_notebooks_00_and_10_to_act(tmp_path: Path, monkey
     the explicit request, so it injects confirm_install / run = True into those two and no other."""
     import papermill
 
-    from dbmatrix import cli
+    from dbmatrix.commands import notebooks
 
     seen: dict[str, dict[str, object]] = {}
     monkeypatch.setattr(papermill, "execute_notebook",
                         lambda src, dst, parameters, **kw: seen.setdefault(Path(src).stem, parameters))
-    cli.run_notebooks("smoke", cli.NOTEBOOKS, results=str(tmp_path / "r"))
+    notebooks.run_notebooks("smoke", notebooks.NOTEBOOKS, results=str(tmp_path / "r"))
     assert seen["00-host-setup"]["confirm_install"] is True and seen["10-run-matrix"]["run"] is True
     assert not {"confirm_install", "run"} & (set(seen["20-analysis"]) | set(seen["30-figures"]))
     assert seen["20-analysis"]["data"] == "auto"

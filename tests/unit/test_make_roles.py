@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dbmatrix.cli import with_code_lists
+from dbmatrix.commands.studies import with_code_lists
 from dbmatrix.study import load_studies, make_rules
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from dbmatrix import cli
+from dbmatrix.commands import notebooks
 from dbmatrix.record import RunRecord
 from dbmatrix.run.progress import (
     JsonLines,
@@ -123,4 +124,4 @@ def test_run_and_notebooks_take_quiet_and_json() -> None:
     assert cli.log_mode(p.parse_args(["notebooks"])) == "text"
     with pytest.raises(SystemExit):
         p.parse_args(["run", "--json", "--quiet"])
-    assert "configure_logging('json')" in cli.kernel_logging_arguments("json")[0]
+    assert "configure_logging('json')" in notebooks.kernel_logging_arguments("json")[0]

@@ -1,0 +1,149 @@
+"""`dbmatrix status`, `sources`, `analyse`, `figures` and `verdicts`: what a profile's studies hold and what
+is made from it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dbmatrix import paths
+from dbmatrix.commands.common import studies_of
+from dbmatrix.spec.experiment import SpecError
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from dbmatrix.run.matrix import campaign_lines, format_duration, study_status, time_accounting
+    from dbmatrix.study import data_source
+
+    for study in studies_of(args):
+        src = data_source(study.experiment, args.data)
+        print(f"{study.experiment.name}: figures and paper read {paths.display_path(src.path)} "
+              f"({src.origin}; --data {src.choice}: {src.reason})")
+        st = study_status(study)
+        print(f"{st.experiment}: {st.ok}/{st.planned} runs done, {len(st.failed)} failed, "
+              f"{st.pending} not started; ~{format_duration(st.estimated_remaining_s)} left "
+              f"({st.results_dir}); "
+              + (f"campaign {st.campaign} of {len(st.campaigns)}" if st.campaigns else "no campaign yet"))
+        for run_id in st.failed:
+            print(f"  failed: {run_id}")
+        if len(st.per_host) > 1 or st.lost_hosts:
+            for h, v in st.per_host.items():
+                print(f"  host {h}: {v['ok']}/{v['planned']} done, {v['failed']} failed, {v['pending']} not "
+                      f"started, busy {format_duration(v['busy_s'])}, ~{format_duration(v['estimated_remaining_s'])}"
+                      " left" + (f"; LOST: {st.lost_hosts[h]}" if h in st.lost_hosts else ""))
+            print(f"  busy time summed over hosts {format_duration(st.busy_s_total)} (machine time; the "
+                  "time left above is wall-clock, hosts in parallel)")
+        if st.host_check:
+            print(f"  {st.host_check}")
+        for line in campaign_lines(study):
+            print(line)
+        t = time_accounting(study.store)
+        if t["total_s"]:
+            steps = ", ".join(f"{k[:-2]} {format_duration(v)}" for k, v in t.items()
+                              if k.endswith("_s") and k != "total_s" and v >= 1)
+            print(f"time recorded {format_duration(t['total_s'])}, {t['measure_fraction']:.0%} of it measuring "
+                  f"({steps})")
+    return 0
+
+
+def with_code_lists(rules: str, profile: str) -> str:
+    """The make fragment with ANALYSIS_CODE and FIGURE_CODE (from the import graph) set before its first
+    rule, whose prerequisites make expands as it reads them."""
+    from dbmatrix.codedeps import make_variables
+
+    head, sep, rest = rules.partition("\n\n")
+    return head + "\n" + make_variables(paths.repo_root(), profile) + sep + rest
+
+
+def cmd_sources(args: argparse.Namespace) -> int:
+    """Where figures and the paper read each study's data (runs, else the committed reference)."""
+    from dbmatrix.datachoice import is_keyword
+    from dbmatrix.study import make_rules, sources
+
+    studies = studies_of(args, for_run=False)
+    if args.make:
+        # The fragment names a data root inside the repository relative to it (as `make DATA=…` gives it),
+        # so it reads the same from any checkout and make's rules compare equal.
+        data = args.data
+        if data and not is_keyword(data) and Path(data).is_relative_to(paths.repo_root().resolve()):
+            data = str(Path(data).relative_to(paths.repo_root().resolve()))
+        sys.stdout.write(with_code_lists(make_rules(studies, args.profile, data), args.profile))
+        return 0
+    for _, r in sources(studies).iterrows():
+        origin = "reference" if r["reference"] else "runs"
+        state = "completed runs" if r["has_data"] else "no completed runs (not run)"
+        print(f"{r['experiment']:<28} {r['kind']:<8} {r['results_dir']} ({origin}; {state}; --data {r['choice']}: "
+              f"{r['reason']})")
+    return 0
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    """Notebook 20 without the notebook: processed tables of every study that has data."""
+    from dbmatrix import steps
+    from dbmatrix.analyse.hosts import host_check_line
+
+    for study in studies_of(args, for_run=False):
+        if not study.has_data():
+            print(f"{study.experiment.name}: no completed runs in {study.store.root}; skipped")
+            continue
+        a = steps.analyse_study(study)
+        n = len(a.runs) if a is not None else 0
+        print(f"{study.experiment.name}: {n} runs analysed -> {study.store.processed}")
+        if a is not None and (line := host_check_line(a.hosts)):
+            print(f"  {line}")
+    return 0
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
+    """Notebook 30 without the notebook: figures and the paper's generated inputs."""
+    from dbmatrix import steps
+
+    studies = studies_of(args, for_run=False)
+    have = [s for s in studies if s.has_data()]
+    if not have:
+        raise SpecError("figures: no study has completed runs: " + ", ".join(
+            f"{s.experiment.name} ({s.store.root})" for s in studies) + "; run them first (dbmatrix run), or "
+            "name their results with --results/--data")
+    out = steps.make_figures(studies, data=args.data, out=args.out,
+                             timeline_cells=args.timeline_cells.split(",") if args.timeline_cells else None)
+    for stem, exp in out.figures.items():
+        print(f"figure {stem} <- {exp}")
+    for note in out.skipped:
+        print(f"skipped: {note}")
+    print(f"figures in {paths.figures_dir(args.out)}, paper inputs in {paths.generated_dir(args.out)}")
+    return 0
+
+
+def cmd_verdicts(args: argparse.Namespace) -> int:
+    """Per claim: each campaign's verdict and the pooled one, and how many claims flip between campaigns."""
+    from dbmatrix import steps
+
+    studies = studies_of(args, for_run=False)
+    if not any(s.has_data() for s in studies):
+        raise SpecError("verdicts: no study has completed runs: " + ", ".join(
+            f"{s.experiment.name} ({s.store.root})" for s in studies))
+    result, flips = steps.verdicts(studies)
+    table = result.claims
+    ks = result.campaign_numbers()
+    camps = table.set_index("id")["campaigns"]
+    width = max(len(i) for i in flips["id"])
+    print(f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{'C' + str(k):<17}" for k in ks) + "pooled")
+    for _, r in flips.iterrows():
+        per = "".join(f"{result.campaign_verdict(r['id'], k) or '-':<17}" for k in ks)
+        flag = "  <- flips" if r["flip"] else ""
+        registration = table.set_index("id")["registration"].get(r["id"], "")
+        flag += f"  ({registration})" if registration in ("revised after data", "added after data") else ""
+        print(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
+    tested = int((table["campaigns"] > 1).sum())
+    print(f"claims judged on two or more campaigns: {tested}; flipping between campaigns: {int(flips['flip'].sum())}")
+    opposite = flips.loc[flips["contradicted"], "id"].tolist()
+    print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
+    for line in steps.campaign_lines(table, studies):
+        print(line)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        per_campaign = Path(args.csv).with_name(Path(args.csv).stem + "-campaigns.csv")
+        result.campaigns.to_csv(per_campaign, index=False)
+        print(f"claims table: {args.csv}; per campaign: {per_campaign}")
+    return 0
