@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dbmatrix import paths
 from dbmatrix.commands.common import log_mode
+from dbmatrix.commands.interrupts import execute_notebook
 
 NOTEBOOKS = ("00-host-setup", "10-run-matrix", "20-analysis", "30-figures")
 
@@ -54,9 +55,7 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
     Unless `log` is ``quiet``, what the cells print goes to this terminal as it comes (stdout to stdout,
     stderr to stderr: papermill's ``stdout_file``/``stderr_file``; its ``log_output`` would also log every
     displayed table), and the kernel logs as this command does (:func:`kernel_logging_arguments`), so the
-    run notebook prints a line per run."""
-    import papermill as pm
-
+    run notebook prints a line per run. A Ctrl-C goes to the kernel (:mod:`dbmatrix.commands.interrupts`)."""
     injected = notebook_parameters(profile, results, spec, inventory, data, campaign)
     out_dir = Path(results) / "notebooks" if results else paths.notebooks_dir(profile)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -70,8 +69,8 @@ def run_notebooks(profile: str, names: Sequence[str], results: str | None = None
         params.update(ACTS.get(name, {}))
         streams = {} if log == "quiet" else {"stdout_file": sys.stdout, "stderr_file": sys.stderr,
                                              "extra_arguments": kernel_logging_arguments(log)}
-        pm.execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
-                            progress_bar=False, log_output=False, **streams)
+        execute_notebook(str(src), str(dst), parameters=params, cwd=str(nb_dir), kernel_name="python3",
+                         progress_bar=False, log_output=False, **streams)
         done.append(dst)
     return done
 
