@@ -5,6 +5,7 @@ run outputs (parse/) are pure, and no module is over 800 lines."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 LIB = Path(__file__).resolve().parents[2] / "lib" / "dbmatrix"
@@ -22,8 +23,10 @@ def _unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
+@functools.cache
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
-    """(imported module, names) of every runtime import (type-checking-only blocks left out)."""
+    """(imported module, names) of every runtime import (type-checking-only blocks left out); parsed once per
+    file and session (the tests only read the result)."""
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
@@ -37,6 +40,7 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
     return out
 
 
+@functools.cache  # one parse of the package for every test that reads the graph (read only)
 def _graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     modules = {_module(p): p for p in LIB.rglob("*.py")}
     mod_edges: dict[str, set[str]] = {m: set() for m in modules}

@@ -22,7 +22,7 @@ try:
     time.sleep(120)
 except KeyboardInterrupt:
     print('kernel: stopping cleanly', file=sys.stderr, flush=True)
-    time.sleep(3)  # longer than papermill's grace before it kills a kernel that was asked to shut down
+    time.sleep(1)  # a cleanup that takes a moment (stopping servers); papermill used to kill it
     print('kernel: stopped', file=sys.stderr, flush=True)
     raise
 """
