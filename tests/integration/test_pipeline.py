@@ -1,5 +1,6 @@
 """The spine end to end with real mariadbd and sysbench: plan -> runs (one cell failing) -> resume ->
-Ctrl-C without orphans -> analysis -> figure and macros (byte-identical twice) -> the paper builds."""
+Ctrl-C without orphans -> analysis -> figure and macros (byte-identical twice). The paper from a smoke study
+alone builds in test_walkthrough.py (`dbmatrix paper` after `dbmatrix figures`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from dbmatrix.analyse import tables as analysis
-from dbmatrix.publish import build, paper
+from dbmatrix.publish import build
 from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
 from dbmatrix.study import load_study
@@ -129,16 +130,6 @@ def test_analysis_figure_and_macros_are_deterministic(study, ran, tmp_path):
     pdf = (ra / "figures" / "throughput-vs-cache.pdf").read_bytes()
     assert b"CreationDate" not in pdf and b"data sha256:" in pdf
     assert b"/FontType 3" not in pdf and b"/Subtype /Type3" not in pdf
-
-
-def test_the_paper_builds(study, ran, tmp_path):
-    root = tmp_path / "p"
-    analysis.analyse(study.store, study.experiment)
-    build.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
-    pdf = paper.build_paper(root / "paper")
-    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 20_000
-    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=False).stdout
-    assert "it-pipeline" in text and "cache share" in text
 
 
 def test_ctrl_c_leaves_no_orphan_and_the_rerun_completes(tmp_path):

@@ -149,7 +149,11 @@ def test_readme_walkthrough_on_two_hosts(tmp_path: Path, netns_hosts) -> None:
     assert f"figures in {out / 'figures'}, paper inputs in {out / 'paper' / 'generated'}" in outputs["figures"]
     assert re.search(r"^figure \S+ <- cache-sweep-smoke$", outputs["figures"], re.MULTILINE)
     assert list((out / "figures").glob("*.pdf")) and (out / "paper" / "generated" / "macros.tex").is_file()
-    assert outputs["paper"].strip() == str(out / "paper" / "main.pdf") and (out / "paper" / "main.pdf").is_file()
+    pdf = out / "paper" / "main.pdf"
+    assert outputs["paper"].strip() == str(pdf) and pdf.read_bytes().startswith(b"%PDF")
+    # the paper of a smoke study alone (what test_pipeline.py built from its own study before)
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert pdf.stat().st_size > 20_000 and "cache-sweep-smoke" in text and "cache share" in text
     # nothing outside the lab was written: not the repository's tracked outputs, not the output root's
     assert repo_outputs == {p: p.stat().st_mtime_ns for p in repo_outputs}
     assert _tree(paths.output_root(), ("figures", "paper")) == root_before
