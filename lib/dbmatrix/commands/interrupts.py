@@ -4,7 +4,8 @@ The kernel runs in a session of its own (jupyter_client starts it so), so a term
 `dbmatrix notebooks`. Left alone, the KeyboardInterrupt breaks papermill's event loop in the middle of a
 cell: its shutdown of the kernel then kills the kernel a few seconds later, before notebook 10's clean stop
 (:func:`dbmatrix.run.session.interrupts_stop_cleanly`: servers stopped, the unfinished run discarded) is
-done, and asyncio prints "Task exception was never retrieved" tracebacks after our message. Here the
+done, and tracebacks follow our message (the kernel's ZMQ errors on its closed sockets; asyncio's "Task
+exception was never retrieved" for papermill's abandoned tasks). Here the
 first two Ctrl-C go to the kernel's process group instead (the kernel and the servers it started, as
 `dbmatrix run` and its servers share a terminal's process group); the cell ends, papermill returns, and
 KeyboardInterrupt is raised here, so the command ends with only its own message. A third Ctrl-C, or one
