@@ -141,7 +141,7 @@ def test_a_study_without_the_seeds_cache_level_leaves_the_claim_not_tested_sayin
     t = evaluate(ev, [BY_ID["pmemCache"], BY_ID["pmemNoCacheSlight"], BY_ID["pmemNoCache"]]).claims.set_index("id")
     for cid in ("pmemCache", "pmemNoCacheSlight"):
         assert t.loc[cid, "verdict"] == "not tested", cid
-        assert t.loc[cid, "reason"].startswith("not tested in this study: its levels miss the seed's condition")
+        assert t.loc[cid, "reason"].startswith("not tested in this study: the seed's condition is not among its levels")
         assert "paper profile" in t.loc[cid, "reason"] and f"cache_pct={SEED003_CACHE_PCT} was not measured" in \
             t.loc[cid, "reason"]
     assert t.loc["pmemNoCache", "verdict"] == "agree"  # its level, 0, is there

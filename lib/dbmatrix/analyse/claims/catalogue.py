@@ -170,7 +170,7 @@ CLAIMS: tuple[Claim, ...] = (
           "4\\,KB blocks give up to 10\\,\\% lower latency than 16\\,KB on PMEM without a block cache",
           "p99_ms", (0.90, 1.0), factor="block_size", a="4k", b="16k",
           at={**_MYROCKS_FSDAX, "cache_pct": SEED003_NO_CACHE}, sources=_T,
-          stand_in="p99 latency from the histograms (the seed ran --percentile=99); closed loop; the engine's "
+          stand_in="p99 latency from the histograms (the seed reported the 99th percentile); closed loop; the engine's "
                    "minimum cache for a disabled block cache; tmpfs for PMEM (fsdax)",
           premises=(CACHE_BELOW,), per=("compression",),
           quote="providing up to 10% improvement in throughput and latency for both lz4 and uncompressed datasets",
@@ -245,7 +245,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("pmemLatency", "003", "slide 16", "NVMe's query latency is up to 5.7$\\times$ PMEM's",
           "p99_ms", (1.0, 5.7), factor="medium", a="native", b="emulated:pmem",
           at={"engine": "myrocks", "cache_pct": SEED003_NO_CACHE}, per=("medium",), sources=_T,
-          stand_in="p99 latency (the seed ran --percentile=99), closed loop, where slide 15 puts PMEM's "
+          stand_in="p99 latency (the seed reported the 99th percentile), closed loop, where slide 15 puts PMEM's "
                    "largest advantage (no block cache); each emulated PMEM mode against the root disk",
           premises=(CACHE_BELOW,), quote="Up to 5.7x Query Latency using Persistent Memory Vs NVMe",
           conditions=SEED003_NOCACHE),
@@ -370,14 +370,14 @@ CLAIMS: tuple[Claim, ...] = (
 # (claims_tex.render_further_table), headed as ours. ``seed`` names the seed whose study design they follow.
 
 FURTHER: tuple[Claim, ...] = (
-    Claim("bufferPool", "001", "our thread sweep (after seed 001's charts)",
+    Claim("bufferPool", "001", "our thread sweep, after the seed's charts",
           "throughput grows with the InnoDB buffer pool share of the data (25 to 100\\,\\%)",
           "tps", (1.0, math.inf), factor="cache_pct", a="max", b="min", at={"engine": "innodb"},
           sources=("threads", "storage"), premises=(CACHE_BELOW,), per=("threads",)),
-    Claim("threadsScale", "001", "our thread sweep (after seed 001's charts)",
+    Claim("threadsScale", "001", "our thread sweep, after the seed's charts",
           "throughput rises with client threads (lowest to highest level)",
           "tps", (1.0, math.inf), factor="threads", a="max", b="min", sources=("threads",), per=("cache_pct",)),
-    Claim("threadsSaturation", "000", "our thread sweep (seed 000's saturation, on seed 001's workload)",
+    Claim("threadsSaturation", "000", "our thread sweep, after the seed's saturation sentence",
           "past saturation, more client threads add no throughput", "tps", (0.0, 1.05), test="within",
           factor="threads", a="max", b="second-max", at={"cache_pct": "max"}, sources=("threads",),
           stand_in="the largest cache level", premises=(SATURATED,)),

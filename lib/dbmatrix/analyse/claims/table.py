@@ -280,11 +280,8 @@ def _untested_reason(c: Claim, reasons: Sequence[str]) -> str:
         return "needs a " + " or ".join(c.sources) + " study; none in this build"
     text = "; ".join(reasons)
     if c.conditions is not None and any("was not measured" in r for r in reasons):
-        from dbmatrix.analyse.contrasts import compared_text
-
-        return (f"not tested in this study: its levels miss the seed's condition "
-                f"({compared_text(c.factor or '', c.a, c.b, c.at)}); a study at the seed's conditions (the paper "
-                f"profile's) decides it ({text})")
+        return (f"not tested in this study: the seed's condition is not among its levels ({text}); a study at "
+                "the seed's conditions (the paper profile's) decides it")
     return text
 
 
