@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbmatrix.analyse.claims import CLAIMS, ClaimVerdicts, Evidence, evaluate
+from dbmatrix.analyse.claims import CLAIMS, ClaimVerdicts, Evidence, evaluate, level_claims
 from dbmatrix.analyse.claims.catalogue import (
     FURTHER,
     HISTORY,
@@ -61,7 +61,8 @@ def test_the_seeds_conditions_as_the_texts_state_them() -> None:
     """Facts the rebuild rests on (issue 26), each checked against the seed texts when writing the registry."""
     s003 = BY_ID["pmemCache"].conditions
     assert s003 is not None and s003.access == "pareto" and "no_binlog" in s003.durability
-    assert s003.cache_pct == (8.5, 33.0) and "30 GB" in s003.cache
+    assert s003.cache_pct == (8.5, 33.0) and "30 GB" in s003.cache  # enabled: 30 GB of 90-353 GB
+    assert BY_ID["pmemNoCache"].conditions.cache_pct == (0.0, 0.0)  # type: ignore[union-attr]
     s001 = BY_ID["remoteNvme"].conditions
     assert s001 is not None and s001.threads == (8, 128) and "sync_binlog = 1" in s001.durability
     s002 = BY_ID["applierTps"].conditions
@@ -134,6 +135,9 @@ def test_a_claim_on_persistent_memory_is_judged_at_each_mode() -> None:
     # without a cache PMEM is 5 % slower than with one: a slight drop, at each mode
     assert set(result.levels_of("pmemNoCacheSlight")["level"]) == {"medium tmpfs", "medium ramblock"}
     assert t.loc["pmemNoCacheSlight", "verdict"] == "agree"
+    # the same expansion for a caller that re-estimates level by level (a sequential loop)
+    subs = level_claims(BY_ID["pmemLatency"], ev[0])
+    assert sorted((w, s.b, s.per) for w, s in subs) == [("medium ramblock", "ramblock", ()), ("medium tmpfs", "tmpfs", ())]
 
 
 def test_a_study_without_the_seeds_cache_level_leaves_the_claim_not_tested_saying_so() -> None:

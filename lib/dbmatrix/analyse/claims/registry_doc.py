@@ -25,6 +25,11 @@ def _plain(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _cell(text: str) -> str:
+    """Plain text (the seeds' conditions, not LaTeX) safe in a table cell."""
+    return text.replace("|", "\\|")
+
+
 def _num(x: float) -> str:
     return f"{x:.3g}"
 
@@ -46,7 +51,7 @@ def judged_at(c: Claim) -> str:
     """What the claim compares and at which levels: "block_size 4k / 16k at engine=myrocks, cache_pct=0;
     per compression"."""
     if c.not_tested:
-        return "not tested: " + _plain(c.not_tested)
+        return "not tested: " + _cell(c.not_tested)
     if c.factor is None:
         return f"{c.metric} ({c.kind}) over the {' / '.join(c.sources)} studies"
     at = ", ".join(f"{f}={v}" for f, v in c.at.items())
@@ -63,17 +68,17 @@ def _conditions(cond: SeedConditions) -> list[str]:
     here = ("—" if cond.threads_here == (0, 0) else
             f"{cond.threads_here[0]}–{cond.threads_here[1]}" if cond.threads_here[0] != cond.threads_here[1]
             else str(cond.threads_here[0]))
-    return [f"- workload: {_plain(cond.workload)}", f"- engine: {_plain(cond.engine)}",
-            f"- access distribution: {_plain(cond.access or 'not said')}", f"- cache: {_plain(cond.cache)}{pct}",
-            f"- durability / binlog: {_plain(cond.durability)}",
-            f"- client threads: the seed's {threads}; here {here} ({_plain(cond.thread_scaling)})",
-            f"- hardware: {_plain(cond.hardware)}", f"- the seed's bottleneck: {_plain(cond.bottleneck)}",
-            f"- how this repository reproduces it: {_plain(cond.reproduction)}"]
+    return [f"- workload: {_cell(cond.workload)}", f"- engine: {_cell(cond.engine)}",
+            f"- access distribution: {_cell(cond.access or 'not said')}", f"- cache: {_cell(cond.cache)}{pct}",
+            f"- durability / binlog: {_cell(cond.durability)}",
+            f"- client threads: the seed's {threads}; here {here} ({_cell(cond.thread_scaling)})",
+            f"- hardware: {_cell(cond.hardware)}", f"- the seed's bottleneck: {_cell(cond.bottleneck)}",
+            f"- how this repository reproduces it: {_cell(cond.reproduction)}"]
 
 
 def _differs(cond: SeedConditions, base: SeedConditions) -> str:
     """The fields in which a claim's conditions differ from its seed's first claim's, in words."""
-    parts = [f"{k}: {_plain(str(getattr(cond, k)))}" for k in ("workload", "engine", "access", "cache",
+    parts = [f"{k}: {_cell(str(getattr(cond, k)))}" for k in ("workload", "engine", "access", "cache",
                                                                    "durability")
              if getattr(cond, k) != getattr(base, k)]
     return "; ".join(parts) or "as above"
@@ -101,11 +106,12 @@ def render_registry(claims: Sequence[Claim] = CLAIMS, further: Sequence[Claim] =
              f"each with its reason), {len(further)} further findings of ours.", ""]
     for seed in sorted({c.seed for c in claims}):
         mine = [c for c in claims if c.seed == seed]
-        base = next((c.conditions for c in mine if c.conditions is not None), None)
+        conds = [c.conditions for c in mine if c.conditions is not None]
+        base = max(conds, key=conds.count) if conds else None  # the conditions most of its claims share
         lines += [f"### Seed {seed}: {SEEDS.get(seed, seed)}", ""]
         if base is not None:
-            lines += ["The seed's conditions (its first claim's; a claim whose conditions differ says how in "
-                      "its last column):", "", *_conditions(base), ""]
+            lines += ["The seed's conditions (those most of its claims share; a claim whose conditions differ "
+                      "says how in its last column):", "", *_conditions(base), ""]
         lines += [*_claims_table(mine, base), ""]
     lines += ["### Further findings (ours, not the seeds' conclusions)", "",
               "Judged by the same rule, published in their own table (`paper/generated/further.csv`, "
@@ -113,7 +119,7 @@ def render_registry(claims: Sequence[Claim] = CLAIMS, further: Sequence[Claim] =
     lines += ["### Merged, moved, added, revised (the rebuild from the seed texts, issue 26)", "",
               "| change | before | after | why |", "|---|---|---|---|"]
     for h in history:
-        lines.append(f"| {h.kind} | {_ids(h.old)} | {('`' + h.new + '`') if h.new else '—'} | {_plain(h.why)} |")
+        lines.append(f"| {h.kind} | {_ids(h.old)} | {('`' + h.new + '`') if h.new else '—'} | {_cell(h.why)} |")
     counts = {k: sum(1 for h in history if h.kind == k) for k in ("merged", "moved", "added", "revised")}
     lines += ["", ", ".join(f"{n} {k}" for k, n in counts.items()) + " (rows above).", ""]
     lines += ["### The levels a study must measure for each claim (the paper profile's specs)", "",

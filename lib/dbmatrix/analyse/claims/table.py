@@ -68,18 +68,6 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
     per-level estimates and verdicts in words, the unique runs behind them, each campaign's verdict, and the
     per-level rows (:data:`LEVEL_COLUMNS`, campaign 0 pooled, and a ``note`` where a level is not estimable).
     NotIdentified when the design does not identify the comparison at a level."""
-    from dbmatrix.analyse.contrasts import level_product, positive_values, resolve_level
-    from dbmatrix.spec.factors import factor_unit, factor_word
-
-    data = positive_values(ev.runs, claim.metric)
-    if data.empty:
-        raise NotTestable(f"{claim.metric} was not measured")
-    held = {f: resolve_level(data, f, v) for f, v in claim.at.items() if f not in claim.per}
-    for f, v in held.items():
-        data = data[data[f].astype(str) == str(v)]
-    levels = {f: _per_family(claim, data, f, ev.level_order.get(f)) for f in claim.per if f in data.columns}
-    if not levels:
-        raise NotTestable(f"no {', '.join(claim.per)} column in the runs")
     parts: list[str] = []
     verdicts: list[str] = []
     ids: set[str] = set()
@@ -87,9 +75,7 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
     camp_checks = [_campaign_checks(claim, ev, k, checks) for k in ev.campaigns()]
     per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
     rows: list[dict[str, Any]] = []
-    for combo in level_product(levels):
-        sub = _at_level(claim, combo)
-        where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in combo.items())
+    for where, sub in level_claims(claim, ev):
         try:
             e, per, _ = estimate_all(sub, ev)
         except NotIdentified as exc:
@@ -121,9 +107,32 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
     within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
     camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
-    names = ", ".join(factor_word(f) for f in levels)
+    from dbmatrix.spec.factors import factor_word
+
+    names = ", ".join(factor_word(f) for f in claim.per if f in ev.runs.columns)
     return common, compared, (f"judged at every level of {names} (fixed in the claim): " + "; ".join(parts)
                               + within), len(ids) or n_max, camp_v, rows
+
+
+def level_claims(claim: Claim, ev: Evidence) -> list[tuple[str, Claim]]:
+    """The claim at every level of the factors it names in ``per``, as :func:`evaluate` judges it: one
+    (words, claim with those levels held and ``per`` empty) per combination present in the study's runs; a
+    family spec ("emulated:pmem") in the compared levels or in ``at`` expands to its members only. Raises
+    NotTestable when the metric or a ``per`` factor is missing (a sequential re-estimate can loop over these)."""
+    from dbmatrix.analyse.contrasts import level_product, positive_values, resolve_level
+    from dbmatrix.spec.factors import factor_unit, factor_word
+
+    data = positive_values(ev.runs, claim.metric)
+    if data.empty:
+        raise NotTestable(f"{claim.metric} was not measured")
+    held = {f: resolve_level(data, f, v) for f, v in claim.at.items() if f not in claim.per}
+    for f, v in held.items():
+        data = data[data[f].astype(str) == str(v)]
+    levels = {f: _per_family(claim, data, f, ev.level_order.get(f)) for f in claim.per if f in data.columns}
+    if not levels:
+        raise NotTestable(f"no {', '.join(claim.per)} column in the runs")
+    return [(", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in combo.items()), _at_level(claim, combo))
+            for combo in level_product(levels)]
 
 
 def _family(spec: Any) -> bool:
