@@ -139,7 +139,8 @@ def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str,
         why = claims_tex.why_not(r)
         measured = m[base + "Measured"]
         per_level = not verdicts.levels_of(str(r["id"])).empty
-        names_verdict = why and r["verdict"] != "not tested"  # why_not says "premise not met: ..." itself
+        # why_not says "premise not met: ..." itself, and a study without the seed's level "not tested in ..."
+        names_verdict = why and (r["verdict"] != "not tested" or why.startswith("not tested"))
         m[base + "Result"] = ((f"{measured}, but {why}" if measured and not per_level else why) if names_verdict else
                               f"{r['verdict']} ({why})" if why else
                               f"per level {measured}; overall {r['verdict']}" if measured and per_level else
