@@ -168,6 +168,8 @@ def test_the_claims_table_is_headed_indicative_unless_the_paper_profile_judged_i
     decided, said = claims_tex.standing(_verdicts("tpcc-paper").claims)
     assert not decided and "Indicative" not in claims_tex.render_claims_table(_verdicts("tpcc-paper"))
     assert claims_tex.standing(pd.DataFrame({"study": ["tpcc-paper", "galera-quick+tpcc-paper"]}))[0]
+    nothing = evaluate([], CLAIMS[:1])  # no study judged anything: still a table, headed as indicative
+    assert claims_tex.standing(nothing.claims)[0] and "\\textbf{Indicative:}" in claims_tex.render_claims_table(nothing)
 
 
 def test_the_further_findings_have_their_own_table_headed_as_ours() -> None:

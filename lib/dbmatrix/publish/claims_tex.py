@@ -166,7 +166,7 @@ def standing(table: pd.DataFrame) -> tuple[bool, str]:
     studies = sorted({s for v in table.get("study", pd.Series(dtype=str)).fillna("").astype(str)
                       for s in v.split("+") if s})
     if not studies:
-        return True, "No study of this build judged a claim."
+        return True, "Indicative: no study of this build judged a claim."
     profiles = sorted({profile_of(s) or "unknown" for s in studies})
     named = ", ".join(studies)
     if all(p in DECIDING for p in profiles):
@@ -195,8 +195,8 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
     head = (("Finding (after seed, where) & Band" if further else "Claim (seed, where) & Seed's band")
             + " & Compared here & Measured: estimate [95\\,\\% CI] & "
             "Verdict" + (" (per campaign)" if several else "") + " \\\\")
-    standing_text = (f"\\textbf{{{latex_escape(said.split(': ', 1)[0])}:}} {latex_escape(said.split(': ', 1)[1])} "
-                     if indicative else "")
+    head_word, _, rest = said.partition(": ")
+    standing_text = f"\\textbf{{{latex_escape(head_word)}:}} {latex_escape(rest)} " if indicative and rest else ""
     if further:
         caption = ("\\textbf{Further findings of ours, not the seeds' conclusions}: comparisons our studies make "
                    "that no seed concludes (the seed named is the one whose study design they follow), judged by "
