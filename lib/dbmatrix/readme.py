@@ -24,8 +24,10 @@ from typing import Any
 
 from dbmatrix.analyse.campaign_records import independence, summaries
 from dbmatrix.analyse.claims import VERDICTS
+from dbmatrix.analyse.claims.registry_doc import render_registry
 from dbmatrix.hosts.inventory import localhost_inventory
 from dbmatrix.hosts.setup import PACKAGES
+from dbmatrix.publish.claims_tex import DECIDING, profile_of
 from dbmatrix.run.ports import BASE_PORT
 from dbmatrix.store import ResultStore
 
@@ -189,13 +191,18 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     counts = sorted(set(facts.runs_per_campaign.values()))
     camps = (f"{counts[0]} runs each" if len(counts) == 1
              else " + ".join(map(str, facts.runs_per_campaign.values())) + " runs")
+    profiles = sorted({p for r in rows for s in (r.get("study") or "").split("+") if (p := profile_of(s))})
+    indicative = any(p not in DECIDING for p in profiles) or not profiles
     answer = (
-        "dbmatrix re-measures the published claims about MySQL-family storage (buffer pool share, block size, "
-        "lz4, PMEM vs NVMe, Galera appliers, scale-out) with real `mariadbd` and sysbench, and judges each by one "
+        "dbmatrix re-measures the published claims about MySQL-family storage (block size, lz4, PMEM vs NVMe, "
+        "Galera appliers, scale-out; the seeds' own words and conditions: [docs/registry.md](docs/registry.md)) "
+        "with real `mariadbd` and sysbench, and judges each by one "
         f"rule. **On the committed reference ({facts.studies} studies, {facts.campaigns} campaigns of {camps} on a "
         f"{facts.cpus}-vCPU VM, {facts.datasets} datasets; campaigns: {facts.campaign_level}) "
         f"the {len(rows)} claims come out: {verdict_summary(rows)}.** "
-        "The decided ones:\n")
+        + (f"These verdicts are indicative: the {' and '.join(profiles) or 'unknown'} profile demonstrates, the "
+           "paper profile decides. " if indicative else "")
+        + "The decided ones:\n")
     others = len(rows) - len(decided)
     claims = claims_table(decided) + (
         f"\nThe other {others} claims, with estimates and reasons: [every claim](#every-claim); the method and the "
@@ -246,7 +253,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     every = claims_table(rows, details=True)
     packages = "\n".join(f"- `{role}`: {' '.join(pk[role])}" for role in pk) + "\n"
     return {"answer": answer, "claims": claims, "figures": figures, "commands": commands, "box": box,
-            "every-claim": every, "packages": packages}
+            "every-claim": every, "packages": packages, "registry": render_registry()}
 
 
 def smoke_plan() -> str:
@@ -276,7 +283,7 @@ def _size(m: Any) -> int:
 
 
 FILES = {"README.md": ("answer", "claims", "figures", "commands", "box", "every-claim"),
-         "docs/usage.md": ("packages",)}  # which file holds which blocks
+         "docs/usage.md": ("packages",), "docs/registry.md": ("registry",)}  # which file holds which blocks
 
 
 def render(text: str, generated: Mapping[str, str]) -> str:

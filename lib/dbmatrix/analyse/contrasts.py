@@ -41,7 +41,8 @@ METRIC_LABELS = {"tps": "throughput", "p95_ms": "p95 latency", "write_kb_per_txn
                  "read_kb_per_txn": "KiB read/txn", "mysqld_cpu_us_per_txn": "mysqld CPU/txn",
                  "data_physical_bytes": "on-disk size", "steady": "steady runs",
                  "fc_paused_pct_points": "flow-control paused time", "tps_ratio": "throughput",
-                 "lat_p95_ratio": "p95 latency", "lat_avg_ratio": "average latency", "tpmC": "tpmC"}
+                 "lat_p95_ratio": "p95 latency", "lat_avg_ratio": "average latency", "tpmC": "tpmC",
+                 "p99_ms": "p99 latency"}
 
 
 

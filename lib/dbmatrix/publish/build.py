@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.claims import ClaimVerdicts, claims_evidence, evaluate
+from dbmatrix.analyse.claims.catalogue import FURTHER, SEED003_CACHE_PCT
 from dbmatrix.analyse.figure_data import (
     StudyTables,
     block_size_table,
@@ -84,8 +85,9 @@ class FigureCheckError(RuntimeError):
                          + format_findings(self.findings))
 
 
-def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
-    """Per claim: its verdict, estimate, interval and the estimate with its interval; and the counts."""
+def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None) -> dict[str, str]:
+    """Per claim (the seeds' and, given `further`, our own findings'): its verdict, estimate, interval and the
+    estimate with its interval; the seeds' claims' counts; whether the verdicts are indicative."""
     from dbmatrix.analyse.claims import COMPRESSES, FC_PAUSED, SATURATED, VERDICTS, flips
     from dbmatrix.analyse.contrasts import INTERACTION_ALPHA
 
@@ -102,6 +104,23 @@ def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
     m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
     m["nClaimsFlip"] = str(int(flips(verdicts)["flip"].sum())) if len(table) else "0"
     m.update(campaign_macros(table))
+    indicative, said = claims_tex.standing(table)
+    m["claimsStanding"] = paper.latex_escape(said)
+    m["claimsIndicative"] = ("indicative only: this build's data come from a profile that demonstrates the "
+                             "pipeline, and the paper profile decides (Section~\\ref{sec:compare})" if indicative
+                             else "judged on the paper profile's data, the experiment sized to decide them")
+    m["seedBlockCachePct"] = f"{SEED003_CACHE_PCT:g}"  # seed 003's 30 GB block cache as a cache level here
+    rows = table if further is None else pd.concat([table, further.claims], ignore_index=True)
+    m["nFurther"] = str(len(further.claims)) if further is not None else "0"
+    both = verdicts if further is None else claims_tex.combined(verdicts, further)
+    m.update(_claim_row_macros(both, rows))
+    return m
+
+
+def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str, str]:
+    """Per claim row: ``\\claim<Id>Verdict``, ``...Measured``, ``...Est``/``Lo``/``Hi``, ``...Pct``,
+    ``...Study``, ``...Premise``, ``...Band``, ``...Result``."""
+    m: dict[str, str] = {}
     for _, r in table.iterrows():
         base = "claim" + r["id"][:1].upper() + r["id"][1:]
         kind = r["kind"]
@@ -120,7 +139,8 @@ def claims_macros(verdicts: ClaimVerdicts) -> dict[str, str]:
         why = claims_tex.why_not(r)
         measured = m[base + "Measured"]
         per_level = not verdicts.levels_of(str(r["id"])).empty
-        names_verdict = why and r["verdict"] != "not tested"  # why_not says "premise not met: ..." itself
+        # why_not says "premise not met: ..." itself, and a study without the seed's level "not tested in ..."
+        names_verdict = why and (r["verdict"] != "not tested" or why.startswith("not tested"))
         m[base + "Result"] = ((f"{measured}, but {why}" if measured and not per_level else why) if names_verdict else
                               f"{r['verdict']} ({why})" if why else
                               f"per level {measured}; overall {r['verdict']}" if measured and per_level else
@@ -255,7 +275,9 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     commit = git_state().get("commit")
     out = draw_figures(studies, figures_dir, commit=commit, opts=opts)
     macros: dict[str, str] = {}
-    verdicts = evaluate(claims_evidence(studies))
+    evidence = claims_evidence(studies)
+    verdicts = evaluate(evidence)
+    further = evaluate(evidence, FURTHER)
     out.claims, out.verdicts = verdicts.claims, verdicts
     ctx = HookContext(figures_dir, generated_dir, paper_src, verdicts.claims, findings=out.findings)
     bodies: dict[str, str | None] = {}  # kind -> the body of its paper section (its first study's)
@@ -298,7 +320,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         macros["steadyTrimText"] = method_text.trim_text(
             primary.analysis.runs, primary.experiment.measure_s,
             steady_params(primary.experiment.measure_s)["min_seconds"])
-    macros.update(claims_macros(verdicts))
+    macros.update(claims_macros(verdicts, further))
     macros.update({
         "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
         "nStudies": str(len(studies)),
@@ -314,8 +336,10 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         written += [f for done in hooked[st.name] for f in done.written]
     write_csv(verdicts.claims, generated_dir / "claims.csv")
     write_csv(verdicts.campaigns, generated_dir / "claims-campaigns.csv")
+    write_csv(further.claims, generated_dir / "further.csv")
     write_text_atomic(generated_dir / "table-claims.tex", claims_tex.render_claims_table(verdicts))
-    write_text_atomic(generated_dir / "claims-details.tex", claims_tex.render_claims_details(verdicts))
+    write_text_atomic(generated_dir / "table-further.tex", claims_tex.render_claims_table(further, further=True))
+    write_text_atomic(generated_dir / "claims-details.tex", claims_tex.render_claims_details(verdicts, further))
     write_text_atomic(generated_dir / "claims-method.tex", render_claims_method())
     write_text_atomic(generated_dir / "table-setup.tex", paper.render_setup_table(host_facts_of(studies)))
     fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]
@@ -325,7 +349,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
                                 f"(expected in {paper_src})")
     write_text_atomic(generated_dir / "figures.tex",
                       paper.render_inputs(fragments, "The figures drawn from this build's data."))
-    written += [generated_dir / n for n in ("claims.csv", "claims-campaigns.csv", "table-claims.tex",
+    written += [generated_dir / n for n in ("claims.csv", "claims-campaigns.csv", "further.csv", "table-further.tex",
+                                            "table-claims.tex",
                                             "claims-details.tex", "claims-method.tex", "table-setup.tex",
                                             "figures.tex")]
     for kind in kinds():

@@ -35,8 +35,8 @@ def method_macros(claims: Sequence[Claim] = CLAIMS) -> dict[str, str]:
         c = next(c for c in claims if c.metric == metric)
         out[f"claimsMargin{name}"] = _margin(c) if metric in MARGINS else "--"
     out["claimsNPerLevel"] = str(sum(1 for c in claims if c.per))
-    out["claimsNAbout"] = str(sum(1 for c in claims if c.test == "about"))
-    out["claimsNWithin"] = str(sum(1 for c in claims if c.test == "within"))
+    out["claimsNAbout"] = str(sum(1 for c in claims if c.test == "about" and not c.not_tested))
+    out["claimsNWithin"] = str(sum(1 for c in claims if c.test == "within" and not c.not_tested))
     out["claimsNDirection"] = str(sum(1 for c in claims if c.test == "direction" and not c.not_tested))
     return out
 
@@ -77,7 +77,7 @@ def render_claims_method(claims: Sequence[Claim] = CLAIMS) -> str:
              "their seeds measured them), never chosen by a test on the data.",
              "The ``about'' bands: " + "; ".join(
                  f"{_esc(c.id)} {(c.band[0] + c.band[1]) / 2:g} $\\pm$ {(c.band[1] - c.band[0]) / 2:g}"
-                 for c in claims if c.test == "about") + ".",
+                 for c in claims if c.test == "about" and not c.not_tested) + ".",
              "\\paragraph{Premises.} A premise is measured with an interval over the runs: \\emph{met} when the "
              "interval lies on the premise's side of its threshold, \\emph{not met} when it lies on the other "
              "side (the verdict is then ``premise not met''), and \\emph{uncertain} when it straddles the "

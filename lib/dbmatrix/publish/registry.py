@@ -59,6 +59,8 @@ def _draw_block(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.Dat
     claimed, at = band if band else (None, None)
     levels = sorted(table["cache_pct"].unique())
     at = {"min": levels[0], "max": levels[-1]}.get(at, at) if isinstance(at, str) else at
+    if at is not None and not isinstance(at, str) and all(float(at) < float(v) for v in levels):
+        at = levels[0]  # the seed's no-cache level (0) below this study's levels: its lowest stands in
     fig, _ = plots.block_size_ratios(table, a=a, b=b, claimed=claimed, claimed_at=at,
                                      claimed_label="seed 003: MyRocks, no block cache")
     return fig, [table]

@@ -58,11 +58,12 @@ from dbmatrix.analyse.claims.table import (
     ClaimVerdicts,
     evaluate,
     flips,
+    level_claims,
     verdict_counts,
 )
 from dbmatrix.analyse.claims.verdicts import VERDICTS, in_band, judge, verdict
 
 __all__ = ["CACHE_BELOW", "CAMPAIGN_COLUMNS", "CLAIMS", "COMPRESSES", "FC_PAUSED", "SATURATED", "VERDICTS",
            "VERDICT_COLUMNS", "Claim", "ClaimVerdicts", "Evidence", "Premise", "PremiseCheck", "check_premise",
-           "claims_evidence", "estimate", "estimate_all", "evaluate", "flips", "in_band", "judge", "verdict",
-           "verdict_counts"]
+           "claims_evidence", "estimate", "estimate_all", "evaluate", "flips", "in_band", "judge", "level_claims",
+           "verdict", "verdict_counts"]

@@ -18,7 +18,7 @@ MARGINS: dict[str, float] = {
     "tps": 0.05, "p95_ms": 0.05, "read_kb_per_txn": 0.05, "write_kb_per_txn": 0.05, "tps_ratio": 0.05,
     "lat_avg_ratio": 0.05, "lat_p95_ratio": 0.05, "data_physical_bytes": 0.005, "fc_paused_pct_points": 5.0,
     "steady": 0.0, "scale_saturation": 0.05, "scale_p95_doubling": 0.05, "scale_peak_16_8": 0.05,
-    "scale_stability": 0.05,
+    "scale_stability": 0.05, "p99_ms": 0.05, "mysqld_cpu_us_per_txn": 0.05,
 }
 DEFAULT_MARGIN = 0.05
 
@@ -71,6 +71,31 @@ class PremiseCheck:
 
 
 @dataclass(frozen=True)
+class SeedConditions:
+    """The conditions the seed's result was measured under, as the seed states them (data, not prose: a
+    claim's digest covers them, :mod:`.registration`), and how this repository reproduces them.
+
+    ``cache_pct``: the seed's cache as a percentage of its data, as a range over its datasets (None: not
+    said, or no cache involved); ``threads``: the seed's client threads (lowest, highest); ``threads_here``:
+    that range scaled to this repository's 2-vCPU machine, by the rule in ``thread_scaling``;
+    ``reproduction``: how the paper profile reproduces the conditions, or why it cannot (our note, not the
+    seed's: left out of the digest)."""
+
+    workload: str  # what the seed ran: "sysbench-TPCC, 5000 warehouses, read committed"
+    engine: str  # "MyRocks (Percona Server 5.7.22)"
+    access: str  # the key distribution: sysbench --rand-type (uniform, pareto, special), or "" when not said
+    cache: str  # the cache against the data, in the seed's numbers
+    cache_pct: tuple[float, float] | None  # the cache as % of the data (lowest, highest over the datasets)
+    durability: str  # binlog, sync settings, as stated
+    threads: tuple[int, int]  # the seed's client threads (lowest, highest)
+    threads_here: tuple[int, int]  # scaled to this machine
+    thread_scaling: str  # the rule: "threads per logical CPU kept: 48 on 48 -> 2 on 2"
+    hardware: str  # the seed's machine(s), short
+    bottleneck: str  # what limited the seed's result, as the seed says (or "not said")
+    reproduction: str  # how this repository reproduces it, or why it cannot (our note)
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str  # letters only: used in macro names (claim<Id>Verdict ...)
     seed: str  # "003"
@@ -91,9 +116,15 @@ class Claim:
     not_tested: str = ""  # set: never testable here, for this reason
     premises: tuple[Premise, ...] = ()
     # factors the claim is judged at every level of (fixed in the registry, never chosen by the data); the
-    # factors neither in `at` nor here are averaged over, and only where the design identifies that
+    # factors neither in `at` nor here are averaged over, and only where the design identifies that. A factor
+    # in `per` that is also the compared factor, or held in `at`, with a family of levels ("emulated:pmem":
+    # every PMEM mode) is judged at every level of that family only (slide 15's "persistent memory": fsdax
+    # and sector mode, each against NVMe)
     per: tuple[str, ...] = ()
     margin: float | None = None  # equivalence margin of no effect; None: the metric's (catalogue.MARGINS)
+    # the seed's own words, verbatim and short, in the seed's language (the registry's source: docs/registry.md)
+    quote: str = ""
+    conditions: SeedConditions | None = None  # as the seed had them (None: a further finding of ours)
 
     @property
     def null(self) -> float:

@@ -2,7 +2,8 @@
 
 A campaign's record (``campaigns/<k>.json``, :func:`dbmatrix.run.campaigns.merge_record`) stores, when the
 campaign starts, the :func:`current_registration`: one digest per claim of its *definition* (metric,
-compared levels, conditions, band, test, premises: everything but the prose that paraphrases the seed) and
+compared levels, conditions, band, test, premises, the seed's conditions: everything but the prose that
+paraphrases or quotes the seed) and
 a digest of the code that computes estimates and verdicts. A claim is then, against the first campaign whose
 data it is judged on (:func:`registration_status`):
 
@@ -29,7 +30,12 @@ from dbmatrix.analyse.claims.model import Claim
 
 STATUSES = ("fixed before data", "revised after data", "added after data", "not registered")
 REVISED = ("revised after data", "added after data")  # the statuses a reader must be warned of
-PROSE = frozenset({"text", "where", "stand_in", "not_tested"})  # paraphrase and notes: not the definition
+# paraphrase, notes and the seed's own words: not the definition. ``quote`` is the source a claim was read
+# from (correcting its transcription must not mark the claim revised); the seed's conditions are part of the
+# definition (a claim judged under other conditions is another claim), except our note of how they are
+# reproduced (``conditions.reproduction``)
+PROSE = frozenset({"text", "where", "stand_in", "not_tested", "quote"})
+CONDITIONS_PROSE = frozenset({"reproduction"})
 VERDICT_CODE = ("dbmatrix.analyse.claims",)  # the import closure of these modules computes the verdicts
 
 
@@ -43,6 +49,10 @@ def definition(claim: Claim) -> dict[str, Any]:
     for k in PROSE:
         d.pop(k, None)
     d["premises"] = [{k: v for k, v in p.items() if k != "text"} for p in d.get("premises", [])]
+    if d.get("conditions") is None:
+        d.pop("conditions", None)  # a claim without conditions keeps the digest it had before they existed
+    else:
+        d["conditions"] = {k: v for k, v in d["conditions"].items() if k not in CONDITIONS_PROSE}
     return d
 
 
@@ -103,6 +113,6 @@ def verdict_code_digest(lib_root: Path | None = None) -> str:
 
 def current_registration() -> dict[str, Any]:
     """The registry of the claims as the code defines them now, with the verdict code's digest."""
-    from dbmatrix.analyse.claims.catalogue import CLAIMS
+    from dbmatrix.analyse.claims.catalogue import all_claims
 
-    return registry(CLAIMS, verdict_code_digest())
+    return registry(all_claims(), verdict_code_digest())

@@ -68,18 +68,6 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
     per-level estimates and verdicts in words, the unique runs behind them, each campaign's verdict, and the
     per-level rows (:data:`LEVEL_COLUMNS`, campaign 0 pooled, and a ``note`` where a level is not estimable).
     NotIdentified when the design does not identify the comparison at a level."""
-    from dbmatrix.analyse.contrasts import level_product, ordered_levels, positive_values, resolve_level
-    from dbmatrix.spec.factors import factor_unit, factor_word
-
-    data = positive_values(ev.runs, claim.metric)
-    if data.empty:
-        raise NotTestable(f"{claim.metric} was not measured")
-    held = {f: resolve_level(data, f, v) for f, v in claim.at.items()}
-    for f, v in held.items():
-        data = data[data[f].astype(str) == str(v)]
-    levels = {f: ordered_levels(data[f], ev.level_order.get(f)) for f in claim.per if f in data.columns}
-    if not levels:
-        raise NotTestable(f"no {', '.join(claim.per)} column in the runs")
     parts: list[str] = []
     verdicts: list[str] = []
     ids: set[str] = set()
@@ -87,9 +75,7 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
     camp_checks = [_campaign_checks(claim, ev, k, checks) for k in ev.campaigns()]
     per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
     rows: list[dict[str, Any]] = []
-    for combo in level_product(levels):
-        sub = replace(claim, at={**claim.at, **combo}, per=())
-        where = ", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in combo.items())
+    for where, sub in level_claims(claim, ev):
         try:
             e, per, _ = estimate_all(sub, ev)
         except NotIdentified as exc:
@@ -114,12 +100,93 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
             vs.append(judge(sub, pk, [], camp_checks[k])[0] if pk is not None else "inconclusive")
             if len(per_camp) > 1:
                 rows.append(_level_row(claim.id, where, ev.campaigns()[k], pk, vs[-1]))
+    notes = [r["note"] for r in rows if r.get("note")]
+    if rows and len(notes) == len(rows):  # no level could be estimated: the study cannot test the claim
+        raise NotTestable(notes[0] if len(set(notes)) == 1 else "; ".join(
+            f"{r['level']}: {r['note']}" for r in rows))
     common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
     within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
     camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
-    names = ", ".join(factor_word(f) for f in levels)
+    from dbmatrix.spec.factors import factor_word
+
+    names = ", ".join(factor_word(f) for f in claim.per if f in ev.runs.columns)
     return common, compared, (f"judged at every level of {names} (fixed in the claim): " + "; ".join(parts)
                               + within), len(ids) or n_max, camp_v, rows
+
+
+def level_claims(claim: Claim, ev: Evidence) -> list[tuple[str, Claim]]:
+    """The claim at every level of the factors it names in ``per``, as :func:`evaluate` judges it: one
+    (words, claim with those levels held and ``per`` empty) per combination present in the study's runs; a
+    family spec ("emulated:pmem") in the compared levels or in ``at`` expands to its members only. Raises
+    NotTestable when the metric or a ``per`` factor is missing (a sequential re-estimate can loop over these)."""
+    from dbmatrix.analyse.contrasts import level_product, positive_values, resolve_level
+    from dbmatrix.spec.factors import factor_unit, factor_word
+
+    data = positive_values(ev.runs, claim.metric)
+    if data.empty:
+        raise NotTestable(f"{claim.metric} was not measured")
+    held = {f: resolve_level(data, f, v) for f, v in claim.at.items() if f not in claim.per}
+    for f, v in held.items():
+        data = data[data[f].astype(str) == str(v)]
+    levels = {f: _per_family(claim, data, f, ev.level_order.get(f)) for f in claim.per if f in data.columns}
+    if not levels:
+        raise NotTestable(f"no {', '.join(claim.per)} column in the runs")
+    return [(", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in combo.items()), _at_level(claim, combo))
+            for combo in level_product(levels)]
+
+
+def _family(spec: Any) -> bool:
+    """A level spec that names several levels: ``emulated:<device>`` (every medium emulating it) or
+    ``native`` (every medium emulating nothing)."""
+    return isinstance(spec, str) and (spec.startswith("emulated:") or spec == "native")
+
+
+def _per_family(claim: Claim, data: pd.DataFrame, factor: str, order: Sequence[Any] | None) -> list[Any]:
+    """The levels a claim is judged at for a factor in ``per``: every level present, or, for the compared
+    factor or a factor held in ``at`` by a family spec ("emulated:pmem"), the levels of that family only."""
+    from dbmatrix.analyse.contrasts import ordered_levels, resolve_level
+    from dbmatrix.analyse.stats import level_key
+
+    present = ordered_levels(data[factor], order)
+    if factor == claim.factor:
+        spec = getattr(claim, _family_side(claim))
+    elif factor in claim.at:
+        spec = claim.at[factor]
+    else:
+        return present
+    if not _family(spec):
+        return [resolve_level(data, factor, spec)]
+    if "emulated" not in data.columns:
+        raise NotTestable("the runs do not record which media are emulated")
+    emu = data.groupby(data[factor].map(level_key), sort=False)["emulated"].first()
+
+    def text(v: Any) -> str:
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+    hits = [lv for lv in present if (not text(emu.get(level_key(lv))) if spec == "native"
+                                     else text(emu.get(level_key(lv))).startswith(spec.split(":", 1)[1]))]
+    if not hits:
+        raise NotTestable(f"{factor}: no level {spec}")
+    return hits
+
+
+def _at_level(claim: Claim, combo: dict[str, Any]) -> Claim:
+    """The claim at one combination of its ``per`` levels: the compared factor's family side set to the
+    level, the other factors held there."""
+    held = {f: v for f, v in combo.items() if f != claim.factor}
+    sub = replace(claim, at={**claim.at, **held}, per=())
+    if claim.factor in combo:
+        sub = replace(sub, **{_family_side(claim): combo[claim.factor]})
+    return sub
+
+
+def _family_side(claim: Claim) -> str:
+    """Which compared level ("a" or "b") names the family a claim is judged per level of: the emulated
+    device ("emulated:pmem" against "native"), else whichever is a family."""
+    for side in ("a", "b"):
+        if isinstance(getattr(claim, side), str) and getattr(claim, side).startswith("emulated:"):
+            return side
+    return "a" if _family(claim.a) else "b"
 
 
 def _level_row(claim_id: str, level: str, campaign: int, e: Estimate | None, v: str) -> dict[str, Any]:
@@ -205,8 +272,7 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                 _campaign_cols(row, c, unidentified[0])
                 rows.append(row)
                 continue
-            row["reason"] = "; ".join(reasons) if reasons else (
-                "needs a " + " or ".join(c.sources) + " study; none in this build")
+            row["reason"] = _untested_reason(c, reasons)
             rows.append(row)
             continue
         _campaign_cols(row, c, ev)
@@ -214,6 +280,18 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
     columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]
     return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS),
                          pd.DataFrame(level_rows, columns=[*LEVEL_COLUMNS, "note"]))
+
+
+def _untested_reason(c: Claim, reasons: Sequence[str]) -> str:
+    """Why no study of the build tested the claim: a study that lacks the level of the seed's condition says
+    so first (the seed's condition is not among its levels: another profile's study decides it)."""
+    if not reasons:
+        return "needs a " + " or ".join(c.sources) + " study; none in this build"
+    text = "; ".join(reasons)
+    if c.conditions is not None and any("was not measured" in r for r in reasons):
+        return (f"not tested in this study: the seed's condition is not among its levels ({text}); a study at "
+                "the seed's conditions (the paper profile's) decides it")
+    return text
 
 
 def _campaign_cols(row: dict[str, Any], c: Claim, ev: Evidence) -> None:
