@@ -9,9 +9,10 @@ of the command line and make, is your runs once they hold a complete campaign, e
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from dbmatrix.analyse.kinds import StudyKind, kind_of
 from dbmatrix.campaign_state import CampaignState, campaign_states, campaigns_found
 from dbmatrix.datachoice import DataArg, DataSource, choose_source, parse_choice
 from dbmatrix.hosts.inventory import Inventory, load_inventory
+from dbmatrix.spec.designs import DESIGNS
 from dbmatrix.spec.experiment import Experiment, SpecError, check_host_cpus, check_media, load_spec
 from dbmatrix.store import ResultStore
 
@@ -150,6 +152,8 @@ def load_study(
     if for_run and paths.is_reference(root):
         raise SpecError(f"results: {root} is inside the committed reference data ({paths.reference_root()}); "
                         "runs go to data/runs/<experiment> (or --data DIR / --results DIR elsewhere)")
+    if not for_run:
+        experiment = recorded_design(experiment, root)
     study = Study(
         profile=profile,
         spec_path=spec_path,
@@ -160,6 +164,23 @@ def load_study(
     )
     study.check()
     return study
+
+
+def recorded_design(exp: Experiment, root: Path) -> Experiment:
+    """The spec with the design its results were recorded under (``plan.json``), when the spec file has
+    changed only the design since (the quick reference's TPC-C half fraction, before the study became a
+    full factorial): analysis, claims and the paper describe the data's design, not the spec's new one."""
+    try:
+        recorded = json.loads((root / "plan.json").read_text())
+    except (OSError, ValueError):
+        return exp
+    spec = recorded.get("spec") or {}
+    design = spec.get("design")
+    same_levels = spec.get("factors") == exp.to_dict()["factors"]
+    if (recorded.get("spec_digest") == exp.digest() or design == exp.design or design not in DESIGNS
+            or not same_levels):
+        return exp
+    return replace(exp, design=design)
 
 
 def load_studies(
