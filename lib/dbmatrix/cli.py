@@ -258,7 +258,7 @@ def _checked_line(checks: list) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from dbmatrix.run.claim_plan import claim_plan_lines, refuse_unidentified
+    from dbmatrix.claim_plan import claim_plan_lines, refuse_unidentified
     from dbmatrix.run.matrix import campaign_lines, format_duration, summarize_study
 
     studies = _studies(args, access=True)
@@ -280,7 +280,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.analyse.claims.registration import current_registration
-    from dbmatrix.run.claim_plan import refuse_unidentified
+    from dbmatrix.claim_plan import refuse_unidentified
     from dbmatrix.run.matrix import lost_hosts_message, run_study
 
     failed, lost = 0, False

@@ -120,8 +120,8 @@ def run_all(studies: Sequence[Study], progress: bool = True,
             campaign: str | int = "last") -> pd.DataFrame:
     """Step 10 for every study of the profile, one after the other; one row of counts per study.
     `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`). A study whose design does not
-    identify one of its claims' contrasts is refused before any runs (:mod:`dbmatrix.run.claim_plan`)."""
-    from dbmatrix.run.claim_plan import refuse_unidentified
+    identify one of its claims' contrasts is refused before any runs (:mod:`dbmatrix.claim_plan`)."""
+    from dbmatrix.claim_plan import refuse_unidentified
 
     refuse_unidentified(studies)
     rows = []

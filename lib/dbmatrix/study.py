@@ -25,7 +25,8 @@ from dbmatrix.campaign_state import CampaignState, campaign_states, campaigns_fo
 from dbmatrix.datachoice import DataArg, DataSource, choose_source, parse_choice
 from dbmatrix.hosts.inventory import Inventory, load_inventory
 from dbmatrix.spec.designs import DESIGNS
-from dbmatrix.spec.experiment import Experiment, SpecError, check_host_cpus, check_media, load_spec
+from dbmatrix.spec.experiment import Comparison, Experiment, SpecError, check_host_cpus, check_media, load_spec
+from dbmatrix.spec.factors import factor as registry_factor
 from dbmatrix.store import ResultStore
 
 ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's target for processed tables
@@ -167,20 +168,28 @@ def load_study(
 
 
 def recorded_design(exp: Experiment, root: Path) -> Experiment:
-    """The spec with the design its results were recorded under (``plan.json``), when the spec file has
-    changed only the design since (the quick reference's TPC-C half fraction, before the study became a
-    full factorial): analysis, claims and the paper describe the data's design, not the spec's new one."""
+    """The spec with the design, factor levels and comparisons its results were recorded under (``plan.json``)
+    when the spec file has changed them since (the quick reference's TPC-C half fraction over two block sizes,
+    before the study became a full design at one block size): analysis, claims and the paper describe the
+    data's cells, not the spec's new ones. Anything else the spec changed (windows, workload) stays the
+    spec's; a results directory without a recorded spec, or recorded with the spec's digest, gives `exp`."""
     try:
         recorded = json.loads((root / "plan.json").read_text())
     except (OSError, ValueError):
         return exp
     spec = recorded.get("spec") or {}
-    design = spec.get("design")
-    same_levels = spec.get("factors") == exp.to_dict()["factors"]
-    if (recorded.get("spec_digest") == exp.digest() or design == exp.design or design not in DESIGNS
-            or not same_levels):
+    if recorded.get("spec_digest") == exp.digest() or spec.get("design") not in DESIGNS:
         return exp
-    return replace(exp, design=design)
+    try:
+        factors = {f: tuple(registry_factor(f).check(v) for v in spec["factors"][f]) if f in spec["factors"]
+                   else exp.factors[f] for f in exp.factors}
+        comparisons = tuple(Comparison(c["factor"], c["a"], c["b"], tuple(c.get("within") or ()))
+                            for c in spec.get("comparisons") or ())
+    except (KeyError, TypeError, SpecError):
+        return exp
+    if (spec["design"], factors, comparisons) == (exp.design, exp.factors, exp.comparisons):
+        return exp
+    return replace(exp, design=spec["design"], factors=factors, comparisons=comparisons)
 
 
 def load_studies(

@@ -8,11 +8,11 @@ study's cells (:func:`claim_cells`) and needs its contrast identified by the des
 with placeholder responses (:func:`planned_runs`): the check that makes a claim "not identified" after the
 runs (:class:`dbmatrix.analyse.contrasts.NotIdentified`) refuses the design before them, one code path.
 ``dbmatrix plan`` and ``dbmatrix run`` refuse a study with a claim its design does not identify
-(:func:`design_refusals`, called by :mod:`dbmatrix.run.claim_plan`)."""
+(:func:`design_refusals`, called by :mod:`dbmatrix.claim_plan`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from dbmatrix.analyse.claims.catalogue import CLAIMS
 from dbmatrix.analyse.claims.estimators import estimate
 from dbmatrix.analyse.claims.model import Claim, Evidence
 from dbmatrix.analyse.contrasts import (
+    METRIC_LABELS,
     NotIdentified,
     NotTestable,
     compared_text,
@@ -97,25 +98,27 @@ def applicable(claim: Claim, exp: Experiment, emulates: Emulates | None = None) 
     return None
 
 
-def claims_for(exp: Experiment, emulates: Emulates | None = None) -> list[Claim]:
+def claims_for(exp: Experiment, emulates: Emulates | None = None, registry: Sequence[Claim] = CLAIMS
+               ) -> list[Claim]:
     """The claims the study is meant to decide: the spec's ``claims:`` in its order (each checked: a claim of
     the registry, judged on the study's kind, with its levels in the design; else a SpecError naming the
     allowed ids), or by default every registry claim whose ``sources`` name the study's kind, that is not
-    "never tested here", and whose levels the design has (:func:`applicable`)."""
+    "never tested here", and whose levels the design has (:func:`applicable`). `registry`: the claims to
+    choose from (default: the catalogue's)."""
     kind = kind_of(exp).name
+    allowed = [c for c in registry if applicable(c, exp, emulates) is None]
     if not exp.claims:
-        return [c for c in CLAIMS if applicable(c, exp, emulates) is None]
-    by_id = {c.id: c for c in CLAIMS}
-    allowed = [c.id for c in CLAIMS if applicable(c, exp, emulates) is None]
+        return allowed
+    by_id = {c.id: c for c in registry}
     out = []
     for cid in exp.claims:
         if cid not in by_id:
             raise SpecError(f"claims: {cid!r} is not a claim of the registry; allowed for {exp.name} (a {kind} "
-                            f"study): {', '.join(allowed) or 'none'}")
+                            f"study): {', '.join(c.id for c in allowed) or 'none'}")
         why = applicable(by_id[cid], exp, emulates)
         if why is not None:
             raise SpecError(f"claims: {cid} cannot be decided by {exp.name}: {why}; allowed: "
-                            f"{', '.join(allowed) or 'none'}")
+                            f"{', '.join(c.id for c in allowed) or 'none'}")
         out.append(by_id[cid])
     return out
 
@@ -172,9 +175,14 @@ def identification(claim: Claim, exp: Experiment, emulates: Emulates | None = No
 
 
 def needs_text(claim: Claim, exp: Experiment, emulates: Emulates | None = None) -> str:
-    """What the claim compares, in words: 'compression none / lz4 at engine myrocks, cache 0 % per medium'."""
+    """What the claim compares, in words: 'compression none / lz4 at engine myrocks, cache 0 % per medium';
+    '(own estimator)' when the study kind estimates it from its own tables (its levels are checked on the
+    data, after the runs)."""
+    own = "" if _model_contrast(claim, exp) else " (own estimator)"
+    if claim.kind == "share":
+        return f"share of {METRIC_LABELS.get(claim.metric, claim.metric)}"
     if claim.factor is None:
-        return claim.metric
+        return claim.metric.replace("_", " ") + own
     frame = planned_runs(exp, emulates=emulates)
     try:
         a, b = (resolve_level(frame, claim.factor, v) for v in (claim.a, claim.b))
@@ -182,14 +190,15 @@ def needs_text(claim: Claim, exp: Experiment, emulates: Emulates | None = None) 
     except NotTestable:
         a, b, at = claim.a, claim.b, dict(claim.at)
     per = [factor_word(f) for f in claim.per if exp.factors.get(f, ()) and len(exp.factors[f]) > 1]
-    return compared_text(claim.factor, a, b, at) + (f" per {', '.join(per)}" if per else "")
+    return compared_text(claim.factor, a, b, at) + (f" per {', '.join(per)}" if per else "") + own
 
 
-def design_refusals(exp: Experiment, emulates: Emulates | None = None) -> list[str]:
+def design_refusals(exp: Experiment, emulates: Emulates | None = None, registry: Sequence[Claim] = CLAIMS
+                    ) -> list[str]:
     """One line per claim the study is meant to decide (:func:`claims_for`) whose contrast its design does not
     identify, naming the claim, what it needs and the alias; empty when the design identifies them all."""
     out = []
-    for c in claims_for(exp, emulates):
+    for c in claims_for(exp, emulates, registry):
         why = identification(c, exp, emulates)
         if why is not None:
             out.append(f"{exp.name}: claim {c.id} needs {needs_text(c, exp, emulates)}, which the {exp.design} design "
@@ -197,9 +206,10 @@ def design_refusals(exp: Experiment, emulates: Emulates | None = None) -> list[s
     return out
 
 
-def decided_lines(exp: Experiment, emulates: Emulates | None = None) -> list[str]:
+def decided_lines(exp: Experiment, emulates: Emulates | None = None, registry: Sequence[Claim] = CLAIMS
+                  ) -> list[str]:
     """What the plan prints per study: the claims it decides and the cells each reads (a count)."""
-    claims = claims_for(exp, emulates)
+    claims = claims_for(exp, emulates, registry)
     n = len(exp.cells())
     source = "the spec's claims:" if exp.claims else "every claim its kind and levels can test"
     lines = [f"claims decided here ({len(claims)}, {source}):" if claims else

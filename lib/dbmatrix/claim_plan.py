@@ -1,4 +1,5 @@
-"""The claims in a study's plan: `dbmatrix plan` and `dbmatrix run` (and the notebooks' run step) refuse a study
+"""The claims in a study's plan (above analysis and the study, beside the command line: run/ does not import
+the analysis): `dbmatrix plan` and `dbmatrix run` (and the notebooks' run step) refuse a study
 whose design does not identify a contrast one of its claims needs, before anything runs; a plan that passes
 says which claims each study decides and the cells each reads (:mod:`dbmatrix.analyse.claims.needs`)."""
 
