@@ -23,7 +23,10 @@ def refuse_unidentified(studies: Sequence[Study]) -> None:
     with the spec file and "nothing was run"; nothing when every study's design identifies its claims."""
     problems = []
     for st in studies:
-        lines = design_refusals(st.experiment, study_emulates(st))
+        try:
+            lines = design_refusals(st.experiment, study_emulates(st))
+        except SpecError as exc:  # the spec's claims: names a claim it cannot decide
+            raise SpecError(f"{exc}\n(spec {st.spec_path}; nothing was run)") from None
         if lines:
             problems.append("\n".join(lines) + f"\n(spec {st.spec_path}; nothing was run)")
     if problems:

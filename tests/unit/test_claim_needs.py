@@ -192,3 +192,17 @@ def test_plan_and_run_refuse_the_old_quick_tpcc_design_and_plan_lists_the_claims
     assert main(["plan", "--profile", "quick", "--spec", str(QUICK_TPCC), "--no-host-check"]) == 0
     out = capsys.readouterr().out
     assert "claims decided here (" in out and "(6 of 12 cells)" in out
+
+
+def test_plan_refuses_a_claim_list_naming_a_claim_the_study_cannot_decide(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from dbmatrix.cli import main
+
+    monkeypatch.setenv("DBMATRIX_OUTPUT_ROOT", str(tmp_path / "out"))
+    spec = tmp_path / "listed.yaml"
+    spec.write_text(yaml.safe_dump({**yaml.safe_load(QUICK_TPCC.read_text()), "claims": ["noSuchClaim"]}))
+    assert main(["plan", "--profile", "quick", "--spec", str(spec), "--no-host-check"]) == 2
+    err = capsys.readouterr().err
+    allowed = ", ".join(c.id for c in claims_for(load_spec(QUICK_TPCC)))
+    assert err == (f"dbmatrix: claims: 'noSuchClaim' is not a claim of the registry; allowed for tpcc-quick (a tpcc "
+                   f"study): {allowed}\n(spec {spec}; nothing was run)\n")
