@@ -198,9 +198,11 @@ def _checked_line(checks: list) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from dbmatrix.claim_plan import claim_plan_lines, refuse_unidentified
     from dbmatrix.run.matrix import campaign_lines, format_duration, summarize_study
 
     studies = _studies(args, access=True)
+    refuse_unidentified(studies)
     checks = _preflight(studies, skip=args.no_host_check)
     for i, study in enumerate(studies):
         if i:
@@ -208,7 +210,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _plan_one(study)
         if study.experiment.name in checks:
             print(_checked_line(checks[study.experiment.name]))
-        for line in campaign_lines(study, plan_note=True):
+        for line in [*campaign_lines(study, plan_note=True), *claim_plan_lines(study)]:
             print(line)
     if len(studies) > 1:
         total = sum(summarize_study(s).estimated_wall_s for s in studies)
@@ -218,10 +220,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.analyse.claims.registration import current_registration
+    from dbmatrix.claim_plan import refuse_unidentified
     from dbmatrix.run.matrix import lost_hosts_message, run_study
 
     failed, lost = 0, False
     studies = _studies(args, access=True)
+    refuse_unidentified(studies)
     _preflight(studies)
     for study in studies:
         kwargs = {"host_name": args.host} if args.host else {}

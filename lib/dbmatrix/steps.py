@@ -18,6 +18,7 @@ from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.tables import Analysis, analyse
+from dbmatrix.claim_plan import refuse_unidentified
 from dbmatrix.datachoice import is_keyword
 from dbmatrix.hosts.setup import setup_packages
 from dbmatrix.publish.build import publish_all
@@ -119,7 +120,9 @@ def run_all(studies: Sequence[Study], progress: bool = True,
             on_interval: Callable[[str, dict[str, Any]], None] | None = None,
             campaign: str | int = "last") -> pd.DataFrame:
     """Step 10 for every study of the profile, one after the other; one row of counts per study.
-    `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`)."""
+    `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`). A study whose design does not
+    identify one of its claims' contrasts is refused before any runs (:mod:`dbmatrix.claim_plan`)."""
+    refuse_unidentified(studies)
     rows = []
     for s in studies:
         r = run_matrix(s, progress, on_interval, campaign)

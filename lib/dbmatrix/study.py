@@ -9,9 +9,10 @@ of the command line and make, is your runs once they hold a complete campaign, e
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from dbmatrix.analyse.kinds import StudyKind, kind_of
 from dbmatrix.campaign_state import CampaignState, campaign_states, campaigns_found
 from dbmatrix.datachoice import DataArg, DataSource, choose_source, parse_choice
 from dbmatrix.hosts.inventory import Inventory, load_inventory
-from dbmatrix.spec.experiment import Experiment, SpecError, check_host_cpus, check_media, load_spec
+from dbmatrix.spec.designs import DESIGNS
+from dbmatrix.spec.experiment import Comparison, Experiment, SpecError, check_host_cpus, check_media, load_spec
+from dbmatrix.spec.factors import factor as registry_factor
 from dbmatrix.store import ResultStore
 
 ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's target for processed tables
@@ -150,6 +153,8 @@ def load_study(
     if for_run and paths.is_reference(root):
         raise SpecError(f"results: {root} is inside the committed reference data ({paths.reference_root()}); "
                         "runs go to data/runs/<experiment> (or --data DIR / --results DIR elsewhere)")
+    if not for_run:
+        experiment = recorded_design(experiment, root)
     study = Study(
         profile=profile,
         spec_path=spec_path,
@@ -160,6 +165,31 @@ def load_study(
     )
     study.check()
     return study
+
+
+def recorded_design(exp: Experiment, root: Path) -> Experiment:
+    """The spec with the design, factor levels and comparisons its results were recorded under (``plan.json``)
+    when the spec file has changed them since (the quick reference's TPC-C half fraction over two block sizes,
+    before the study became a full design at one block size): analysis, claims and the paper describe the
+    data's cells, not the spec's new ones. Anything else the spec changed (windows, workload) stays the
+    spec's; a results directory without a recorded spec, or recorded with the spec's digest, gives `exp`."""
+    try:
+        recorded = json.loads((root / "plan.json").read_text())
+    except (OSError, ValueError):
+        return exp
+    spec = recorded.get("spec") or {}
+    if recorded.get("spec_digest") == exp.digest() or spec.get("design") not in DESIGNS:
+        return exp
+    try:
+        factors = {f: tuple(registry_factor(f).check(v) for v in spec["factors"][f]) if f in spec["factors"]
+                   else exp.factors[f] for f in exp.factors}
+        comparisons = tuple(Comparison(c["factor"], c["a"], c["b"], tuple(c.get("within") or ()))
+                            for c in spec.get("comparisons") or ())
+    except (KeyError, TypeError, SpecError):
+        return exp
+    if (spec["design"], factors, comparisons) == (exp.design, exp.factors, exp.comparisons):
+        return exp
+    return replace(exp, design=spec["design"], factors=factors, comparisons=comparisons)
 
 
 def load_studies(

@@ -1,6 +1,7 @@
 """Specs that cannot run are refused by `dbmatrix plan` (and `run`) before anything runs, as a new user
 meets them: a misspelt server option, a value mariadbd does not take, a value with a newline, a dataset
-that cannot fit its medium (tests/fixtures/specs/). The host's own mariadbd judges the options (locally
+that cannot fit its medium, a design that aliases a contrast one of the study's claims needs
+(tests/fixtures/specs/). The host's own mariadbd judges the options (locally
 and over SSH to a test host); the message names the field, the exit code is 2, there is no traceback,
 and no results directory, snapshot or server was made."""
 
@@ -26,6 +27,7 @@ REFUSALS = {
                               "allowed: a whole number, optionally with a K, M, G, T, P or E suffix"),
     "option-value-newline.yaml": ("server_options.innodb_flush_method: 'O_DIRECT\\nfsync' contains a control "
                                   "character, newline (U+000A)", "allowed: one line of printable text"),
+    "aliased-claim.yaml": ("tpcc-aliased: claim ", "which the crossed design does not identify: "),
     "dataset-too-large.yaml": ("workload.table_size: dataset innodb-b16k-none-oltp-64x1000000000 needs at least "
                                "17.5 TiB on medium 'tmpfs' of host 'localhost'", "which holds 4.0 GiB"),
 }

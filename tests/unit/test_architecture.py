@@ -309,6 +309,17 @@ def test_the_purity_check_can_fail(tmp_path: Path) -> None:
     assert _io_uses(bad) == ["imports pathlib", "imports dbmatrix.hosts.remote", "calls read_text() at line 4"]
 
 
+def test_the_claim_needs_are_pure() -> None:
+    """analyse/claims/needs.py judges a design before any data (what `dbmatrix plan` refuses): it imports the
+    analysis, the spec and, for this machine's default media, the inventory; never run/, the store or the host
+    seam; and it opens, reads, writes or runs nothing."""
+    path = LIB / "analyse" / "claims" / "needs.py"
+    targets = {t for t, _ in _imports(path) if t.startswith("dbmatrix")}
+    assert {_unit(t) for t in targets} <= {"analyse", "spec", "hosts"}, targets
+    assert {t for t in targets if _unit(t) == "hosts"} == {"dbmatrix.hosts.inventory"}
+    assert [u for u in _io_uses(path) if not u.startswith("imports dbmatrix")] == []
+
+
 # run/ -> analyse/ imports left (each a known debt, to shrink and never to grow): the run side asks the
 # analysis for the adaptive stopping rule, the host-check line and the calibration run rows.
 RUN_TO_ANALYSE_ALLOWED = {

@@ -101,7 +101,7 @@ LEGACY_CACHE_BASIS = "physical"
 TOP_LEVEL_KEYS = (
     "experiment", "description", "workload", "factors", "repetitions", "seed", "warmup_s",
     "measure_s", "server_options", "baseline", "run_timeout_s", "design", "comparisons", "noise",
-    "cpu_placement", "topology", "stop_mode", "cache_basis",
+    "cpu_placement", "topology", "stop_mode", "cache_basis", "claims",
 )
 
 
@@ -149,6 +149,9 @@ class Experiment:
     topology: Topology = field(default_factory=Topology)
     stop_mode: str = DEFAULT_STOP_MODE
     cache_basis: str = DEFAULT_CACHE_BASIS
+    # the claim ids the study is meant to decide (empty: every registry claim its kind and levels can test);
+    # checked against the registry by dbmatrix.analyse.claims.needs.claims_for
+    claims: tuple[str, ...] = ()
 
     def cells(self) -> list[Cell]:
         """The design's cells in spec order (the last factor varies fastest): every combination of the
@@ -248,10 +251,17 @@ class Experiment:
             del d["stop_mode"]
         if self.cache_basis == LEGACY_CACHE_BASIS:  # what results without the key measured (see CACHE_BASES)
             del d["cache_basis"]
+        if self.claims:
+            d["claims"] = list(self.claims)
+        else:
+            del d["claims"]
         return d
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+        """The spec's digest, which binds results to it; which claims the study decides does not change what
+        is measured, so the claim list is left out."""
+        d = {k: v for k, v in self.to_dict().items() if k != "claims"}
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _levels(name: str, raw: Any) -> tuple[Any, ...]:
@@ -404,6 +414,7 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         topology=parse_topology(raw.get("topology")),
         stop_mode=_parse_stop_mode(raw.get("stop_mode", DEFAULT_STOP_MODE)),
         cache_basis=_parse_cache_basis(raw.get("cache_basis", DEFAULT_CACHE_BASIS)),
+        claims=_parse_claims(raw.get("claims")),
     )
     check_topology(exp)
     if ("tpcc" in factors["workload"] and "myrocks" in factors["engine"]
@@ -419,6 +430,20 @@ def _parse_stop_mode(raw: Any) -> str:
         raise SpecError(f"stop_mode: {raw!r} is not a stop mode; allowed: {', '.join(STOP_MODES)} (kill: SIGKILL "
                         "the servers after the measured window, their datadirs are thrown away anyway)")
     return str(raw)
+
+
+def _parse_claims(raw: Any) -> tuple[str, ...]:
+    """The spec's ``claims:``: a list of claim ids (checked against the registry at plan time, by
+    dbmatrix.analyse.claims.needs.claims_for: the spec layer does not know the claims)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) and c for c in raw):
+        raise SpecError(f"claims: {raw!r} must be a non-empty list of claim ids (the claim registry's, e.g. "
+                        "lzFourTps), or left out: every claim the study's kind and levels can test")
+    dupes = sorted({c for c in raw if raw.count(c) > 1})
+    if dupes:
+        raise SpecError(f"claims: {', '.join(dupes)} listed twice")
+    return tuple(raw)
 
 
 def _parse_cache_basis(raw: Any) -> str:
