@@ -47,7 +47,7 @@ class Study:
         for h in self.inventory.hosts:
             check_media(self.experiment, h.media, h.name)
             cal = self.experiment.topology.calibrate
-            if cal is not None and h.media[cal.medium].kind != "throttled":
+            if cal is not None and not cal.cpu and h.media[cal.medium].kind != "throttled":
                 raise SpecError(f"topology.calibrate.medium: {cal.medium!r} on host {h.name!r} is a "
                                 f"{h.media[cal.medium].kind} medium; calibration sets a throttle limit, so it "
                                 "needs kind: throttled")

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbmatrix.hosts import media
+from dbmatrix.hosts import cpulimit, media
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import RunInterrupted
 from dbmatrix.paths import git_state
@@ -439,6 +439,11 @@ def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign
     assert cal is not None
 
     def set_limit(value: int) -> None:
+        if cal.cpu:  # every follower's own cgroup, on every host of the cluster (run.galera joins them)
+            names = [cpulimit.follower_group(i) for i in range(2, exp.topology.nodes + 1)]
+            for c in [w.ctx, *w.peers.values()]:
+                cpulimit.set_cpu_limit(c.host, cpulimit.detect_cpu_layout(c.host), names, value)
+            return
         for c in [w.ctx, *w.peers.values()]:
             state = c.media.get(cal.medium)
             if state is None:
