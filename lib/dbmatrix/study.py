@@ -28,7 +28,7 @@ from dbmatrix.store import ResultStore
 
 ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's target for processed tables
 
-PROFILES = ("smoke", "quick", "full")
+PROFILES = ("smoke", "quick", "paper", "full")
 PARAM_KEYS = ("spec", "specs", "inventory", "results_dir", "data")
 
 

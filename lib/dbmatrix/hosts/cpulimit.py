@@ -144,6 +144,32 @@ def read_cpu_limit(host: Host, layout: CpuLayout, name: str) -> int | None:
     return parse_limit(layout, host.run(read_command(layout, layout.group(name))).stdout)
 
 
+def stat_command(layout: CpuLayout, name: str) -> str:
+    return f"cat {q(layout.group(name) + '/cpu.stat')}"
+
+
+def parse_stat(text: str) -> dict[str, int]:
+    """``cpu.stat`` as numbers: nr_periods, nr_throttled and the throttled time in microseconds
+    (``throttled_usec`` in v2; v1's ``throttled_time`` is in nanoseconds)."""
+    raw = {k: int(v) for k, v in (line.split() for line in text.splitlines() if len(line.split()) == 2)
+           if v.lstrip("-").isdigit()}
+    usec = raw.get("throttled_usec", raw.get("throttled_time", 0) // 1000)
+    return {"nr_periods": raw.get("nr_periods", 0), "nr_throttled": raw.get("nr_throttled", 0),
+            "throttled_usec": usec}
+
+
+def stat_delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, Any]:
+    """What the limit did between two :func:`parse_stat` readings: periods, throttled periods and their share,
+    throttled seconds."""
+    d = {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in ("nr_periods", "nr_throttled", "throttled_usec")}
+    return {**d, "throttled_pct": round(100 * d["nr_throttled"] / d["nr_periods"], 2) if d["nr_periods"] > 0
+            else None, "throttled_s": round(d["throttled_usec"] / 1e6, 3)}
+
+
+def read_stat(host: Host, layout: CpuLayout, name: str) -> dict[str, int]:
+    return parse_stat(host.run(stat_command(layout, name)).stdout)
+
+
 def join_prefix(layout: CpuLayout, name: str) -> list[str]:
     """Argv put before a server command so it runs in the group: the shell writes its PID into the group's
     ``cgroup.procs`` and execs the server (exit 125 when the group does not exist)."""

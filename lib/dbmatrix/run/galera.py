@@ -106,6 +106,7 @@ class Galera(Topology):
         self.block: PortBlock | None = None  # the ports leased for this run on every node's host
         self.run_as_by_host: dict[str, str | None] = {}
         self.cpu_layouts: dict[str, cpulimit.CpuLayout] = {}  # hosts of CPU-limited followers (calibrate cpu_max)
+        self._cpu_before: dict[str, dict[str, int]] = {}
 
     def node_medium(self, index: int) -> str:
         """The medium of node `index` (1-based): node 1 on the cell's medium, the followers on
@@ -255,9 +256,17 @@ class Galera(Topology):
                          for hname, h in hosts.items()]
         return list(self.samplers)
 
+    def _cpu_stats(self) -> dict[str, dict[str, int]]:
+        """Each CPU-limited follower's cgroup cpu.stat (periods, throttled periods and time)."""
+        if not self.cpu_limited:
+            return {}
+        return {f"node{i}": cpulimit.read_stat(c.host, self.cpu_layouts[c.host.name], cpulimit.follower_group(i))
+                for i, c in enumerate(self.ctxs, start=1) if i > 1}
+
     def open_window(self, s: RunSession) -> None:
         """FLUSH LOCAL STATUS on every node, then a snapshot with each node's clock."""
         cluster = self._cluster()
+        self._cpu_before = self._cpu_stats()
         cluster.sql_all("FLUSH LOCAL STATUS")
         self.before = {n.name: cluster.status(n.index, None) for n in self.nodes}
         for n in self.nodes:
@@ -269,6 +278,8 @@ class Galera(Topology):
         if dead:
             raise RunFailed(f"{', '.join(dead)} died during the measured window (sysbench exit {result.exit_code})")
         self.after = {n.name: cluster.status(n.index, None) for n in self.nodes}
+        for node, after in self._cpu_stats().items():  # how often the CPU limit held each follower back
+            s.record.cluster["follower_cpu"][node]["window"] = cpulimit.stat_delta(self._cpu_before[node], after)
 
     def after_window(self, s: RunSession) -> None:
         for n in self.nodes:
