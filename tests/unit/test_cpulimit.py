@@ -91,3 +91,17 @@ def test_cpu_stat_says_how_often_the_limit_held_a_follower_back() -> None:
     assert d == {"nr_periods": 398, "nr_throttled": 235, "throttled_usec": 11631871, "throttled_pct": 59.05,
                  "throttled_s": 11.632}
     assert cpulimit.stat_delta({}, {})["throttled_pct"] is None
+
+
+def test_the_paper_says_the_followers_were_limited_in_cpu() -> None:
+    import pandas as pd
+
+    from dbmatrix.publish.replication import _prose, calibration_macros
+
+    cal = pd.DataFrame([{"campaign": 1, "medium": None, "limit_kind": "cpu_max", "limit": 25, "status": "ok",
+                         "fc_paused_pct": 31.0, "tps": 400.0, "target_pct": 30.0, "window_s": 10, "chosen": True,
+                         "reached": True}])
+    m = calibration_macros(cal)
+    assert m["replCalLimit"] == "CPU (\\% of one CPU)" and m["replCalChosen"] == "25"
+    text = _prose(m)["replFollowersText"]
+    assert "its own cgroup" in text and "blkio" not in text and "medium" not in text
