@@ -182,3 +182,13 @@ def join_prefix(layout: CpuLayout, name: str) -> list[str]:
 def teardown_command(layout: CpuLayout, names: Sequence[str]) -> str:
     """Remove the groups (empty ones only: rmdir fails while a process is inside)."""
     return "; ".join(f"rmdir {q(layout.group(n))} 2>/dev/null" for n in names) + "; true"
+
+
+def teardown_followers(host: Host) -> None:
+    """Remove the Galera followers' CPU groups a study left (empty ones; none, or no cpu controller: nothing)."""
+    try:
+        layout = detect_cpu_layout(host)
+    except MediaError:
+        return
+    pattern = f"{q(layout.root + '/' + CGROUP_PARENT)}/{follower_group(0).replace('0', '*', 1)}"
+    host.run(f"for g in {pattern}; do [ -d \"$g\" ] && rmdir \"$g\" 2>/dev/null; done; true", check=False)
