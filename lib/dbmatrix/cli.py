@@ -105,7 +105,9 @@ def _plan_one(study) -> None:
         print(f"design: {design_text(info)}")
     cal = exp.topology.calibrate
     if cal is not None:
-        print(f"calibration before each campaign: {cal.limit} of medium {cal.medium} from "
+        what = ("each follower's CPU limit (% of one CPU, cgroup cpu.max)" if cal.cpu
+                else f"{cal.limit} of medium {cal.medium}")
+        print(f"calibration before each campaign: {what} from "
               f"{', '.join(map(str, cal.candidates))} (mildest first), one applier, {cal.warmup_s}s + "
               f"{cal.measure_s}s per candidate, until flow control pauses >= {cal.target_fc_paused_pct:g} %")
     if exp.topology.instances:
@@ -214,7 +216,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(line)
     if len(studies) > 1:
         total = sum(summarize_study(s).estimated_wall_s for s in studies)
-        print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all")
+        print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all "
+              "(one campaign)")
     return 0
 
 

@@ -31,7 +31,7 @@ from dbmatrix.store import ResultStore
 
 ANALYSIS_STAMP = "analysis.json"  # written last by steps.analyse_study: make's target for processed tables
 
-PROFILES = ("smoke", "quick", "full")
+PROFILES = ("smoke", "quick", "paper", "full")
 PARAM_KEYS = ("spec", "specs", "inventory", "results_dir", "data")
 
 
@@ -50,7 +50,7 @@ class Study:
         for h in self.inventory.hosts:
             check_media(self.experiment, h.media, h.name)
             cal = self.experiment.topology.calibrate
-            if cal is not None and h.media[cal.medium].kind != "throttled":
+            if cal is not None and not cal.cpu and h.media[cal.medium].kind != "throttled":
                 raise SpecError(f"topology.calibrate.medium: {cal.medium!r} on host {h.name!r} is a "
                                 f"{h.media[cal.medium].kind} medium; calibration sets a throttle limit, so it "
                                 "needs kind: throttled")

@@ -54,7 +54,9 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
             "boot_ids": sorted(record.get("boot_ids") or []), "hosts": sorted(record.get("hosts") or {}),
             "kernels": kernels, "commits": commits,
             "dirty": dirty, "datasets": sorted(datasets, key=lambda d: d["snapshot"]),
-            "registration": record.get("registration")}
+            "registration": record.get("registration"),
+            # the spec's dataset policy (reuse / per_campaign), in records written since it is recorded
+            **({"dataset_load": record["dataset_load"]} if record.get("dataset_load") else {})}
 
 
 def summaries(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -77,4 +77,7 @@ def cmd_media(args: argparse.Namespace) -> int:
                 except media.MediaError as exc:
                     failed += 1
                     print(f"{hs.name} {n}: {exc}")
+            if args.action == "teardown" and not args.names:  # the Galera followers' CPU groups (cpu_max)
+                from dbmatrix.hosts.cpulimit import teardown_followers
+                teardown_followers(host)
     return 1 if failed else 0

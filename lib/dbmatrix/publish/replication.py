@@ -207,12 +207,19 @@ def _prose(m: dict[str, str]) -> dict[str, str]:
     """The sentences of the section that exist only for a study with throttled followers (LaTeX)."""
     if m.get("replCalibrated") != "yes":
         return {}
-    followers = (
-        "node~1 keeps its data on the root disk; in one setting the followers (the other nodes) do too, in "
-        f"the other they keep theirs on medium \\texttt{{{m['replCalMedium']}}} (XFS on a RAM-backed loop "
-        f"device, all followers in one blkio cgroup) under a {m['replCalLimit']} limit chosen by a calibration "
-        "before every campaign (Table~\\ref{tab:repl-calibration}), so that the appliers are the bottleneck "
-        "as in the seed; node~1 is never throttled")
+    if "CPU" in m["replCalLimit"]:  # topology.calibrate limit cpu_max: the followers limited in CPU, not in I/O
+        followers = (
+            "every node keeps its data on the root disk; each follower (the other nodes) runs in its own cgroup "
+            f"under a {m['replCalLimit']} limit (the kernel's CPU bandwidth control) chosen by a calibration "
+            "before every campaign (Table~\\ref{tab:repl-calibration}), so that applying writesets is the "
+            "bottleneck as on the seed's small nodes; node~1 is never limited")
+    else:
+        followers = (
+            "node~1 keeps its data on the root disk; in one setting the followers (the other nodes) do too, in "
+            f"the other they keep theirs on medium \\texttt{{{m['replCalMedium']}}} (XFS on a RAM-backed loop "
+            f"device, all followers in one blkio cgroup) under a {m['replCalLimit']} limit chosen by a calibration "
+            "before every campaign (Table~\\ref{tab:repl-calibration}), so that the appliers are the bottleneck "
+            "as in the seed; node~1 is never throttled")
     calibration = (
         "\\paragraph{Calibration.} Seed~002's result rests on its appliers being the bottleneck; on one "
         "machine the followers keep up unless they are slowed. Before a campaign's runs, one run per candidate "
@@ -286,7 +293,7 @@ def _calm_macros(runs: pd.DataFrame, settings: pd.DataFrame, eff: pd.DataFrame, 
 
 
 LIMIT_WORDS = {"write_iops": "write IOPS", "read_iops": "read IOPS", "write_bps": "write bytes/s",
-               "read_bps": "read bytes/s"}
+               "read_bps": "read bytes/s", "cpu_max": "CPU (% of one CPU)"}
 
 
 def calibration_macros(cal: pd.DataFrame) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Calibrating a Galera study's throttled follower medium, as a measured and recorded step of the study.
+"""Calibrating a Galera study's throttled follower medium (or its followers' CPU limit, ``limit: cpu_max``:
+:mod:`dbmatrix.hosts.cpulimit`), as a measured and recorded step of the study.
 
 Seed 002's result rests on the appliers being the bottleneck: flow control paused its nodes 64 % of the
 time with one applier. On one small machine the followers keep up (0.36 % paused), so a study that wants
@@ -32,7 +33,8 @@ def calibration_cell(exp: Experiment) -> Cell:
     lists), the followers on the calibrated medium."""
     cal = _cal(exp)
     first = {f: levels[0] for f, levels in exp.factors.items()}
-    return Cell(**{**first, "slave_threads": min(exp.factors["slave_threads"]), "follower_medium": cal.medium})
+    medium = first["follower_medium"] if cal.cpu else cal.medium  # a CPU limit applies on any medium
+    return Cell(**{**first, "slave_threads": min(exp.factors["slave_threads"]), "follower_medium": medium})
 
 
 def calibration_experiment(exp: Experiment) -> Experiment:
@@ -96,14 +98,14 @@ def calibrate(exp: Experiment, store: ResultStore, campaign: int, states: Mappin
         if paused is not None and paused >= cal.target_fc_paused_pct:
             break
     choice = choose(measured, cal)
-    rec = {"campaign": campaign, "experiment": exp.name, "medium": cal.medium, "limit": cal.limit,
+    rec = {"campaign": campaign, "experiment": exp.name, "medium": cal.medium or None, "limit": cal.limit,
            "candidates": list(cal.candidates), "target_fc_paused_pct": cal.target_fc_paused_pct,
            "window_s": cal.measure_s, "warmup_s": cal.warmup_s, "slave_threads": min(exp.factors["slave_threads"]),
-           "medium_state": _state_dict(states.get(cal.medium)), "started_utc": started,
+           "medium_state": None if cal.cpu else _state_dict(states.get(cal.medium)), "started_utc": started,
            "finished_utc": utc_now(), "runs": rows, **choice}
     write_json_atomic(path, rec)
     if choice["chosen"] is None:
-        raise media.MediaError(f"{exp.name}: no calibration run of medium {cal.medium!r} completed "
+        raise media.MediaError(f"{exp.name}: no calibration run of {cal.limit} {cal.medium!r} completed "
                                f"({'; '.join(str(r.get('error')) for r in rows)[:500]}); see {sub.root}")
     set_limit(int(choice["chosen"]))
     if not choice["reached"]:

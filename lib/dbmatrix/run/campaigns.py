@@ -94,7 +94,8 @@ def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: st
                  session_started_utc: str, now_utc: str, hosts: Mapping[str, str | None],
                  datasets: Iterable[Mapping[str, Any]], git: Mapping[str, Any] | None, spec_digest: str,
                  state: CampaignState, session: bool = True, kernels: Mapping[str, str | None] | None = None,
-                 registration: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 registration: Mapping[str, Any] | None = None,
+                 dataset_load: str | None = None) -> dict[str, Any]:
     """The record ``campaigns/<k>.json`` after one session (one command) of campaign k (`session`
     False: the record a campaign gets when it starts, before any run).
 
@@ -107,7 +108,10 @@ def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: st
 
     `registration` (:func:`dbmatrix.analyse.claims.registration.current_registration`: a digest of each
     claim's definition and of the code that computes verdicts) is stored when the campaign's record is
-    first written and never replaced: it is what the claims were before this campaign's data existed."""
+    first written and never replaced: it is what the claims were before this campaign's data existed.
+
+    `dataset_load` (the spec's: ``reuse`` or ``per_campaign``) is recorded as the campaign's dataset policy;
+    each dataset says whom it was loaded for (``prepared_for``: this campaign's mark, or None)."""
     rec: dict[str, Any] = dict(old or {})
     sessions = list(rec.get("sessions") or [])
     used = []
@@ -115,7 +119,8 @@ def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: st
         created = str(d.get("created_utc") or "")
         used.append({"key": d.get("key"), "host": d.get("host"), "snapshot": d.get("snapshot"),
                      "created_utc": created or None, "prepare_s": d.get("prepare_s"),
-                     "reused": bool(created) and created < session_started_utc})
+                     "reused": bool(created) and created < session_started_utc,
+                     **({"prepared_for": d.get("prepared_for")} if dataset_load is not None else {})})
     used.sort(key=lambda d: (str(d["host"]), str(d["key"])))
     if session:
         sessions.append({"started_utc": session_started_utc, "ended_utc": now_utc,
@@ -144,6 +149,8 @@ def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: st
         "git": rec.get("git") or dict(git or {}),
         "datasets": [snaps[k] for k in sorted(snaps)], "sessions": sessions,
     })
+    if dataset_load is not None:
+        rec["dataset_load"] = dataset_load
     if rec.get("registration") is None and registration is not None:
         rec["registration"] = dict(registration)
     return rec

@@ -77,6 +77,9 @@ class DatasetInfo:
     # size, which for MyRocks is compressed); prepare_dataset measures it again from the snapshot.
     logical_method: str | None = None
     data_apparent_bytes: int | None = None  # apparent size of the tables' files (du --apparent-size)
+    # The campaign this snapshot was loaded for (:func:`fresh_token`) when the spec loads datasets per campaign
+    # (``dataset_load: per_campaign``); None: loaded for whoever came first, reused by every later campaign.
+    prepared_for: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -169,6 +172,17 @@ def upgraded_marker(old: dict[str, Any], key: DatasetKey, rocksdb_bytes: int | N
     return {**old, "data_apparent_bytes": apparent, **logical_sizes(key, apparent, rocksdb_bytes)}
 
 
+def fresh_token(results_root: str, experiment: str, campaign: int) -> str:
+    """What a snapshot loaded for one campaign of one study is marked with (``DatasetInfo.prepared_for``)."""
+    return f"{experiment}@{results_root}#campaign-{campaign}"
+
+
+def reusable(cached: DatasetInfo | None, fresh_for: str | None) -> bool:
+    """Whether a host's snapshot serves this campaign: any snapshot when datasets are reused (`fresh_for`
+    None), only one loaded for this very campaign when each campaign loads its own."""
+    return cached is not None and (fresh_for is None or cached.prepared_for == fresh_for)
+
+
 def snapshot_path(workdir: str, key: DatasetKey) -> str:
     return f"{workdir}/snapshots/{key.name}"
 
@@ -215,15 +229,18 @@ def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell
 
 
 def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user: str,
-                    port: int | None, log: list[str] | None = None, script: str | None = None) -> DatasetInfo:
+                    port: int | None, log: list[str] | None = None, script: str | None = None,
+                    fresh_for: str | None = None) -> DatasetInfo:
     """Load the workload's tables for `cell`'s dataset key, shut down cleanly and snapshot the datadir.
 
-    `script` is the TPC-C Lua script's path on the host (workloads.install_scripts) for tpcc cells."""
+    `script` is the TPC-C Lua script's path on the host (workloads.install_scripts) for tpcc cells.
+    `fresh_for` (:func:`fresh_token`, for specs with ``dataset_load: per_campaign``): a snapshot the host holds
+    serves only when it was loaded for that campaign; any other is replaced by a fresh load marked with it."""
     key = exp.dataset_key(cell)
     cached = cached_dataset(host, workdir, key)
-    if cached is not None and cached.logical_method is None:
-        return measure_cached_logical(host, workdir, exp, cell, user, port, cached)
-    if cached is not None:
+    if reusable(cached, fresh_for) and cached is not None:
+        if cached.logical_method is None:
+            return measure_cached_logical(host, workdir, exp, cell, user, port, cached)
         return cached
     q = shlex.quote
     build = f"{workdir}/build/{key.name}"
@@ -256,7 +273,7 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
         key=key.name, host=host.name, snapshot=snap, engine=key.engine, block_size=key.block_size,
         compression=key.compression, tables=key.tables, table_size=key.table_size, schema=key.schema,
         prepare_s=round(time.monotonic() - t0, 3),
-        created_utc=datetime.now(UTC).isoformat(timespec="seconds"), **sizes,
+        created_utc=datetime.now(UTC).isoformat(timespec="seconds"), prepared_for=fresh_for, **sizes,
     )
     write_marker(host, info)
     return info

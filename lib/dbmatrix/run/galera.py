@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from dbmatrix.hosts import media
+from dbmatrix.hosts import cpulimit, media
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.parse import sysbench
 from dbmatrix.parse.wsrep import parse_samples, summarize_samples, wsrep_deltas
@@ -105,6 +105,8 @@ class Galera(Topology):
         self.after: dict[str, dict[str, str]] = {}
         self.block: PortBlock | None = None  # the ports leased for this run on every node's host
         self.run_as_by_host: dict[str, str | None] = {}
+        self.cpu_layouts: dict[str, cpulimit.CpuLayout] = {}  # hosts of CPU-limited followers (calibrate cpu_max)
+        self._cpu_before: dict[str, dict[str, int]] = {}
 
     def node_medium(self, index: int) -> str:
         """The medium of node `index` (1-based): node 1 on the cell's medium, the followers on
@@ -139,7 +141,25 @@ class Galera(Topology):
         self.run_as_by_host = {name: run_as_user(h) for name, h in hosts.items()}
         for h in hosts.values():
             check_sst_method(h, topo.sst_method)
+        if self.cpu_limited:
+            self.cpu_layouts = {name: cpulimit.detect_cpu_layout(h) for name, h in hosts.items()}
+            s.record.cluster["follower_cpu"] = {
+                f"node{i}": {"cgroup": self.cpu_layouts[c.host.name].group(cpulimit.follower_group(i)),
+                             "cpu_pct": cpulimit.read_cpu_limit(c.host, self.cpu_layouts[c.host.name],
+                                                                cpulimit.follower_group(i))}
+                for i, c in enumerate(ctxs, start=1) if i > 1}
         self._plan(s)
+
+    @property
+    def cpu_limited(self) -> bool:
+        """The followers run in their own cgroups under the campaign's calibrated CPU limit."""
+        cal = self.exp.topology.calibrate
+        return cal is not None and cal.cpu
+
+    def _cpu_prefix(self, index: int, host: str) -> list[str]:
+        if index == 1 or not self.cpu_limited:
+            return []
+        return cpulimit.join_prefix(self.cpu_layouts[host], cpulimit.follower_group(index))
 
     def _plan(self, s: RunSession, skip: set[int] | None = None) -> None:
         """Lease a block of ports on every node's host (machine-wide, see run.ports) and plan the nodes on it."""
@@ -157,8 +177,8 @@ class Galera(Topology):
                                 cache=cache, constants=self.exp.server_options, name=self.name,
                                 sst_method=topo.sst_method) for n in self.nodes]
         placement = self.exp.cpu_placement
-        prefixes = [[*media.launch_prefix(c.spec.media[self.node_medium(i)]), *placement.prefix("server")]
-                    for i, c in enumerate(ctxs, start=1)]
+        prefixes = [[*media.launch_prefix(c.spec.media[self.node_medium(i)]), *placement.prefix("server"),
+                     *self._cpu_prefix(i, c.host.name)] for i, c in enumerate(ctxs, start=1)]
         self.cluster = GaleraCluster([c.host for c in ctxs], self.nodes, options, run_as, prefixes)
         m = s.record
         m.cluster.update(name=self.name, base_port=base, run_as=run_as)
@@ -236,9 +256,17 @@ class Galera(Topology):
                          for hname, h in hosts.items()]
         return list(self.samplers)
 
+    def _cpu_stats(self) -> dict[str, dict[str, int]]:
+        """Each CPU-limited follower's cgroup cpu.stat (periods, throttled periods and time)."""
+        if not self.cpu_limited:
+            return {}
+        return {f"node{i}": cpulimit.read_stat(c.host, self.cpu_layouts[c.host.name], cpulimit.follower_group(i))
+                for i, c in enumerate(self.ctxs, start=1) if i > 1}
+
     def open_window(self, s: RunSession) -> None:
         """FLUSH LOCAL STATUS on every node, then a snapshot with each node's clock."""
         cluster = self._cluster()
+        self._cpu_before = self._cpu_stats()
         cluster.sql_all("FLUSH LOCAL STATUS")
         self.before = {n.name: cluster.status(n.index, None) for n in self.nodes}
         for n in self.nodes:
@@ -250,6 +278,8 @@ class Galera(Topology):
         if dead:
             raise RunFailed(f"{', '.join(dead)} died during the measured window (sysbench exit {result.exit_code})")
         self.after = {n.name: cluster.status(n.index, None) for n in self.nodes}
+        for node, after in self._cpu_stats().items():  # how often the CPU limit held each follower back
+            s.record.cluster["follower_cpu"][node]["window"] = cpulimit.stat_delta(self._cpu_before[node], after)
 
     def after_window(self, s: RunSession) -> None:
         for n in self.nodes:

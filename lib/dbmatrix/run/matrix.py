@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbmatrix.hosts import media
+from dbmatrix.hosts import cpulimit, media
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import RunInterrupted
 from dbmatrix.paths import git_state
@@ -31,7 +31,7 @@ from dbmatrix.run.campaigns import (
     merge_record,
 )
 from dbmatrix.run.context import HostContext, connect_host, prepare_media
-from dbmatrix.run.datasets import DatasetInfo, prepare_dataset
+from dbmatrix.run.datasets import DatasetInfo, fresh_token, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
@@ -218,9 +218,10 @@ def topology_for(ctx: HostContext, exp: Experiment, run: PlannedRun, dataset: Da
 
 def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: ResultStore,
                   datasets: dict[str, DatasetInfo | Exception], peers: dict[str, HostContext] | None = None,
-                  on_interval: IntervalCallback | None = None) -> RunRecord:
+                  on_interval: IntervalCallback | None = None, fresh_for: str | None = None) -> RunRecord:
     """Measure a run through its topology, or record why it could not start (its medium or dataset
-    failed); the dataset is prepared on first use per host."""
+    failed); the dataset is prepared on first use per host (`fresh_for`: loaded afresh for that campaign
+    unless the host's snapshot was loaded for it, see :func:`dataset_token`)."""
     for name in {run.cell.medium, run.cell.log_medium, run.cell.follower_medium} - {"same"}:
         state = ctx.media[name]
         if isinstance(state, Exception):
@@ -229,7 +230,7 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
     if key not in datasets:
         try:
             info = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, None,
-                                   script=ctx.tpcc_script)
+                                   script=ctx.tpcc_script, fresh_for=fresh_for)
             datasets[key] = info
             write_json_atomic(store.dataset_file(ctx.host.name, key), info.to_dict())
         except (KeyboardInterrupt, RunInterrupted):
@@ -240,6 +241,11 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
     if isinstance(ds, Exception):
         return record_early_failure(store, exp, run, ctx.host.name, "prepare_dataset", ds, ctx.facts.get("boot_id"))
     return measure(store, exp, run, topology_for(ctx, exp, run, ds, peers or {}), on_interval)
+
+
+def dataset_token(exp: Experiment, store: ResultStore, campaign: int) -> str | None:
+    """The mark of the snapshots loaded for `campaign` of this study (None: the spec reuses snapshots)."""
+    return fresh_token(str(store.root.resolve()), exp.name, campaign) if exp.fresh_datasets else None
 
 
 def fleet_hosts(study: Study, host_name: str | None) -> list[HostSpec]:
@@ -289,7 +295,7 @@ def _record_campaign(study: Study, campaign: int, session_started: str, fleet: F
                        campaign_started_utc=_campaign_started(store, campaign) or session_started,
                        session_started_utc=session_started, now_utc=utc_now(), hosts=hosts, datasets=datasets,
                        git=git_state(), spec_digest=exp.digest(), state=state, session=fleet is not None,
-                       kernels=kernels, registration=registration)
+                       kernels=kernels, registration=registration, dataset_load=exp.dataset_load)
     if fleet is not None and fleet.leases:  # the scheduler's allocations of this session (run.leasing)
         rec["leases"] = [*rec.get("leases", []), *fleet.leases]
     store.write_campaign_record(rec)
@@ -362,7 +368,8 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
 
     def execute(w: Worker, run: PlannedRun) -> RunRecord:
         bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(specs) > 1 else run.run_id)
-        return run_or_record(w.ctx, exp, run, store, w.datasets, w.peers, on_interval)
+        return run_or_record(w.ctx, exp, run, store, w.datasets, w.peers, on_interval,
+                             fresh_for=dataset_token(exp, store, choice.number))
 
     def on_result(w: Worker, m: RunRecord) -> None:
         with lock:
@@ -432,6 +439,11 @@ def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign
     assert cal is not None
 
     def set_limit(value: int) -> None:
+        if cal.cpu:  # every follower's own cgroup, on every host of the cluster (run.galera joins them)
+            names = [cpulimit.follower_group(i) for i in range(2, exp.topology.nodes + 1)]
+            for c in [w.ctx, *w.peers.values()]:
+                cpulimit.set_cpu_limit(c.host, cpulimit.detect_cpu_layout(c.host), names, value)
+            return
         for c in [w.ctx, *w.peers.values()]:
             state = c.media.get(cal.medium)
             if state is None:
@@ -441,7 +453,8 @@ def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign
             c.media[cal.medium] = media.set_throttle_limit(c.host, state, cal.limit, value)
 
     def run(cexp: Experiment, planned: PlannedRun, sub: ResultStore) -> RunRecord:
-        return run_or_record(w.ctx, cexp, planned, sub, w.datasets, w.peers)
+        return run_or_record(w.ctx, cexp, planned, sub, w.datasets, w.peers,
+                             fresh_for=dataset_token(exp, store, campaign))
 
     return calibration.calibrate(exp, store, campaign, w.ctx.media, set_limit, run)
 

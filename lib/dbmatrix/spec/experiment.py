@@ -98,10 +98,15 @@ DEFAULT_STOP_MODE = "kill"
 CACHE_BASES = ("logical", "physical")
 DEFAULT_CACHE_BASIS = "logical"
 LEGACY_CACHE_BASIS = "physical"
+# When a study loads its datasets: "reuse" (the snapshot a host holds for the dataset key serves every later
+# campaign: one load per host) or "per_campaign" (each campaign loads its datasets afresh, so campaigns share no
+# snapshot: what independent replications need; the campaign record says which it was).
+DATASET_LOADS = ("reuse", "per_campaign")
+DEFAULT_DATASET_LOAD = "reuse"
 TOP_LEVEL_KEYS = (
     "experiment", "description", "workload", "factors", "repetitions", "seed", "warmup_s",
     "measure_s", "server_options", "baseline", "run_timeout_s", "design", "comparisons", "noise",
-    "cpu_placement", "topology", "stop_mode", "cache_basis", "claims",
+    "cpu_placement", "topology", "stop_mode", "cache_basis", "claims", "dataset_load",
 )
 
 
@@ -152,6 +157,12 @@ class Experiment:
     # the claim ids the study is meant to decide (empty: every registry claim its kind and levels can test);
     # checked against the registry by dbmatrix.analyse.claims.needs.claims_for
     claims: tuple[str, ...] = ()
+    dataset_load: str = DEFAULT_DATASET_LOAD
+
+    @property
+    def fresh_datasets(self) -> bool:
+        """Each campaign loads its datasets afresh (``dataset_load: per_campaign``)."""
+        return self.dataset_load == "per_campaign"
 
     def cells(self) -> list[Cell]:
         """The design's cells in spec order (the last factor varies fastest): every combination of the
@@ -255,6 +266,8 @@ class Experiment:
             d["claims"] = list(self.claims)
         else:
             del d["claims"]
+        if self.dataset_load == DEFAULT_DATASET_LOAD:  # added with per-campaign loads: digests stay the same
+            del d["dataset_load"]
         return d
 
     def digest(self) -> str:
@@ -415,6 +428,7 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         stop_mode=_parse_stop_mode(raw.get("stop_mode", DEFAULT_STOP_MODE)),
         cache_basis=_parse_cache_basis(raw.get("cache_basis", DEFAULT_CACHE_BASIS)),
         claims=_parse_claims(raw.get("claims")),
+        dataset_load=_parse_dataset_load(raw.get("dataset_load", DEFAULT_DATASET_LOAD)),
     )
     check_topology(exp)
     if ("tpcc" in factors["workload"] and "myrocks" in factors["engine"]
@@ -451,6 +465,14 @@ def _parse_cache_basis(raw: Any) -> str:
         raise SpecError(f"cache_basis: {raw!r} is not a cache basis; allowed: {', '.join(CACHE_BASES)} (logical: "
                         "cache_pct of the tables' uncompressed size, what the buffer pool or block cache holds; "
                         "physical: of their du size on the medium)")
+    return str(raw)
+
+
+def _parse_dataset_load(raw: Any) -> str:
+    if raw not in DATASET_LOADS:
+        raise SpecError(f"dataset_load: {raw!r} is not allowed; allowed: {', '.join(DATASET_LOADS)} (reuse: a "
+                        "host's snapshot of a dataset serves every campaign; per_campaign: each campaign loads "
+                        "its datasets afresh)")
     return str(raw)
 
 

@@ -42,16 +42,23 @@ class CpuPlacement:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A Galera study's calibration of its followers' throttled medium: before a campaign's runs, one short
-    run per candidate limit (mildest first, one applier, followers on `medium`) until flow control pauses the
-    cluster at least `target_fc_paused_pct` % of the window; that limit then holds for the campaign."""
+    """A Galera study's calibration of its followers' bottleneck: before a campaign's runs, one short run per
+    candidate limit (mildest first, one applier) until flow control pauses the cluster at least
+    `target_fc_paused_pct` % of the window; that limit then holds for the campaign. An I/O limit throttles
+    the followers' medium `medium`; ``cpu_max`` limits each follower's mariadbd to a share of one CPU (cgroup
+    cpu.max, candidates in % of one CPU; `medium` is then empty)."""
 
     medium: str
-    limit: str  # read_iops | write_iops | read_bps | write_bps
+    limit: str  # read_iops | write_iops | read_bps | write_bps | cpu_max
     candidates: tuple[int, ...]
     target_fc_paused_pct: float = 30.0
     warmup_s: int = 3
     measure_s: int = 8
+
+    @property
+    def cpu(self) -> bool:
+        """The followers are limited in CPU (cgroup cpu.max), not through a throttled medium."""
+        return self.limit in CPU_LIMITS
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,10 @@ def parse_topology(raw: Any) -> Topology:
     return Topology("galera", nodes, tuple(hosts), sst, calibrate=_parse_calibration(raw.get("calibrate")))
 
 
-CALIBRATION_LIMITS = ("read_iops", "write_iops", "read_bps", "write_bps")
+IO_LIMITS = ("read_iops", "write_iops", "read_bps", "write_bps")
+CPU_LIMITS = ("cpu_max",)  # % of one CPU per follower mariadbd (cgroup v2 cpu.max / v1 cpu.cfs_quota_us)
+CALIBRATION_LIMITS = IO_LIMITS + CPU_LIMITS
+MAX_CPU_PCT = 6400  # 64 CPUs' worth
 
 
 def _parse_calibration(raw: Any) -> Calibration | None:
@@ -126,18 +136,27 @@ def _parse_calibration(raw: Any) -> Calibration | None:
     keys = ("medium", "limit", "candidates", "target_fc_paused_pct", "warmup_s", "measure_s")
     if not isinstance(raw, Mapping) or set(raw) - set(keys):
         raise SpecError(f"topology.calibrate: must be a mapping with keys among {', '.join(keys)}")
-    medium = raw.get("medium")
-    if not isinstance(medium, str) or not medium:
-        raise SpecError("topology.calibrate.medium: required, the name of the throttled medium of the followers "
-                        "(a level of factors.follower_medium)")
     limit = raw.get("limit", "write_iops")
     if limit not in CALIBRATION_LIMITS:
         raise SpecError(f"topology.calibrate.limit: unknown {limit!r}; allowed: {', '.join(CALIBRATION_LIMITS)}")
+    medium = raw.get("medium")
+    if limit in CPU_LIMITS:
+        if medium is not None:
+            raise SpecError(f"topology.calibrate.medium: not used with limit {limit} (it limits the followers' "
+                            "CPU, not a medium); remove it, or calibrate an I/O limit "
+                            f"({', '.join(IO_LIMITS)}) of a throttled medium")
+        medium = ""
+    elif not isinstance(medium, str) or not medium:
+        raise SpecError("topology.calibrate.medium: required, the name of the throttled medium of the followers "
+                        "(a level of factors.follower_medium)")
     cands = raw.get("candidates")
     if not isinstance(cands, list) or not cands or not all(
             isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cands):
         raise SpecError("topology.calibrate.candidates: required, a list of positive integer limits, mildest "
                         "first (e.g. [2000, 1000, 500, 250])")
+    if limit in CPU_LIMITS and max(cands) > MAX_CPU_PCT:
+        raise SpecError(f"topology.calibrate.candidates: {max(cands)} is not a CPU limit; cpu_max candidates are "
+                        f"percentages of one CPU per follower, from 1 to {MAX_CPU_PCT} (e.g. [100, 50, 25])")
     if list(cands) != sorted(cands, reverse=True) or len(set(cands)) != len(cands):
         raise SpecError(f"topology.calibrate.candidates: {cands} must be distinct and in decreasing order "
                         "(mildest limit first: the calibration stops at the first that reaches the target)")
@@ -202,7 +221,7 @@ def check_topology(exp: Experiment) -> None:
     if list(f["log_medium"]) != ["same"]:
         raise SpecError("factors.log_medium: a Galera topology keeps the redo log with the data; allowed: same")
     cal = exp.topology.calibrate
-    if cal is not None and cal.medium not in f["follower_medium"]:
+    if cal is not None and not cal.cpu and cal.medium not in f["follower_medium"]:
         raise SpecError(f"topology.calibrate.medium: {cal.medium!r} is not a level of factors.follower_medium "
                         f"({', '.join(f['follower_medium'])}); calibrate the medium the followers use")
     for w in f["write_to"]:

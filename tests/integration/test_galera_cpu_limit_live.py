@@ -1,0 +1,124 @@
+"""Seed 002's bottleneck, for real: followers limited in CPU (not in I/O). A three-node Galera cluster on this
+machine, run twice through `dbmatrix run`: once unlimited, once with ``topology.calibrate: {limit: cpu_max}``,
+whose calibration puts each follower's mariadbd in its own cgroup (v2 cpu.max, or v1 cpu.cfs_quota_us where the
+cpu controller is on v1) and picks the mildest share of one CPU under which one applier leaves the cluster
+paused by flow control at least the target. The limited followers must hold the writer back: more flow-control
+periods in every window (cgroup cpu.stat), node 1 outside any CPU group, the limit recorded in every run. The
+numbers (paused share, tps with and without the limit, 1 and 16 appliers) are printed, not asserted: on a
+shared 2-vCPU machine they are what the study measures. A CPU-bound process in such a group gets its share."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dbmatrix import paths
+from dbmatrix.hosts import cpulimit
+from dbmatrix.hosts.remote import LocalHost
+from dbmatrix.run.galera_cluster import GALERA_PROVIDER
+from dbmatrix.store import ResultStore
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0 or not Path(GALERA_PROVIDER).is_file() or shutil.which("rsync") is None,
+                       reason="needs root, galera-4 and rsync"),
+]
+
+TARGET = 20.0
+
+
+def _dbmatrix(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(paths.repo_root() / "lib")}
+    return subprocess.run([sys.executable, "-m", "dbmatrix", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _study(base: Path, name: str, calibrate: dict[str, Any] | None, slave_threads: list[int]) -> list[Any]:
+    inv = base / "inventory.yaml"
+    inv.write_text(yaml.safe_dump({"hosts": [{"name": "localhost", "address": "local", "workdir": str(base / "w"),
+                                              "media": {"disk": {"kind": "dir"}}}]}))
+    topology: dict[str, Any] = {"kind": "galera", "nodes": 3, **({"calibrate": calibrate} if calibrate else {})}
+    spec = base / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump({
+        "experiment": name, "topology": topology,
+        "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 2000},
+        "factors": {"cache_pct": 100, "threads": 4, "slave_threads": slave_threads},
+        "repetitions": 1, "seed": 7, "warmup_s": 2, "measure_s": 8,
+        "server_options": {"innodb_log_file_size": "16M", "innodb_flush_log_at_trx_commit": 1},
+    }))
+    results = base / name
+    r = _dbmatrix("run", "--profile", "smoke", "--spec", str(spec), "--inventory", str(inv), "--results",
+                  str(results), "--no-progress", "--campaign", "auto")
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    return sorted(ResultStore(results).records(), key=lambda m: m.run_id)
+
+
+def _paused(m: Any) -> float:
+    return max(v["fc_paused_pct"] for v in m.wsrep.values())
+
+
+def test_followers_limited_in_cpu_hold_the_writer_back() -> None:
+    base = Path(tempfile.mkdtemp(prefix="dbmatrix-galera-cpu-", dir="/var/tmp"))  # the nodes run as mysql
+    os.chmod(base, 0o755)
+    try:
+        (free,) = _study(base, "it-galera-free", None, [1])
+        limited = _study(base, "it-galera-cpu", {"limit": "cpu_max", "candidates": [25, 10, 5],
+                                                 "target_fc_paused_pct": TARGET, "warmup_s": 2, "measure_s": 6},
+                         [1, 16])
+        rec = json.loads((base / "it-galera-cpu" / "calibration" / "campaign-1.json").read_text())
+        summary = {"free": {"tps": free.summary["tps"], "fc_paused_pct": _paused(free)},
+                   "calibration": [{k: r[k] for k in ("limit", "fc_paused_pct", "tps")} for r in rec["runs"]],
+                   "chosen": rec["chosen"], "reached": rec["reached"],
+                   "limited": {m.cell["slave_threads"]: {"tps": m.summary["tps"], "fc_paused_pct": _paused(m),
+                                                         "follower_cpu": m.cluster["follower_cpu"]}
+                               for m in limited}}
+        print("GALERA-CPU", json.dumps(summary))
+        assert free.status == "ok" and all(m.status == "ok" for m in limited)
+        assert rec["limit"] == "cpu_max" and rec["medium"] is None and rec["chosen"] in (25, 10, 5)
+        for m in limited:
+            assert "dbmatrix-cpu" not in m.nodes["node1"]["command"]
+            for n in ("node2", "node3"):
+                assert "dbmatrix-cpu" in m.nodes[n]["command"]
+                assert m.cluster["follower_cpu"][n]["cpu_pct"] == rec["chosen"]
+                window = m.cluster["follower_cpu"][n]["window"]
+                assert window["nr_periods"] > 0 and window["nr_throttled"] > 0, summary  # the limit bit
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _cpu_seconds(argv: list[str], seconds: float) -> float:
+    p = subprocess.Popen(argv)
+    try:
+        time.sleep(seconds)
+        fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups)")
+def test_a_cpu_bound_process_gets_its_share() -> None:
+    host = LocalHost("localhost")
+    layout = cpulimit.detect_cpu_layout(host)
+    name = f"it-cpu-{os.getpid()}"
+    state = cpulimit.set_cpu_limit(host, layout, [name], 10)
+    busy = ["sh", "-c", "while :; do :; done"]
+    try:
+        limited = _cpu_seconds([*cpulimit.join_prefix(layout, name), *busy], 3.0)
+        free = _cpu_seconds(busy, 3.0)
+        print("CPU-SHARE", json.dumps({"layout": [layout.version, layout.root], "limit_pct": state["cpu_pct"],
+                                       "limited_cpu_s_in_3s": limited, "free_cpu_s_in_3s": free}))
+        assert limited <= 0.5 and limited < free, (limited, free)  # 10 % of 3 s = 0.3 s
+    finally:
+        host.run(cpulimit.teardown_command(layout, [name]))

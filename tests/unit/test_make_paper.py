@@ -1,0 +1,42 @@
+"""`make run` / `make reproduce` with PROFILE=paper pass `--until-decided --budget $(BUDGET)` to `dbmatrix run`;
+every other profile's command line is what it always was."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from dbmatrix import paths
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def dry_run(*args: str) -> list[str]:
+    # the stamps emptied: only the recipe of `run` itself is printed (nothing is executed: no recursive make)
+    r = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(paths.repo_root()), "run", "PY_STAMP=",
+                        "OS_SERVER=", *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [line.strip() for line in r.stdout.splitlines() if "dbmatrix" in line]
+
+
+def test_run_of_the_paper_profile_repeats_until_decided_within_a_budget() -> None:
+    assert dry_run("PROFILE=paper") == [".venv/bin/dbmatrix run --profile paper --campaign auto --until-decided "
+                                        "--budget 2h30m"]
+    assert dry_run("PROFILE=paper", "BUDGET=3h", "CAMPAIGN=new")[0].endswith("--campaign new --until-decided "
+                                                                           "--budget 3h")
+
+
+@pytest.mark.parametrize("profile", ["quick", "smoke", "full"])
+def test_other_profiles_run_as_before(profile: str) -> None:
+    assert dry_run(f"PROFILE={profile}") == [f".venv/bin/dbmatrix run --profile {profile} --campaign auto"]
+
+
+def test_reproduce_of_the_paper_profile_runs_then_analyses_that_campaign() -> None:
+    text = (paths.repo_root() / "Makefile").read_text()
+    block = text.split("\nreproduce:", 1)[1].split("\nrun:", 1)[0]
+    assert ("ifeq ($(PROFILE),paper)\n\t$(BIN)/dbmatrix run --profile paper --campaign $(CAMPAIGN) --until-decided "
+            "--budget $(BUDGET) $(DATA_ARG)\n\t$(BIN)/dbmatrix notebooks --profile paper --campaign last "
+            "$(DATA_ARG)\nelse\n\t$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) "
+            "$(DATA_ARG)\nendif\n\t$(MAKE) --no-print-directory paper") in block

@@ -1,0 +1,76 @@
+"""The paper profile (notebooks/params/paper.yaml): the studies the committed paper's verdicts come from, at the
+seeds' conditions, with windows the steady-state test always judges, >= 3 repetitions per cell, a fresh dataset
+load per campaign, and about 2 hours per campaign by the plan's estimate."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from dbmatrix.analyse.stats.steady import MIN_DRIFT_SAMPLES, MIN_STEADY_S, steady_state_series
+from dbmatrix.run.matrix import summarize_plan
+from dbmatrix.study import load_studies
+
+STUDIES = {s.experiment.name: s for s in load_studies("paper")}
+MISSING_S = 2  # a series may hold a second or two fewer rows than measure_s (reference: series_s = measure_s - 1)
+
+
+def test_the_paper_profile_has_one_study_per_seed_kind() -> None:
+    assert {n: s.kind for n, s in STUDIES.items()} == {
+        "tpcc-paper": "tpcc", "galera-paper": "galera", "threads-paper": "threads", "scaleout-paper": "scaleout"}
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_every_study_replicates_and_loads_afresh(name: str) -> None:
+    exp = STUDIES[name].experiment
+    assert exp.repetitions >= 3 and exp.dataset_load == "per_campaign"
+    assert exp.measure_s >= 30 and exp.measure_s - MISSING_S >= MIN_STEADY_S
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_the_steady_state_test_judges_every_run_even_at_the_largest_truncation(name: str) -> None:
+    """MSER truncation may drop up to half the series; what is left must still meet the drift test's minimum."""
+    n = STUDIES[name].experiment.measure_s - MISSING_S
+    assert n - n // 2 >= MIN_DRIFT_SAMPLES
+    rng = np.random.default_rng(1)
+    ramp = np.r_[np.linspace(100, 1000, n // 2), np.full(n - n // 2, 1000.0)] + rng.normal(0, 5, n)
+    res = steady_state_series(ramp)
+    assert res["steady_reason"] != "too_short" and res["steady_s"] >= MIN_DRIFT_SAMPLES
+
+
+def test_tpcc_is_the_seeds_full_design_at_its_conditions() -> None:
+    exp = STUDIES["tpcc-paper"].experiment
+    assert exp.design == "full" and len(exp.cells()) == 24
+    assert exp.factors["cache_pct"] == (0, 8.5)  # disabled, and the seed's 30 GB of 351-353 GB uncompressed
+    assert set(exp.factors["medium"]) == {"disk", "tmpfs", "ramblock"}
+    w = exp.workload
+    assert (w.name, w.rand_type, w.isolation, w.warehouses) == ("tpcc", "pareto", "RC", 1)
+
+
+def test_galera_followers_are_limited_in_cpu_and_appliers_compared_1_vs_16() -> None:
+    exp = STUDIES["galera-paper"].experiment
+    cal = exp.topology.calibrate
+    assert cal is not None and cal.cpu and exp.factors["slave_threads"] == (1, 16)
+    assert exp.factors["follower_medium"] == ("same",)  # not an I/O throttle
+
+
+def test_threads_run_with_the_binlog_synced_over_the_seeds_16x_range() -> None:
+    exp = STUDIES["threads-paper"].experiment
+    assert exp.server_options["log_bin"] and exp.server_options["sync_binlog"] == "1"
+    assert exp.server_options["innodb_flush_log_at_trx_commit"] == "1"
+    t = exp.factors["threads"]
+    assert max(t) / min(t) == 16  # the seed's 8..128
+
+
+def test_scaleout_goes_past_saturation_on_a_doubling_grid() -> None:
+    exp = STUDIES["scaleout-paper"].experiment
+    assert exp.factors["instances"] == (1, 2)
+    t = sorted(exp.factors["threads"])
+    assert all(b == 2 * a for a, b in pairwise(t)) and max(t) >= 8
+
+
+def test_a_campaign_takes_about_two_hours_by_the_plan() -> None:
+    total = sum(summarize_plan(s.experiment).estimated_s for s in STUDIES.values())
+    assert 90 * 60 <= total <= 125 * 60, total / 60
