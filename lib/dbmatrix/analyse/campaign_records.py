@@ -54,7 +54,9 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
             "boot_ids": sorted(record.get("boot_ids") or []), "hosts": sorted(record.get("hosts") or {}),
             "kernels": kernels, "commits": commits,
             "dirty": dirty, "datasets": sorted(datasets, key=lambda d: d["snapshot"]),
-            "registration": record.get("registration")}
+            "registration": record.get("registration"),
+            # a campaign run until decided: its looks' schedule and final look (dbmatrix.decide)
+            **({"until_decided": record["until_decided"]} if record.get("until_decided") else {})}
 
 
 def summaries(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
