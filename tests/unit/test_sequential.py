@@ -294,3 +294,19 @@ def test_judge_look_keeps_the_first_decision_block() -> None:
     assert first[0].verdict == "agree" and first[0].decided_at == 4
     again = judge_look([MORE_CACHE], ev, exp, 0.99, 5, {lk.id: lk for lk in first})
     assert again[0].decided_at == 4
+
+
+def test_the_run_command_takes_the_flags_and_refuses_a_bad_budget_before_running(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbmatrix.cli import build_parser, main
+
+    monkeypatch.setenv("DBMATRIX_OUTPUT_ROOT", str(tmp_path / "out"))
+    args = build_parser().parse_args(["run", "--profile", "smoke", "--until-decided", "--budget", "2h"])
+    assert args.until_decided and args.budget == "2h"
+    assert not build_parser().parse_args(["run", "--profile", "smoke"]).until_decided
+    assert main(["run", "--profile", "smoke", "--until-decided", "--budget", "90x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dbmatrix: budget: '90x' is not a duration; allowed: a number with h, m or s")
+    assert main(["run", "--profile", "smoke", "--budget", "2h"]) == 2
+    assert "budget: --budget needs --until-decided" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # nothing ran
