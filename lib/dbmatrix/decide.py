@@ -19,8 +19,9 @@ directory: ``schedule`` (looks, first blocks, alpha, spending, budget, the run a
 derived from), one ``look`` per look (elapsed, blocks, the level, per claim its estimate, interval, verdict,
 state and the block it was decided at, the cells and runs the next block adds) and ``end`` (why it stopped,
 per open claim the projected further blocks at the measured noise). One text line per look goes to the
-``dbmatrix`` logger (the style of :mod:`dbmatrix.run.progress`). The budget counts from the start of the
-command (of the first session, for a campaign resumed: the log's last elapsed time is carried over).
+``dbmatrix`` logger (the style of :mod:`dbmatrix.run.progress`). The budget is per study and counts from
+the start of its run, planned runs included (for a campaign resumed, the log's last elapsed time is carried
+over).
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ class UntilDecided:
                 self.last = {c["id"]: ClaimLook(c["id"], c["verdict"], _num(c["estimate"]), _num(c["ci_lo"]),
                                                 _num(c["ci_hi"]), c["confidence"], c["reason"], tuple(c["cells"]),
                                                 c["decided_at"]) for c in e["claims"]}
+            elif e["event"] == "end":
+                self.stopped = str(e["reason"])
 
     def _record(self, campaign: int) -> None:
         """The campaign record's ``until_decided``: what the claims table judges the study at."""
@@ -199,8 +202,8 @@ class UntilDecided:
         """Look at the claims; the next block's runs, or [] to stop (the end is logged)."""
         if self._loaded_for != campaign:
             self._resume(campaign)
-        if self.stopped is not None:
-            return []
+        if self.stopped is not None or (self.schedule is not None and self.look >= self.schedule.looks):
+            return []  # a campaign whose loop ended (resumed): nothing more
         exp = self.study.experiment
         t_look = self.clock()
         ev = self._evidence(campaign)

@@ -272,6 +272,8 @@ def test_loop_stops_when_decided_and_logs_it(tmp_path: Path) -> None:
     looks = [e for e in lines if e["event"] == "look"]
     assert all(set(e["cells_added"]) <= set(claim_cells(MORE_CACHE, ud.study.experiment)) for e in looks)
     assert "look 1/" in look_line("smoke", looks[0])
+    again = UntilDecided(ud.study, 3600, claims=[MORE_CACHE], evidence=lambda k: pytest.fail("no new look"))
+    assert again.next_round(1) == [] and again.stopped == "every claim decided"  # a resumed, ended loop
 
 
 def test_loop_stops_at_the_budget_with_a_projection(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.registration import first_registration, registration_status
 from dbmatrix.analyse.claims.verdicts import VERDICTS, fmt, judge
 from dbmatrix.analyse.contrasts import Estimate, NotIdentified, NotTestable
-from dbmatrix.analyse.stats.sequential import final_look
+from dbmatrix.analyse.stats.sequential import final_look, level_text
 
 # ============================================================================ the table
 
@@ -228,7 +228,7 @@ def _level(ev: Evidence, confidence: float | None) -> tuple[float, str]:
     """The level a study's claims are judged at and what the basis adds: 95 % and nothing, unless the study
     was run until decided (its final look) or a look asks for a level."""
     if confidence is not None:
-        return confidence, "" if confidence == 0.95 else f"; {100 * confidence:.2f} % interval (a look)"
+        return confidence, "" if confidence == 0.95 else f"; {level_text(confidence)} interval (a look)"
     seq = final_look(ev.campaign_records)
     return (seq[0], f"; {seq[1]}") if seq else (0.95, "")
 
