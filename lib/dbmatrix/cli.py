@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from dbmatrix import paths
 from dbmatrix.commands.common import HostProblems, log_mode, print_host_error
@@ -224,14 +224,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.analyse.claims.registration import current_registration
     from dbmatrix.claim_plan import refuse_unidentified
+    from dbmatrix.decide import rounds_option
     from dbmatrix.run.matrix import lost_hosts_message, run_study
 
+    rounds = rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
     failed, lost = 0, False
     studies = _studies(args, access=True)
     refuse_unidentified(studies)
     _preflight(studies)
     for study in studies:
-        kwargs = {"host_name": args.host} if args.host else {}
+        kwargs: dict[str, Any] = {"host_name": args.host} if args.host else {}
+        if rounds is not None:  # looks after every block: dbmatrix.decide
+            kwargs["next_round"] = rounds(study)
         # one log line per run (dbmatrix.run.progress) instead of a tqdm bar, which the lines would break up
         counts = run_study(study, progress=False, max_runs=args.max_runs,
                            allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign,
@@ -299,6 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--campaign", type=_campaign_arg, default="last", metavar="auto|new|last|K",
                     help=CAMPAIGN_HELP + " Default here: last (resume; `make reproduce` and `make run` pass "
                          "CAMPAIGN, default auto)")
+    sp.add_argument("--until-decided", action="store_true", help="after the planned runs, add replicate blocks "
+                    "to the cells of the claims still undecided (a sequential rule: docs/method.md)")
+    sp.add_argument("--budget", metavar="DURATION", help="with --until-decided: no block "
+                    "that would end after this long (7200s, 90m, 2h, 1h30m)")
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("status", help="done, failed and pending runs")
     study_args(sp)

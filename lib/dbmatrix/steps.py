@@ -103,29 +103,35 @@ def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
 
 def run_matrix(study: Study, progress: bool = True,
                on_interval: Callable[[str, dict[str, Any]], None] | None = None,
-               campaign: str | int = "last") -> dict[str, Any]:
-    """Step 10: run or resume one study's matrix; returns counts and the status afterwards.
+               campaign: str | int = "last", until_decided: bool = False,
+               budget: str | None = None) -> dict[str, Any]:
+    """Step 10: run or resume one study's matrix; returns counts and the status afterwards. `until_decided`
+    (`budget`: "2h", "90m", ...): then replicate blocks for the claims still open (:mod:`dbmatrix.decide`).
 
     `on_interval(run_id, interval)` receives each parsed sysbench per-second line while a run measures
     (e.g. ``explore.LiveThroughput.on_interval``). A new campaign records the claims as they are
     (:func:`dbmatrix.analyse.claims.registration.current_registration`)."""
     from dbmatrix.analyse.claims.registration import current_registration
+    from dbmatrix.decide import rounds_option
 
+    rounds = rounds_option(until_decided, budget)
+    extra: dict[str, Any] = {"next_round": rounds(study)} if rounds else {}  # passed only when asked for
     counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign,
-                       registration=current_registration())
+                       registration=current_registration(), **extra)
     return {**counts.as_dict(), **study_status(study).as_dict()}
 
 
 def run_all(studies: Sequence[Study], progress: bool = True,
             on_interval: Callable[[str, dict[str, Any]], None] | None = None,
-            campaign: str | int = "last") -> pd.DataFrame:
+            campaign: str | int = "last", until_decided: bool = False, budget: str | None = None) -> pd.DataFrame:
     """Step 10 for every study of the profile, one after the other; one row of counts per study.
-    `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`). A study whose design does not
-    identify one of its claims' contrasts is refused before any runs (:mod:`dbmatrix.claim_plan`)."""
+    `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`); `until_decided`, `budget`: as
+    ``dbmatrix run --until-decided --budget`` (each study's budget counts from its own start). A study whose
+    design does not identify one of its claims' contrasts is refused before any runs (:mod:`dbmatrix.claim_plan`)."""
     refuse_unidentified(studies)
     rows = []
     for s in studies:
-        r = run_matrix(s, progress, on_interval, campaign)
+        r = run_matrix(s, progress, on_interval, campaign, until_decided, budget)
         r["campaigns"] = len(r.get("campaigns") or [])  # one cell per study: the table is in study_status
         rows.append({"experiment": s.experiment.name, **r})
     return pd.DataFrame(rows)

@@ -56,7 +56,9 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
             "dirty": dirty, "datasets": sorted(datasets, key=lambda d: d["snapshot"]),
             "registration": record.get("registration"),
             # the spec's dataset policy (reuse / per_campaign), in records written since it is recorded
-            **({"dataset_load": record["dataset_load"]} if record.get("dataset_load") else {})}
+            **({"dataset_load": record["dataset_load"]} if record.get("dataset_load") else {}),
+            # a campaign run until decided: its looks' schedule and final look (dbmatrix.decide)
+            **({"until_decided": record["until_decided"]} if record.get("until_decided") else {})}
 
 
 def summaries(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

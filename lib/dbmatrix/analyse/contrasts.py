@@ -29,6 +29,7 @@ from dbmatrix.analyse.campaign_model import (
 )
 from dbmatrix.analyse.effects import sum_contrast
 from dbmatrix.analyse.stats import STABLE_BAND_PCT, UNTESTED_REASONS, level_key, welch_log_ratio
+from dbmatrix.analyse.stats.intervals import exp_or_inf
 from dbmatrix.spec.factors import (
     DATASET_FACTORS,
     MODEL_FACTORS,
@@ -348,7 +349,8 @@ def _condition(runs: pd.DataFrame, at: Mapping[str, Any]) -> pd.DataFrame:
 def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
                    at: Mapping[str, Any] | None = None, *, factors: Sequence[str] | None = None,
                    level_order: Mapping[str, Sequence[Any]] | None = None,
-                   design: Mapping[str, Any] | None = None, label_campaigns: bool = False) -> Estimate:
+                   design: Mapping[str, Any] | None = None, label_campaigns: bool = False,
+                   confidence: float = 0.95) -> Estimate:
     """Ratio a/b of `metric` between two levels of `factor` at the levels `at`.
 
     One campaign (see the module docstring): matched cells (Welch), else the two-way model's contrast,
@@ -359,7 +361,9 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     to the two cells. Each campaign's own estimate: :func:`dbmatrix.analyse.pooling.per_campaign_estimates`.
 
     The main-effects path cannot test interactions (its basis says they are aliased). `design`
-    (Experiment.design_info()) adds what a fractional design aliases to the basis of the model paths."""
+    (Experiment.design_info()) adds what a fractional design aliases to the basis of the model paths.
+    `confidence`: the interval's level (0.95; a look of a campaign run until decided asks for another:
+    :mod:`dbmatrix.analyse.stats.sequential`)."""
     at = dict(at or {})
     data = positive_values(runs, metric)
     if data.empty:
@@ -375,11 +379,11 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     check = _Check(factor, a, b, at, compared)
     camps = campaigns_of(data)
     if len(camps) < 2:
-        est = _within_campaign(data, metric, candidates, order, check)
+        est = _within_campaign(data, metric, candidates, order, check, confidence)
         if label_campaigns:
             est.basis += f"; {ONE_CAMPAIGN}"
     else:
-        est = _pooled(data, metric, candidates, order, check, len(camps))
+        est = _pooled(data, metric, candidates, order, check, len(camps), confidence)
     note = alias_note(dict(design)) if design and est.basis.startswith(("two-way", "main-effects")) else ""
     if note:
         est.basis += f"; {note}"
@@ -410,8 +414,8 @@ class _Check:
 
 def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
                     order: Mapping[str, Sequence[Any]], check: _Check, block: str | None,
-                    size: Callable[[LogModel], str], floor: tuple[float, int, bool] | None = None
-                    ) -> tuple[float, float, float, str, int]:
+                    size: Callable[[LogModel], str], floor: tuple[float, int, bool] | None = None,
+                    confidence: float = 0.95) -> tuple[float, float, float, str, int]:
     """The two model paths (two-way model over all rows, else main effects at the conditions): the log
     contrast, its CI, the basis and the model's rows."""
     model = fit_log_model(frame, candidates, metric, level_order=order, block=block, floor=floor)
@@ -426,7 +430,7 @@ def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
         if free:  # averaging over these would average an effect with the main effect it is aliased with
             raise NotIdentified(f"{_alias_names(check.factor, free, model.factors, frame)} in this design, so its "
                                 f"average over {', '.join(factor_word(f) for f in free)} is not the effect")
-        est, lo, hi = model.contrast({**held, check.factor: check.a}, {**held, check.factor: check.b})
+        est, lo, hi = model.contrast({**held, check.factor: check.a}, {**held, check.factor: check.b}, confidence)
         avg = [f for f in model.factors if f != check.factor and f not in held]
         return est, lo, hi, (f"two-way model, {size(model)}"
                              + (f"; averaged over {', '.join(factor_word(f) for f in avg)}" if avg else "")), model.n
@@ -449,7 +453,7 @@ def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
         raise NotIdentified(f"{factor_word(check.factor)} x {', '.join(factor_word(f) for f in others)} cannot be "
                             f"told apart from the main effects in this design at {_describe(check.at) or 'all levels'} "
                             f"({_alias_names(check.factor, others, model.factors, sub)})")
-    est, lo, hi = model.contrast({check.factor: check.a}, {check.factor: check.b})
+    est, lo, hi = model.contrast({check.factor: check.a}, {check.factor: check.b}, confidence)
     return est, lo, hi, (f"main-effects model, {size(model)} at the conditions "
                          "(interactions aliased)"
                          + (f"; averaged over {', '.join(factor_word(f) for f in others)}" if others else "")), model.n
@@ -481,14 +485,14 @@ def _alias_names(factor: str, others: Sequence[str], factors: Sequence[str], fra
 
 
 def _within_campaign(data: pd.DataFrame, metric: str, candidates: Sequence[str],
-                     order: Mapping[str, Sequence[Any]], check: _Check) -> Estimate:
+                     order: Mapping[str, Sequence[Any]], check: _Check, confidence: float = 0.95) -> Estimate:
     """One campaign: the matched cells' repetitions (Welch on log values), else the run-level model with
     the replicate block (run order) as a term when the runs have one."""
     sub = check.matched(data, candidates)
     if sub is not None:
         va, vb = check.side(sub, check.a)[metric].astype(float), check.side(sub, check.b)[metric].astype(float)
         if len(va) and len(vb):
-            w = welch_log_ratio(va, vb)
+            w = welch_log_ratio(va, vb, confidence)
             return Estimate(w["ratio"], w["ci_lo"], w["ci_hi"],
                             f"matched cells, {len(va)}+{len(vb)} runs, Welch", len(va) + len(vb), check.compared,
                             run_ids=_ids(sub))
@@ -498,14 +502,16 @@ def _within_campaign(data: pd.DataFrame, metric: str, candidates: Sequence[str],
         return f"{m.n} runs" + ("; replicate block as a term" if m.blocks else "")
 
     try:
-        est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, block, size)
+        est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, block, size,
+                                                confidence=confidence)
     except NotIdentified:
         raise
     except NotTestable:
         if block is None:
             raise
-        est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, None, size)
-    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n, check.compared, run_ids=_ids(data))
+        est, lo, hi, basis, n = _model_contrast(data, metric, candidates, order, check, None, size,
+                                                confidence=confidence)
+    return Estimate(math.exp(est), math.exp(lo), exp_or_inf(hi), basis, n, check.compared, run_ids=_ids(data))
 
 
 BLOCK = "block"  # the runs' replicate block (randomised run order within a campaign)
@@ -548,7 +554,7 @@ def run_floor(data: pd.DataFrame, metric: str, cells: Sequence[str]) -> tuple[fl
 
 
 def _pooled(data: pd.DataFrame, metric: str, candidates: Sequence[str], order: Mapping[str, Sequence[Any]],
-            check: _Check, k: int) -> Estimate:
+            check: _Check, k: int, confidence: float = 0.95) -> Estimate:
     """The campaign-level model (:mod:`dbmatrix.analyse.campaign_model`): campaign-level cell means, OLS
     with a campaign block; the cell means' variance floored by the runs' (``run_floor`` over the mean
     repetitions per cell mean), and with two campaigns the t on the runs' residual df."""
@@ -578,13 +584,14 @@ def _pooled(data: pd.DataFrame, metric: str, candidates: Sequence[str], order: M
         key_b = keyed.loc[check.side(sub, check.b).index, "_cell"].iloc[0]
         model = fit_log_model(keyed, ["_cell"], metric, interactions=False, block=CAMPAIGN, floor=floor)
         if model is not None:
-            est, lo, hi = model.contrast({"_cell": key_a}, {"_cell": key_b})
+            est, lo, hi = model.contrast({"_cell": key_a}, {"_cell": key_b}, confidence)
             n_cells = len(model.levels["_cell"])
-            return Estimate(math.exp(est), math.exp(lo), math.exp(hi),
+            return Estimate(math.exp(est), math.exp(lo), exp_or_inf(hi),
                             f"matched cells, additive cell + campaign model over the study's {n_cells} cells: "
                             + size(model), n_runs, check.compared, k, run_ids=ids)
-    est, lo, hi, basis, _ = _model_contrast(means, metric, candidates, order, check, CAMPAIGN, size, floor)
-    return Estimate(math.exp(est), math.exp(lo), math.exp(hi), basis, n_runs, check.compared, k, run_ids=ids)
+    est, lo, hi, basis, _ = _model_contrast(means, metric, candidates, order, check, CAMPAIGN, size, floor,
+                                            confidence)
+    return Estimate(math.exp(est), math.exp(lo), exp_or_inf(hi), basis, n_runs, check.compared, k, run_ids=ids)
 
 
 def dataset_ratio(runs: pd.DataFrame, factor: str, a: Any, b: Any,
@@ -632,7 +639,7 @@ def _tristate(v: Any) -> bool | None:
     return None
 
 
-def steady_share(runs: pd.DataFrame) -> Estimate:
+def steady_share(runs: pd.DataFrame, confidence: float = 0.95) -> Estimate:
     """Share of the tested runs shown stable after warm-up (``steady`` True: the drift CI lies within
     +-STABLE_BAND_PCT %), with a 95 % interval that also bounds the undetermined runs.
 
@@ -660,8 +667,8 @@ def steady_share(runs: pd.DataFrame) -> Estimate:
     if k + f == 0:
         raise NotTestable(f"the steady-state test could not tell for any of the {n} tested runs "
                           f"(all undetermined, {untested} untested)")
-    lo, _ = wilson_interval(k, n)
-    _, hi = wilson_interval(k + u, n)
+    lo, _ = wilson_interval(k, n, confidence)
+    _, hi = wilson_interval(k + u, n, confidence)
     basis = (f"steady-state test (drift CI within +-{STABLE_BAND_PCT:g} %), {n} tested runs: {k} stable, "
              f"{f} drifting, {u} undetermined; {untested} untested; Wilson, undetermined bounded")
     return Estimate(k / (k + f), lo, hi, basis, n, "share of runs that settled")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -305,7 +305,8 @@ def _record_campaign(study: Study, campaign: int, session_started: str, fleet: F
 def run_study(study: Study, *, progress: bool = True, max_runs: int | None = None,
               host_name: str | None = None, on_interval: IntervalCallback | None = None,
               allow_lost_hosts: bool = False, campaign: CampaignOption = "last",
-              registration: Mapping[str, Any] | None = None) -> RunReport:
+              registration: Mapping[str, Any] | None = None,
+              next_round: Callable[[int], list[PlannedRun]] | None = None) -> RunReport:
     """Run every pending run of the study's plan on the inventory's hosts (in parallel when there are
     several, each host its own replicate blocks; see :mod:`dbmatrix.run.fleet` and
     :mod:`dbmatrix.spec.assignment`); returns its counts (a :class:`RunReport`). Safe to call again to resume.
@@ -321,9 +322,13 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     a number continues that campaign. Only the chosen campaign's runs are pending; the line saying which
     campaign and why is printed and returned as ``campaign_reason``. `registration` (the claims'
     definitions and verdict code digests, given by ``dbmatrix run`` and :func:`dbmatrix.steps.run_matrix`)
-    goes into a new campaign's record: what the claims were before its data."""
+    goes into a new campaign's record: what the claims were before its data. `next_round(campaign)`: after
+    the planned runs, the runs of the next round until it returns none (``--until-decided``:
+    :class:`dbmatrix.decide.UntilDecided`); default: the adaptive mode's rounds, if the spec has one."""
     exp, store = study.experiment, study.store
     specs = fleet_hosts(study, host_name)
+    if next_round is None and exp.noise.adaptive:
+        next_round = lambda k: adaptive_runs(store, exp, k)  # noqa: E731
     hosts = plan_hosts(study)
     record_plan(store, exp)
     store.clean_staging()
@@ -345,7 +350,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     report = RunProgress(exp.name, planned=len(plan), already_done=counts.already_done, to_run=len(pending),
                          campaign=choice.number, hosts=len(specs), estimate_s=est if pending else None)
     report.start()
-    if not pending and not exp.noise.adaptive:
+    if not pending and next_round is None:
         return counts
     session_started = utc_now()
     if store.campaign_record(choice.number) is None:  # a started campaign is visible at once
@@ -394,9 +399,8 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
             left = fleet.run([r for r in pending if not r.cell.open_loop], assignment)
             if not fleet.halted:
                 left += fleet.run([r for r in pending if r.cell.open_loop], assignment)
-            if exp.noise.adaptive and max_runs is None and not left and not fleet.halted:
-                while (live := [w.spec.name for w in fleet.alive()]) and \
-                        (extra := adaptive_runs(store, exp, choice.number)):
+            if next_round is not None and max_runs is None and not left and not fleet.halted:
+                while (live := [w.spec.name for w in fleet.alive()]) and (extra := next_round(choice.number)):
                     bar.total += len(extra)
                     bar.refresh()
                     report.add_runs(len(extra))

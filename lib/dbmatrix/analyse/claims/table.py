@@ -18,6 +18,7 @@ from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.registration import first_registration, registration_status
 from dbmatrix.analyse.claims.verdicts import VERDICTS, fmt, judge
 from dbmatrix.analyse.contrasts import Estimate, NotIdentified, NotTestable
+from dbmatrix.analyse.stats.sequential import final_look, level_text
 
 # ============================================================================ the table
 
@@ -61,7 +62,7 @@ class ClaimVerdicts:
         return v if isinstance(v, str) else ""
 
 
-def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
+def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck], confidence: float = 0.95
                 ) -> tuple[str, str, str, int, list[str], list[dict[str, Any]]]:
     """The claim judged at every level of the factors it names in ``per`` (fixed in the registry, the same
     in every campaign): the verdict shared by every level (else inconclusive), the compared text, the
@@ -77,7 +78,7 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck]
     rows: list[dict[str, Any]] = []
     for where, sub in level_claims(claim, ev):
         try:
-            e, per, _ = estimate_all(sub, ev)
+            e, per, _ = estimate_all(sub, ev, confidence)
         except NotIdentified as exc:
             raise NotIdentified(f"at {where}: {exc}") from None
         except NotTestable as exc:
@@ -195,11 +196,16 @@ def _level_row(claim_id: str, level: str, campaign: int, e: Estimate | None, v: 
             "ci_hi": e.ci_hi if e is not None else math.nan, "verdict": v}
 
 
-def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> ClaimVerdicts:
+def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
+             confidence: float | None = None) -> ClaimVerdicts:
     """Per claim: the first study (in the claim's preferred order of study kinds, then the order given)
     that can test it, its pooled estimate with the 95 % CI, the premises with their measured values, and
     the verdict, else "not tested" and why; and per claim and campaign that campaign's estimate and
-    verdict."""
+    verdict.
+
+    A study whose campaign records say it was run until decided (``dbmatrix run --until-decided``) is
+    judged at its final look's level, and the basis says so (:func:`dbmatrix.analyse.stats.sequential.
+    final_look`); `confidence` given: every interval at that level (a look of :mod:`dbmatrix.decide`)."""
     rows = []
     camp_rows: list[dict[str, Any]] = []
     level_rows: list[dict[str, Any]] = []
@@ -228,24 +234,25 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
         reasons: list[str] = []
         unidentified: tuple[Evidence, NotIdentified, list[PremiseCheck]] | None = None
         for ev in pool:
+            level, note = _level(ev, confidence)
             ev, hosts = ev.for_claims()
             checks = [check_premise(p, c, ev) for p in c.premises]
             failed = [ch.value for ch in checks if ch.met is False]
             try:
                 if any(f in ev.runs.columns and ev.runs[f].nunique() > 1 for f in c.per):
-                    v, compared, text, n, camp_v, lv = _per_levels(c, ev, checks)
+                    v, compared, text, n, camp_v, lv = _per_levels(c, ev, checks, level)
                     level_rows += lv
                     if len(camp_v) > 1:
                         for k, cv in zip(ev.campaigns(), camp_v):
                             if k <= n_camp:
                                 camp[k]["verdict"] = cv
                     unsure = [f"premise uncertain: {ch.value}" for ch in checks if ch.uncertain]
-                    row.update(study=ev.experiment, compared=compared, basis=text, n=n,
+                    row.update(study=ev.experiment, compared=compared, basis=text + note, n=n,
                                verdict="premise not met" if failed else v,
                                reason="; ".join([*(failed or unsure), *reasons]), campaigns=len(ev.campaigns()))
                     _premise_cols(row, checks)
                     break
-                est, per, notes = estimate_all(c, ev)
+                est, per, notes = estimate_all(c, ev, level)
             except NotIdentified as exc:  # another study's design may identify it
                 unidentified = unidentified or (ev, exc, checks)
                 reasons.append(f"{ev.experiment}: not identified: {exc}")
@@ -254,7 +261,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS) -> 
                 reasons.append(f"{ev.experiment}: {exc}")
                 continue
             v, why = judge(c, est, per if len(per) > 1 else [], checks)
-            row.update(study=ev.experiment, compared=est.compared, basis=est.basis, n=len(est.run_ids) or est.n,
+            row.update(study=ev.experiment, compared=est.compared, basis=est.basis + (note if est.values == [] else ""),
+                       n=len(est.run_ids) or est.n,
                        estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi, verdict=v,
                        reason="; ".join([why, *notes, *reasons]).strip("; "), campaigns=len(ev.campaigns()))
             for k, e in zip(ev.campaigns(), per):
@@ -292,6 +300,15 @@ def _untested_reason(c: Claim, reasons: Sequence[str]) -> str:
         return (f"not tested in this study: the seed's condition is not among its levels ({text}); a study at "
                 "the seed's conditions (the paper profile's) decides it")
     return text
+
+
+def _level(ev: Evidence, confidence: float | None) -> tuple[float, str]:
+    """The level a study's claims are judged at and what the basis adds: 95 % and nothing, unless the study
+    was run until decided (its final look) or a look asks for a level."""
+    if confidence is not None:
+        return confidence, "" if confidence == 0.95 else f"; {level_text(confidence)} interval (a look)"
+    seq = final_look(ev.campaign_records)
+    return (seq[0], f"; {seq[1]}") if seq else (0.95, "")
 
 
 def _campaign_cols(row: dict[str, Any], c: Claim, ev: Evidence) -> None:

@@ -99,7 +99,7 @@ class StudyKind:
         """Whether the kind estimates this claim itself (pooled over campaigns in two stages)."""
         return False
 
-    def claim_estimate(self, claim: Claim, ev: Evidence) -> Estimate:
+    def claim_estimate(self, claim: Claim, ev: Evidence, confidence: float = 0.95) -> Estimate:
         raise NotImplementedError(f"study kind {self.name!r} has no estimator of {claim.metric!r}")
 
     def __repr__(self) -> str:

@@ -66,7 +66,7 @@ class GaleraKind(StudyKind):
     def estimates(self, claim: Claim) -> bool:
         return claim.metric in METRICS
 
-    def claim_estimate(self, claim: Claim, ev: Evidence) -> Estimate:
+    def claim_estimate(self, claim: Claim, ev: Evidence, confidence: float = 0.95) -> Estimate:
         """The applier claims in the campaign-level model of every other claim (one estimator family):
         the replication runs at the pressured setting, slave_threads compared (a ratio of geometric means
         for throughput and latency, a MOVER difference of logit shares for the paused time)."""
@@ -79,9 +79,10 @@ class GaleraKind(StudyKind):
         runs = repl.setting_runs(runs, setting)
         factor = claim.factor or repl.LEVEL
         if claim.metric == "fc_paused_pct_points":
-            est = share_difference(runs, "fc_paused_pct", factor, claim.a, claim.b)
+            est = share_difference(runs, "fc_paused_pct", factor, claim.a, claim.b, confidence)
         elif claim.metric in RATIO_COLUMNS:
-            est = ratio_estimate(runs, RATIO_COLUMNS[claim.metric], factor, claim.a, claim.b, factors=[factor])
+            est = ratio_estimate(runs, RATIO_COLUMNS[claim.metric], factor, claim.a, claim.b, factors=[factor],
+                                 confidence=confidence)
         else:
             raise NotTestable(f"unknown replication metric {claim.metric!r}")
         where = "" if setting == "all" else f" at {setting.replace('_', ' ')}"

@@ -70,18 +70,20 @@ class ScaleoutKind(StudyKind):
     def estimates(self, claim: Claim) -> bool:
         return claim.metric.startswith("scale_")
 
-    def claim_estimate(self, claim: Claim, ev: Evidence) -> Estimate:
+    def claim_estimate(self, claim: Claim, ev: Evidence, confidence: float = 0.95) -> Estimate:
         """In the campaign-level model with every campaign of `ev` (one estimator family): saturation as a
         ratio of the runs' QPS between two thread levels, stability as the runs' half ratio with a campaign
         block; the doubling is a grid quantity (its bracket is not a CI), the peak ratio from the tables."""
         if claim.metric == "scale_saturation":
-            return _saturation(ev)
+            return _saturation(ev, confidence=confidence)
         if claim.metric == "scale_stability":
-            return _stability(ev)
+            return _stability(ev, confidence)
+        if confidence != 0.95:  # the grid quantities' brackets are not intervals at a level
+            raise NotTestable(f"{claim.metric} has no interval at another level than 95 % (a grid quantity)")
         return _scaleout_estimate(claim.metric, ev.extra)
 
 
-def _saturation(ev: Evidence, instances: int = 1) -> Estimate:
+def _saturation(ev: Evidence, instances: int = 1, confidence: float = 0.95) -> Estimate:
     """QPS at the largest thread count over QPS at the saturation point (read from the tables of all
     campaigns), as a ratio of the runs' geometric means in the campaign-level model."""
     cells = ev.extra.get("scaleout-cells", pd.DataFrame())
@@ -93,12 +95,12 @@ def _saturation(ev: Evidence, instances: int = 1) -> Estimate:
         raise NotTestable(f"throughput still rises at the largest thread count ({sat['largest_threads']})")
     runs = ev.runs[pd.to_numeric(ev.runs["instances"], errors="coerce") == instances]
     knee = int(sat["saturation_threads"])
-    est = ratio_estimate(runs, "qps", "threads", "max", knee, factors=["threads"])
+    est = ratio_estimate(runs, "qps", "threads", "max", knee, factors=["threads"], confidence=confidence)
     return replace(est, basis=f"QPS at the largest thread count / at the saturation point {knee} (interval "
                    f"{sat['saturation_lo']}-{sat['saturation_hi']}; peak at {sat['peak_threads']}): {est.basis}")
 
 
-def _stability(ev: Evidence) -> Estimate:
+def _stability(ev: Evidence, confidence: float = 0.95) -> Estimate:
     """Second-half over first-half per-second QPS of the best cell's runs: the geometric mean with a campaign
     block (sum-coded: the average over campaigns), t on the runs' residual df."""
     import statsmodels.api as sm
@@ -115,7 +117,7 @@ def _stability(ev: Evidence) -> Estimate:
     if len(y) - X.shape[1] < 1:
         raise NotTestable("too few runs for an interval beside the campaign block")
     fit = sm.OLS(y, X).fit()
-    lo, hi = fit.conf_int()[0]
+    lo, hi = fit.conf_int(alpha=1 - confidence)[0]
     return Estimate(float(np.exp(fit.params[0])), float(np.exp(lo)), float(np.exp(hi)),
                     f"per-second QPS, second half of the window / first half, {len(y)} runs"
                     + (f" in {len(ks)} campaigns (campaign block)" if len(ks) > 1 else "")

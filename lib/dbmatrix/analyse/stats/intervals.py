@@ -89,6 +89,12 @@ def hedges_g(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -
     return float((x.mean() - y.mean()) / sp * j)
 
 
+def exp_or_inf(x: float) -> float:
+    """exp(x), or inf where it overflows: an interval's end at a very high level on few df (a look of a
+    campaign run until decided) is unbounded, not an error."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
 def welch_log_ratio(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
                     confidence: float = 0.95) -> dict[str, float]:
     """Welch's t test on log values: a test suited to few repetitions with unequal variances, whose CI
@@ -118,7 +124,7 @@ def welch_log_ratio(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nda
     df = (va + vb) ** 2 / (va**2 / (x.size - 1) + vb**2 / (y.size - 1))
     t = diff / se
     half = sps.t.ppf((1 + confidence) / 2, df) * se
-    out.update(ci_lo=math.exp(diff - half), ci_hi=math.exp(diff + half), t=t, df=df,
+    out.update(ci_lo=exp_or_inf(diff - half), ci_hi=exp_or_inf(diff + half), t=t, df=df,
                p=float(2 * sps.t.sf(abs(t), df)), hedges_g=hedges_g(lx, ly))
     return out
 
