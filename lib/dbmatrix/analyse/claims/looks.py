@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dbmatrix.analyse.claims.needs import claim_cells
 from dbmatrix.analyse.claims.model import Claim, Evidence
+from dbmatrix.analyse.claims.needs import claim_cells
 from dbmatrix.analyse.claims.table import evaluate
 from dbmatrix.analyse.claims.verdicts import verdict
 from dbmatrix.analyse.stats.sequential import projected_blocks
