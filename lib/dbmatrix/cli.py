@@ -227,9 +227,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.decide import rounds_option
     from dbmatrix.run.matrix import lost_hosts_message, run_study
 
-    rounds = rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
+    rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
     failed, lost = 0, False
     studies = _studies(args, access=True)
+    rounds = rounds_option(args.until_decided, args.budget, studies)  # the budget is the studies' together
     refuse_unidentified(studies)
     _preflight(studies)
     for study in studies:
@@ -305,8 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "CAMPAIGN, default auto)")
     sp.add_argument("--until-decided", action="store_true", help="after the planned runs, add replicate blocks "
                     "to the cells of the claims still undecided (a sequential rule: docs/method.md)")
-    sp.add_argument("--budget", metavar="DURATION", help="with --until-decided: no block "
-                    "that would end after this long (7200s, 90m, 2h, 1h30m)")
+    sp.add_argument("--budget", metavar="DURATION", help="with --until-decided: the time "
+                    "for all the studies run together (7200s, 90m, 2h, 1h30m), split in proportion to their "
+                    "planned durations; no block that would end after a study's share")
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("status", help="done, failed and pending runs")
     study_args(sp)

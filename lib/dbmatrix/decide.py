@@ -19,7 +19,8 @@ directory: ``schedule`` (looks, first blocks, alpha, spending, budget, the run a
 derived from), one ``look`` per look (elapsed, blocks, the level, per claim its estimate, interval, verdict,
 state and the block it was decided at, the cells and runs the next block adds) and ``end`` (why it stopped,
 per open claim the projected further blocks at the measured noise). One text line per look goes to the
-``dbmatrix`` logger (the style of :mod:`dbmatrix.run.progress`). The budget is per study and counts from
+``dbmatrix`` logger (the style of :mod:`dbmatrix.run.progress`). The budget of one invocation is its studies'
+together, split in proportion to their planned durations (:func:`budget_shares`); a study's share counts from
 the start of its run, planned runs included (for a campaign resumed, the log's last elapsed time is carried
 over).
 """
@@ -68,11 +69,24 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def rounds_option(until_decided: bool, budget: str | None
+def budget_shares(studies: Sequence[Study], seconds: float) -> dict[str, float]:
+    """One budget for the whole invocation (a profile's campaign: ``make reproduce PROFILE=paper``), split
+    over its studies in proportion to their planned durations (``dbmatrix plan``'s estimates): each study may
+    spend the same fraction over its base design, fixed before any run (so each study's looks are fixed
+    before its data, as the stopping rule needs)."""
+    from dbmatrix.run.matrix import summarize_study
+
+    est = {s.experiment.name: max(summarize_study(s).estimated_wall_s, 1.0) for s in studies}
+    total = sum(est.values())
+    return {name: seconds * e / total for name, e in est.items()}
+
+
+def rounds_option(until_decided: bool, budget: str | None, studies: Sequence[Study] = ()
                   ) -> Callable[[Study], Callable[[int], list[PlannedRun]]] | None:
     """What ``dbmatrix run --until-decided [--budget DURATION]`` gives each study's run: its
-    :meth:`UntilDecided.next_round`; None without --until-decided. A bad or lone --budget is a SpecError
-    naming the field and the allowed forms."""
+    :meth:`UntilDecided.next_round`; None without --until-decided. With several `studies` the budget is
+    theirs together, split by :func:`budget_shares`; a study not among them gets all of it. A bad or lone
+    --budget is a SpecError naming the field and the allowed forms."""
     if budget is not None and not until_decided:
         raise SpecError("budget: --budget needs --until-decided")
     if not until_decided:
@@ -81,7 +95,8 @@ def rounds_option(until_decided: bool, budget: str | None
         seconds = parse_duration(budget) if budget is not None else None
     except ValueError as exc:
         raise SpecError(str(exc)) from None
-    return lambda study: UntilDecided(study, seconds).next_round
+    shares = budget_shares(studies, seconds) if seconds is not None and len(studies) > 1 else {}
+    return lambda study: UntilDecided(study, shares.get(study.experiment.name, seconds)).next_round
 
 
 def block_runs(exp: Any, campaign: int, cells: Sequence[str], block: int, attempted: set[str],

@@ -104,7 +104,7 @@ def plan_table(study: Study) -> tuple[pd.DataFrame, str]:
 def run_matrix(study: Study, progress: bool = True,
                on_interval: Callable[[str, dict[str, Any]], None] | None = None,
                campaign: str | int = "last", until_decided: bool = False,
-               budget: str | None = None) -> dict[str, Any]:
+               budget: str | None = None, rounds: Any = None) -> dict[str, Any]:
     """Step 10: run or resume one study's matrix; returns counts and the status afterwards. `until_decided`
     (`budget`: "2h", "90m", ...): then replicate blocks for the claims still open (:mod:`dbmatrix.decide`).
 
@@ -114,7 +114,7 @@ def run_matrix(study: Study, progress: bool = True,
     from dbmatrix.analyse.claims.registration import current_registration
     from dbmatrix.decide import rounds_option
 
-    rounds = rounds_option(until_decided, budget)
+    rounds = rounds or rounds_option(until_decided, budget)
     extra: dict[str, Any] = {"next_round": rounds(study)} if rounds else {}  # passed only when asked for
     counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign,
                        registration=current_registration(), **extra)
@@ -126,12 +126,16 @@ def run_all(studies: Sequence[Study], progress: bool = True,
             campaign: str | int = "last", until_decided: bool = False, budget: str | None = None) -> pd.DataFrame:
     """Step 10 for every study of the profile, one after the other; one row of counts per study.
     `campaign`: auto, new, last or a number (:mod:`dbmatrix.run.campaigns`); `until_decided`, `budget`: as
-    ``dbmatrix run --until-decided --budget`` (each study's budget counts from its own start). A study whose
+    ``dbmatrix run --until-decided --budget`` (the budget is the studies' together, split in proportion to
+    their planned durations; each share counts from its study's start). A study whose
     design does not identify one of its claims' contrasts is refused before any runs (:mod:`dbmatrix.claim_plan`)."""
     refuse_unidentified(studies)
+    from dbmatrix.decide import rounds_option
+
+    rounds = rounds_option(until_decided, budget, studies)
     rows = []
     for s in studies:
-        r = run_matrix(s, progress, on_interval, campaign, until_decided, budget)
+        r = run_matrix(s, progress, on_interval, campaign, until_decided, budget, rounds)
         r["campaigns"] = len(r.get("campaigns") or [])  # one cell per study: the table is in study_status
         rows.append({"experiment": s.experiment.name, **r})
     return pd.DataFrame(rows)

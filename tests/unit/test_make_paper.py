@@ -23,7 +23,7 @@ def dry_run(*args: str) -> list[str]:
 
 def test_run_of_the_paper_profile_repeats_until_decided_within_a_budget() -> None:
     assert dry_run("PROFILE=paper") == [".venv/bin/dbmatrix run --profile paper --campaign auto --until-decided "
-                                        "--budget 2h30m"]
+                                        "--budget 2h15m"]
     assert dry_run("PROFILE=paper", "BUDGET=3h", "CAMPAIGN=new")[0].endswith("--campaign new --until-decided "
                                                                            "--budget 3h")
 

@@ -106,7 +106,7 @@ def test_not_tested_claims_say_why() -> None:
 
 # ------------------------------------------------------------------------------------ judged per PMEM mode
 
-def tpcc_runs(cache: tuple[int, ...] = (0, 10)) -> pd.DataFrame:
+def tpcc_runs(cache: tuple[float, ...] = (0, SEED003_CACHE_PCT)) -> pd.DataFrame:
     rng = np.random.default_rng(7)
     speed = {"disk": 1.0, "tmpfs": 2.0, "ramblock": 1.6}
     emulated = {"disk": None, "tmpfs": "pmem-fsdax", "ramblock": "pmem-sector"}

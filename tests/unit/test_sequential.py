@@ -202,7 +202,8 @@ def test_claim_cells_by_the_claims_levels() -> None:
     assert claim_cells(ELSEWHERE, exp) == frozenset()
     one = Claim("testOne", "999", "t", "t", "tps", (1.0, 2.0), factor="engine", a="innodb", b="myrocks",
                 at={"cache_pct": "min"})
-    assert claim_cells(one, exp) == {"innodb-c25-b16k-none-disk-t2"}
+    # the smoke spec has no myrocks cell: the claim cannot be tested here, so no cell is spent on it
+    assert claim_cells(one, exp) == frozenset()
     assert study_claims([MORE_CACHE, OTHER_KIND], "storage") == [MORE_CACHE]
 
 
@@ -312,3 +313,19 @@ def test_the_run_command_takes_the_flags_and_refuses_a_bad_budget_before_running
     assert main(["run", "--profile", "smoke", "--budget", "2h"]) == 2
     assert "budget: --budget needs --until-decided" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_budget_is_split_over_the_studies_in_proportion_to_their_plans() -> None:
+    """One budget for a profile's campaign: each study's share is proportional to its planned duration, and the
+    shares add up to the budget (a larger study gets more, never the whole budget each)."""
+    from dbmatrix.decide import budget_shares
+    from dbmatrix.run.matrix import summarize_study
+    from dbmatrix.study import load_studies
+
+    studies = load_studies(profile="quick")
+    shares = budget_shares(studies, 3600.0)
+    assert sum(shares.values()) == pytest.approx(3600.0)
+    est = {s.experiment.name: summarize_study(s).estimated_wall_s for s in studies}
+    big, small = max(est, key=est.__getitem__), min(est, key=est.__getitem__)
+    assert shares[big] > shares[small]
+    assert shares[big] / shares[small] == pytest.approx(est[big] / est[small])

@@ -82,7 +82,8 @@ class Galera(Topology):
     window_opens_idle = True  # the wsrep deltas of all nodes must bracket the same write sets
     # Measured on the 2-vCPU VM with 3 nodes and a 160 MB datadir: restore ~0.5-1 s, bootstrap ~0.5 s,
     # two joins with rsync SST ~10-14 s, the window's snapshots, sampler and collectors ~3 s, stop ~6 s.
-    overhead_s = 25.0
+    # (the quick reference: 16 s median gap between run starts minus the window)
+    overhead_s = 18.0
     first_step = "plan"
 
     def __init__(self, ctxs: list[HostContext], exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> None:

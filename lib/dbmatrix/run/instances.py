@@ -192,7 +192,8 @@ class Instances(Topology):
     kind = "instances"
     # Measured on the 2-vCPU VM with 2 instances and a 10 MB datadir: restore ~0.1 s each, start
     # ~0.3 s each, drop caches ~0.4 s, variables and snapshots ~0.2 s, parallel clean shutdown ~2 s.
-    overhead_s = 4.0
+    # (the quick reference: 2.0 s median gap between run starts minus the window)
+    overhead_s = 3.0
     first_step = "plan"
 
     def __init__(self, ctxs: dict[str, HostContext], exp: Experiment, run: PlannedRun, dataset: DatasetInfo) -> None:
