@@ -240,7 +240,10 @@ class UntilDecided:
         analysis_s = self.clock() - t_look
         next_s = run_s * len(cells) + analysis_s
         if not open_:
-            self.stopped = "every claim decided" if found else "no claim of this study"
+            n_dec = sum(lk.state == "decided" for lk in found)
+            self.stopped = ("no claim of this study" if not found else "every claim decided" if n_dec == len(found)
+                            else f"no claim open ({n_dec} decided, "
+                                 f"{len(found) - n_dec} not decided by runs)")
         elif k >= self.schedule.looks:
             self.stopped = f"the schedule's {self.schedule.looks} looks are done"
         elif self.budget_s is not None and self.elapsed() + next_s > self.budget_s:

@@ -264,7 +264,8 @@ def _loop(tmp_path: Path, ratio: float, budget: float | None, sd: float = 0.03, 
 def test_loop_stops_when_decided_and_logs_it(tmp_path: Path) -> None:
     ud, rounds, lines = _loop(tmp_path, 1.5, 3600)
     assert lines[0]["event"] == "schedule" and lines[-1]["event"] == "end"
-    assert lines[-1]["reason"] == "every claim decided"
+    # one claim decided, the other not something runs decide: nothing open, and the reason says both
+    assert lines[-1]["reason"] == "no claim open (1 decided, 1 not decided by runs)"
     assert lines[-1]["decided_at"]["testMoreCache"] >= 1
     assert "testMyrocks" in lines[-1]["not_decided_by_runs"]  # no cell of this spec: not spent on
     assert lines[0]["claims"] == ["testMoreCache", "testMyrocks"]  # the galera claim is not this study's
@@ -274,7 +275,7 @@ def test_loop_stops_when_decided_and_logs_it(tmp_path: Path) -> None:
     assert all(set(e["cells_added"]) <= set(claim_cells(MORE_CACHE, ud.study.experiment)) for e in looks)
     assert "look 1/" in look_line("smoke", looks[0])
     again = UntilDecided(ud.study, 3600, claims=[MORE_CACHE], evidence=lambda k: pytest.fail("no new look"))
-    assert again.next_round(1) == [] and again.stopped == "every claim decided"  # a resumed, ended loop
+    assert again.next_round(1) == [] and again.stopped == lines[-1]["reason"]  # a resumed, ended loop
 
 
 def test_loop_stops_at_the_budget_with_a_projection(tmp_path: Path) -> None:
