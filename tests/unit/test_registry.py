@@ -66,7 +66,7 @@ def test_the_seeds_conditions_as_the_texts_state_them() -> None:
     s001 = BY_ID["remoteNvme"].conditions
     assert s001 is not None and s001.threads == (8, 128) and "sync_binlog = 1" in s001.durability
     s002 = BY_ID["applierTps"].conditions
-    assert s002 is not None and "write-sets" in s002.bottleneck and "cpu.max" in s002.reproduction
+    assert s002 is not None and "write-sets" in s002.bottleneck and "9 %" in s002.reproduction  # the seed's buffer pool share, no throttle
 
 
 def test_duplicates_are_merged_and_our_findings_moved() -> None:
