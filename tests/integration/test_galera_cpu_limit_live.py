@@ -1,11 +1,10 @@
-"""Seed 002's bottleneck, for real: followers limited in CPU (not in I/O). A three-node Galera cluster on this
-machine, run twice through `dbmatrix run`: once unlimited, once with ``topology.calibrate: {limit: cpu_max}``,
-whose calibration puts each follower's mariadbd in its own cgroup (v2 cpu.max, or v1 cpu.cfs_quota_us where the
-cpu controller is on v1) and picks the mildest share of one CPU under which one applier leaves the cluster
-paused by flow control at least the target. The limited followers must hold the writer back: more flow-control
-periods in every window (cgroup cpu.stat), node 1 outside any CPU group, the limit recorded in every run. The
-numbers (paused share, tps with and without the limit, 1 and 16 appliers) are printed, not asserted: on a
-shared 2-vCPU machine they are what the study measures. A CPU-bound process in such a group gets its share."""
+"""Followers limited in CPU (``topology.calibrate: {limit: cpu_max}``), for real: a three-node Galera cluster
+on this machine through `dbmatrix run`, whose calibration puts each follower's mariadbd in its own cgroup (v2
+cpu.max, or v1 cpu.cfs_quota_us where the cpu controller is on v1) at the candidate share of one CPU. Node 1
+stays outside any CPU group, the limit is recorded in every run, and it bites (throttled periods in every
+window, cgroup cpu.stat). The numbers are printed, not asserted. A CPU-bound process in such a group gets its
+share. (The paper profile does not use this limit but the seed's own condition, a buffer pool at 9 % of the
+data: docs/usage.md.)"""
 
 from __future__ import annotations
 
@@ -71,20 +70,20 @@ def test_followers_limited_in_cpu_hold_the_writer_back() -> None:
     base = Path(tempfile.mkdtemp(prefix="dbmatrix-galera-cpu-", dir="/var/tmp"))  # the nodes run as mysql
     os.chmod(base, 0o755)
     try:
-        (free,) = _study(base, "it-galera-free", None, [1])
-        limited = _study(base, "it-galera-cpu", {"limit": "cpu_max", "candidates": [25, 10, 5],
+        # one candidate and one cell (the limit's mechanics; what a quota does to flow control on this machine,
+        # measured with 4 candidates and an unlimited baseline, is in docs/usage.md)
+        limited = _study(base, "it-galera-cpu", {"limit": "cpu_max", "candidates": [25],
                                                  "target_fc_paused_pct": TARGET, "warmup_s": 2, "measure_s": 6},
-                         [1, 16])
+                         [1])
         rec = json.loads((base / "it-galera-cpu" / "calibration" / "campaign-1.json").read_text())
-        summary = {"free": {"tps": free.summary["tps"], "fc_paused_pct": _paused(free)},
-                   "calibration": [{k: r[k] for k in ("limit", "fc_paused_pct", "tps")} for r in rec["runs"]],
+        summary = {"calibration": [{k: r[k] for k in ("limit", "fc_paused_pct", "tps")} for r in rec["runs"]],
                    "chosen": rec["chosen"], "reached": rec["reached"],
                    "limited": {m.cell["slave_threads"]: {"tps": m.summary["tps"], "fc_paused_pct": _paused(m),
                                                          "follower_cpu": m.cluster["follower_cpu"]}
                                for m in limited}}
         print("GALERA-CPU", json.dumps(summary))
-        assert free.status == "ok" and all(m.status == "ok" for m in limited)
-        assert rec["limit"] == "cpu_max" and rec["medium"] is None and rec["chosen"] in (25, 10, 5)
+        assert limited and all(m.status == "ok" for m in limited)
+        assert rec["limit"] == "cpu_max" and rec["medium"] is None and rec["chosen"] == 25
         for m in limited:
             assert "dbmatrix-cpu" not in m.nodes["node1"]["command"]
             for n in ("node2", "node3"):

@@ -108,8 +108,8 @@ SEED002 = SeedConditions(
                   "write IOPS (a storage limit the seed avoided: every 1-applier run sits at the cap's "
                   "throughput); the paper profile has the seed's own condition instead: the buffer pool at 9 % of "
                   "the data, so one applier is limited by the page reads of applying write-sets, and no "
-                  "throttle (a CPU quota on the followers stalled their group communication, not their "
-                  "applying: flow control stayed under 3 %)"),
+                  "throttle (a CPU quota on the followers paused the cluster at most 2.6 % in that study's first "
+                  "setup, 34-39 % in a smaller one: an artificial limit whose effect depends on the setup)"),
 )
 
 SEED000 = SeedConditions(
