@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbmatrix.hosts.media.core import CGROUP_PARENT, MediaError
+from dbmatrix.hosts.media.throttle import read_cgroup_mounts
 from dbmatrix.hosts.remote import Host
 
 q = shlex.quote
@@ -73,18 +74,9 @@ def choose_cpu_layout(mounts: str, controllers: Mapping[str, str]) -> CpuLayout:
 
 
 def detect_cpu_layout(host: Host) -> CpuLayout:
-    sec = host.run_sections({
-        "mounts": "cat /proc/self/mounts",
-        "controllers": "for d in $(awk '$3 == \"cgroup2\" {print $2}' /proc/self/mounts); do "
-                       'echo "$d $(cat "$d/cgroup.controllers")"; done',
-    }, check=True)
-    controllers = {}
-    for line in (sec["controllers"].text if "controllers" in sec else "").splitlines():
-        path, _, names = line.partition(" ")
-        if path:
-            controllers[path] = names
+    mounts, controllers = read_cgroup_mounts(host)
     try:
-        return choose_cpu_layout(sec["mounts"].text if "mounts" in sec else "", controllers)
+        return choose_cpu_layout(mounts, controllers)
     except MediaError as exc:
         raise MediaError(f"{exc} on host {host.name}") from None
 

@@ -371,10 +371,11 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         if exp.topology.calibrate is not None:
             calibrate_followers(w, exp, store, choice.number)
 
+    fresh_for = dataset_token(exp, store, choice.number)
+
     def execute(w: Worker, run: PlannedRun) -> RunRecord:
         bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(specs) > 1 else run.run_id)
-        return run_or_record(w.ctx, exp, run, store, w.datasets, w.peers, on_interval,
-                             fresh_for=dataset_token(exp, store, choice.number))
+        return run_or_record(w.ctx, exp, run, store, w.datasets, w.peers, on_interval, fresh_for=fresh_for)
 
     def on_result(w: Worker, m: RunRecord) -> None:
         with lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -439,11 +439,16 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
     return exp
 
 
-def _parse_stop_mode(raw: Any) -> str:
-    if raw not in STOP_MODES:
-        raise SpecError(f"stop_mode: {raw!r} is not a stop mode; allowed: {', '.join(STOP_MODES)} (kill: SIGKILL "
-                        "the servers after the measured window, their datadirs are thrown away anyway)")
+def _choice(raw: Any, field: str, what: str, allowed: Sequence[str], meaning: str) -> str:
+    """A top-level key taking one of `allowed` words; the error names the field, the values and what they mean."""
+    if raw not in allowed:
+        raise SpecError(f"{field}: {raw!r} is not {what}; allowed: {', '.join(allowed)} ({meaning})")
     return str(raw)
+
+
+def _parse_stop_mode(raw: Any) -> str:
+    return _choice(raw, "stop_mode", "a stop mode", STOP_MODES, "kill: SIGKILL the servers after the measured "
+                   "window, their datadirs are thrown away anyway")
 
 
 def _parse_claims(raw: Any) -> tuple[str, ...]:
@@ -461,19 +466,14 @@ def _parse_claims(raw: Any) -> tuple[str, ...]:
 
 
 def _parse_cache_basis(raw: Any) -> str:
-    if raw not in CACHE_BASES:
-        raise SpecError(f"cache_basis: {raw!r} is not a cache basis; allowed: {', '.join(CACHE_BASES)} (logical: "
-                        "cache_pct of the tables' uncompressed size, what the buffer pool or block cache holds; "
-                        "physical: of their du size on the medium)")
-    return str(raw)
+    return _choice(raw, "cache_basis", "a cache basis", CACHE_BASES, "logical: cache_pct of the tables' "
+                   "uncompressed size, what the buffer pool or block cache holds; physical: of their du size on "
+                   "the medium")
 
 
 def _parse_dataset_load(raw: Any) -> str:
-    if raw not in DATASET_LOADS:
-        raise SpecError(f"dataset_load: {raw!r} is not allowed; allowed: {', '.join(DATASET_LOADS)} (reuse: a "
-                        "host's snapshot of a dataset serves every campaign; per_campaign: each campaign loads "
-                        "its datasets afresh)")
-    return str(raw)
+    return _choice(raw, "dataset_load", "allowed", DATASET_LOADS, "reuse: a host's snapshot of a dataset serves every "
+                   "campaign; per_campaign: each campaign loads its datasets afresh")
 
 
 def _parse_comparisons(raw: Any, factors: Mapping[str, tuple[Any, ...]]) -> tuple[Comparison, ...]:

@@ -202,20 +202,26 @@ def check_throttle(m: Medium, block: Mapping[str, str], sections: Mapping[str, s
     return info
 
 
-def detect_cgroup_layout(host: Host, want: str = "auto") -> CgroupLayout:
-    """The host's throttling hierarchy (see :func:`choose_cgroup_layout`)."""
+def read_cgroup_mounts(host: Host) -> tuple[str, dict[str, str]]:
+    """The host's /proc/self/mounts and, per cgroup2 mount, its enabled controllers (path -> names): what
+    the cgroup layouts are chosen from (the io throttle here, the CPU limit in :mod:`dbmatrix.hosts.cpulimit`)."""
     sec = host.run_sections({
         "mounts": "cat /proc/self/mounts",
         # one line per cgroup2 mount: its path, then its controllers
         "controllers": "for d in $(awk '$3 == \"cgroup2\" {print $2}' /proc/self/mounts); do "
                        'echo "$d $(cat "$d/cgroup.controllers")"; done',
     }, check=True)
-    mounts = sec["mounts"].text if "mounts" in sec else ""
     controllers = {}
     for line in (sec["controllers"].text if "controllers" in sec else "").splitlines():
         path, _, names = line.partition(" ")
         if path:
             controllers[path] = names
+    return (sec["mounts"].text if "mounts" in sec else ""), controllers
+
+
+def detect_cgroup_layout(host: Host, want: str = "auto") -> CgroupLayout:
+    """The host's throttling hierarchy (see :func:`choose_cgroup_layout`)."""
+    mounts, controllers = read_cgroup_mounts(host)
     try:
         return choose_cgroup_layout(mounts, controllers, want)
     except MediaError as exc:
