@@ -63,3 +63,51 @@ def test_intervals_text_gives_a_cell_s_runs_and_degrees_of_freedom() -> None:
     assert m == {"intervalsText": "Each cell of \\texttt{matrix} has 4 runs (2 repetitions in each of 2 "
                                   "campaigns), so a cell's Student-$t$ interval has 3 degrees of freedom (t = 3.18).",
                  "nStudyCampaigns": "2", "campaignsPerCellText": "in each of 2 campaigns"}
+
+
+def _designed(name: str, kind: str, info: dict[str, Any], reasons: list[str] | None = None) -> Any:
+    runs = pd.DataFrame({"steady_reason": reasons}) if reasons is not None else None
+    st = _study(name, runs)
+    st.kind = kind
+    st.experiment = SimpleNamespace(design_info=lambda: info)
+    return st
+
+
+def test_design_threat_text_names_what_each_design_aliases() -> None:
+    from dbmatrix.publish.method_text import design_threat_text
+
+    frac = {"design": "fractional", "resolution": 5}
+    crossed = {"design": "crossed", "letters": {"cache_pct": "A", "block_size": "B", "compression": "C"},
+               "crossed_with": ["medium"]}
+    full = {"design": "full"}
+    text = design_threat_text([_designed("m", "storage", frac), _designed("t", "tpcc", crossed),
+                               _designed("g", "galera", full)])
+    assert text.startswith("The storage matrix (\\texttt{m}) is a fraction of resolution 5: it aliases each main "
+                           "effect with interactions of 4 factors and each two-way interaction with interactions "
+                           "of 3")
+    assert "The TPC-C study (\\texttt{t}) is a half fraction of its two-level factors (cache\\_pct, block\\_size, " \
+           "compression) crossed with medium" in text
+    assert text.endswith("The other studies are full factorials.")
+    assert design_threat_text([_designed("t", "tpcc", full)]).startswith("Every study of this build is a full")
+    assert not design_threat_text([_designed("m", "storage", frac)]).endswith("full factorials.")
+
+
+def test_duration_threat_text_says_when_no_run_could_be_tested() -> None:
+    from dbmatrix.publish.method_text import duration_threat_text
+
+    short = duration_threat_text([_designed("q", "storage", {}, ["too_short"] * 4)])
+    assert short.startswith("every run's window is too short for the steady-state test")
+    part = duration_threat_text([_designed("q", "storage", {}, ["too_short", "", "drift"])])
+    assert "averages of the 2 of 3 runs long enough to test" in part
+    assert "ran on all 2 runs" in duration_threat_text([_designed("p", "tpcc", {}, ["", "drift"])])
+
+
+def test_levels_and_design_choice_follow_the_design() -> None:
+    from dbmatrix.publish.paper_inputs import design_choice_text, levels_text
+
+    assert levels_text({"a": 2, "b": 2}) == "at two levels each"
+    assert levels_text({"block_size": 2, "compression": 2, "medium": 3}) == "at two levels each, medium at three"
+    assert design_choice_text({"design": "full"}).startswith("every combination")
+    assert "three or more factors" in design_choice_text({"design": "fractional", "resolution": 5})
+    assert "aliased with each other" in design_choice_text({"design": "fractional", "resolution": 4})
+    assert "refused at plan time" in design_choice_text({"design": "crossed"})

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dbmatrix import paths
 from dbmatrix.commands.common import studies_of
@@ -141,9 +143,38 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
     for line in steps.campaign_lines(table, studies):
         print(line)
+    for line in decision_lines(studies):
+        print(line)
     if args.csv:
         table.to_csv(args.csv, index=False)
         per_campaign = Path(args.csv).with_name(Path(args.csv).stem + "-campaigns.csv")
         result.campaigns.to_csv(per_campaign, index=False)
         print(f"claims table: {args.csv}; per campaign: {per_campaign}")
     return 0
+
+
+def decision_lines(studies: Sequence[Any]) -> list[str]:
+    """What running until decided cost, per study campaign that did (:mod:`dbmatrix.analyse.claims.costs`):
+    claims decided, blocks, looks, elapsed time per decided claim, then per claim the block it was decided
+    at (or the projected further blocks of an open one) and the machine time of the runs it read."""
+    from dbmatrix.analyse.claims.costs import study_costs
+
+    out: list[str] = []
+    for st in studies:
+        costs, summary = study_costs(st.experiment.name, st.store)
+        for _, s in summary.iterrows():
+            per = (f"{s['elapsed_s_per_decided'] / 60:.1f} min per decided claim" if s["decided"]
+                   else "no claim decided")
+            out.append(f"until decided: {s['study']} C{s['campaign']}: {s['decided']} of {s['claims']} claims "
+                       f"decided, {s['open']} open, {s['not_by_runs']} not decided by runs; {s['blocks']} blocks, "
+                       f"{s['looks']} looks (last at {100 * s['confidence']:.2f} %), {s['runs']} runs, "
+                       f"{s['elapsed_s'] / 60:.1f} min elapsed, {per}; stopped: {s['stopped']}")
+            rows = costs[(costs["study"] == s["study"]) & (costs["campaign"] == s["campaign"])]
+            for _, r in rows.iterrows():
+                when = (f"decided at block {int(r['decided_at'])}" if r["state"] == "decided"
+                        else f"open, +{int(r['projected_blocks'])} blocks projected"
+                        if r["state"] == "open" and r["projected_blocks"] == r["projected_blocks"]
+                        else r["state"])
+                out.append(f"  {r['claim']:<24} {r['verdict']:<16} {when}; {r['runs']} runs, "
+                           f"{r['run_s'] / 60:.1f} min of runs")
+    return out

@@ -176,3 +176,52 @@ def intervals_text(st: StudyTables) -> dict[str, str]:
                    f"(t = {t:.2f})" + (" or more" if hi > lo else ""))
     return {"intervalsText": f"Each cell of {_tt(st.name)} has {runs_text} runs{per}, {df_text}.",
             "nStudyCampaigns": str(k), "campaignsPerCellText": each}
+
+
+def design_threat_text(studies: Sequence[StudyTables]) -> str:
+    """``designThreatText``: what each study's design leaves aliased (the threats paragraph), from the designs
+    the studies were recorded with; a build of full factorials says nothing is aliased."""
+    from dbmatrix.analyse.kinds import get_kind
+
+    parts = []
+    for st in studies:
+        info = st.experiment.design_info()
+        noun = f"the {get_kind(st.kind).noun} ({_tt(st.name)})"
+        if info["design"] == "fractional":
+            r = int(info["resolution"])
+            parts.append(f"{noun[0].upper()}{noun[1:]} is a fraction of resolution {r}: it aliases each main effect "
+                         f"with interactions of {r - 1} factors and each two-way interaction with interactions of "
+                         f"{r - 2}, which the model assumes negligible.")
+        elif info["design"] == "crossed":
+            two = [latex_escape(f) for f in info["letters"]]
+            parts.append(f"{noun[0].upper()}{noun[1:]} is a half fraction of its two-level factors ("
+                         + ", ".join(two) + ") crossed with "
+                         + ", ".join(latex_escape(f) for f in info["crossed_with"])
+                         + ": each of their main effects is aliased with the interaction of the others, so a "
+                         "claim that needs one of those contrasts is not identified (the claims table says which).")
+    if not parts:
+        return "Every study of this build is a full factorial of its factors: no effect is aliased."
+    rest = " The other studies are full factorials." if len(parts) < len(studies) else ""
+    return " ".join(parts) + rest
+
+
+def duration_threat_text(studies: Sequence[StudyTables]) -> str:
+    """``durationThreatText``: whether the steady-state test could guard the averages, from every study's
+    runs (a window too short to test is counted, not assumed away)."""
+    from dbmatrix.analyse.tables import UNTESTED
+
+    n = untested = 0
+    for st in studies:
+        runs = st.a.runs if st.a is not None else None
+        if runs is None or runs.empty or "steady_reason" not in runs.columns:
+            continue
+        n += len(runs)
+        untested += int(runs["steady_reason"].isin(UNTESTED).sum())
+    if n and untested == n:
+        return ("every run's window is too short for the steady-state test, so nothing here shows the averages "
+                "steady (the \\texttt{paper} profile's windows are long enough to test).")
+    if untested:
+        return (f"the steady-state test guards the averages of the {n - untested} of {n} runs long enough to test, "
+                "not against slow drifts longer than a run.")
+    return (f"the steady-state test ran on all {n} runs; it guards the averages, not against slow drifts longer "
+            "than a run.")

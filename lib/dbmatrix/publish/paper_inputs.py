@@ -157,12 +157,46 @@ def _design_macros(exp: Experiment, runs: pd.DataFrame) -> dict[str, str]:
         media.append(f"{label} (emulated {paper.latex_escape(str(emu.iloc[0]))})" if len(emu) else label)
     return {
         "designText": text,
+        "designChoiceText": design_choice_text(info),
+        "levelsText": levels_text({f: len(exp.factors[f]) for f in varied}),
         "nVariedFactors": str(len(varied)),
         "variedFactors": paper.latex_escape(", ".join(varied) or "none"),
         "mediaList": ", ".join(media),
         "nDesignCells": str(info["cells"]),
         "nFullCells": str(int(np.prod([len(exp.factors[f]) for f in varied])) if varied else "1"),
     }
+
+
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
+def levels_text(levels: dict[str, int]) -> str:
+    """How many levels the varied factors have, in words: "at two levels each", or "at two levels each,
+    medium at three"."""
+    if not levels:
+        return "at one level"
+    word = lambda n: NUMBER_WORDS.get(n, str(n))  # noqa: E731
+    counts = sorted(levels.values())
+    common = max(set(counts), key=lambda n: (counts.count(n), -n))
+    others = [f"{paper.latex_escape(f)} at {word(n)}" for f, n in levels.items() if n != common]
+    return f"at {word(common)} levels each" + (", " + ", ".join(others) if others else "")
+
+
+def design_choice_text(info: dict[str, Any]) -> str:
+    """What the design's cells allow the model to estimate, by the design's kind and resolution."""
+    if info["design"] == "full":
+        return "every combination, so every main effect and interaction is estimable"
+    if info["design"] == "crossed":
+        return ("so the two-level factors' main effects are aliased with their two-way interactions (a claim "
+                "that needs such a contrast is refused at plan time, or marked not identified)")
+    r = int(info["resolution"])
+    if r >= 5:
+        return ("chosen so that every main effect and every two-way interaction is estimable, aliased only with "
+                "interactions of three or more factors")
+    if r == 4:
+        return ("chosen so that every main effect is estimable free of two-way interactions; two-way interactions "
+                "are aliased with each other")
+    return "so main effects are aliased with two-way interactions"
 
 
 def _trim_methods(runs: pd.DataFrame) -> str:

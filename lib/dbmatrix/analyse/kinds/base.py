@@ -45,6 +45,7 @@ class StudyKind:
     """The storage matrix's behaviour; other kinds override what differs (see the modules beside)."""
 
     name: ClassVar[str] = ""
+    noun: ClassVar[str] = "storage matrix"  # what the paper calls a study of the kind ("the storage matrix")
     prefix: ClassVar[str] = ""  # macro prefix of its paper numbers ("" : unprefixed)
     fallback: ClassVar[bool] = False  # recognises every study the other kinds do not
     primary: ClassVar[bool] = False  # its study gives the paper's unprefixed macros and main tables

@@ -26,6 +26,7 @@ METRICS = ("fc_paused_pct_points", "tps_ratio", "lat_avg_ratio", "lat_p95_ratio"
 
 class GaleraKind(StudyKind):
     name: ClassVar[str] = "galera"
+    noun: ClassVar[str] = "Galera study"
     prefix: ClassVar[str] = "repl"
     standard_tables: ClassVar[bool] = False
     figures: ClassVar[tuple[str, ...]] = ()  # its own figures: the section's publisher draws them

@@ -35,6 +35,7 @@ PREFIX = "scaleout-"
 
 class ScaleoutKind(StudyKind):
     name: ClassVar[str] = "scaleout"
+    noun: ClassVar[str] = "scale-out study"
     prefix: ClassVar[str] = "scale"
     figures: ClassVar[tuple[str, ...]] = ("scaleout-qps", "scaleout-p95", "scaleout-time")
     extra_tables: ClassVar[tuple[str, ...]] = (f"{PREFIX}*.csv",)

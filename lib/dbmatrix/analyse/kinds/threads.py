@@ -12,6 +12,7 @@ STORAGE_FACTORS = ("engine", "block_size", "compression", "medium", "log_medium"
 
 class ThreadsKind(StudyKind):
     name: ClassVar[str] = "threads"
+    noun: ClassVar[str] = "threads study"
     prefix: ClassVar[str] = "thr"
     paper_hooks: ClassVar[tuple[str, ...]] = ("threads-macros",)
 

@@ -20,6 +20,7 @@ TPCC_TABLE = "tpcc-cells"
 
 class TpccKind(StudyKind):
     name: ClassVar[str] = "tpcc"
+    noun: ClassVar[str] = "TPC-C study"
     prefix: ClassVar[str] = "tpcc"
     extra_tables: ClassVar[tuple[str, ...]] = (f"{TPCC_TABLE}.parquet",)
     paper_hooks: ClassVar[tuple[str, ...]] = ("tpcc-table",)
