@@ -90,3 +90,16 @@ def test_blocks_go_only_to_the_open_claims_cells_and_the_log_says_so(tmp_path: P
     basis = table.set_index("id")["basis"]
     assert f"alpha spending over {log[0]['schedule']['looks']} looks" in basis["testWideAtOne"]
     assert f"(look {len(looks)}:" in basis["testWideAtOne"]
+
+    # what deciding cost, from this real log and the run records (analyse.claims.costs)
+    from dbmatrix.analyse.claims.costs import study_costs
+
+    costs, summary = study_costs(exp.name, study.store)
+    by_id = costs.set_index("claim")
+    for cid in ("testWideAtOne", "testNarrowAtTwo"):
+        through = end["decided_at"].get(cid, looks[-1]["blocks"])
+        assert by_id.loc[cid, "runs"] == int(runs[runs["cell_id"].isin(cells[cid]) & (runs["block"] <= through)]
+                                             .shape[0])
+        assert by_id.loc[cid, "run_s"] > 0
+    assert summary.iloc[0]["runs"] == len(runs) and summary.iloc[0]["looks"] == len(looks)
+    assert summary.iloc[0]["stopped"] == end["reason"]
