@@ -451,6 +451,16 @@ def test_a_cluster_that_never_waits_for_its_appliers_fails_the_premise(analysed)
     assert math.isfinite(table.loc["applierTps", "estimate"])  # the estimate is still shown
 
 
+def test_the_setup_says_how_large_the_buffer_pool_is() -> None:
+    from dbmatrix.spec.experiment import load_spec
+
+    paper = load_spec(Path(__file__).resolve().parents[2] / "specs" / "paper-galera.yaml")
+    text = publish_replication.replication_macros({}, paper, {})["replFollowersText"]
+    assert text.startswith("the nodes keep their data on the same disk, each with a buffer pool of 9\\,\\% of the "
+                           "data (smaller than the data")
+    assert "smaller" not in publish_replication.buffer_pool_words([100])
+
+
 def test_macros_without_runs_still_render() -> None:
     m = publish_replication.replication_macros({}, None, {})
     assert m["replRuns"] == "0" and m["replMachineCpus"] == "--"

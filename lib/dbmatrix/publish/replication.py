@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,8 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
                  replFlushAtCommit=paper.latex_escape(str(exp.server_options.get(
                      "innodb_flush_log_at_trx_commit", "1 (the default)"))))
     m["replFollowersText"] = "the nodes keep their data on the same disk"
+    if exp is not None:
+        m["replFollowersText"] += buffer_pool_words(exp.factors["cache_pct"])
     m["replCalibrationText"] = ""
     m["replCalmText"] = ""
     if runs.empty or settings.empty:
@@ -201,6 +204,18 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
         m.update(replLatPctlRatio=_f(r["estimate"], 3), replLatPctlRatioLo=_f(r["ci_lo"], 3),
                  replLatPctlRatioHi=_f(r["ci_hi"], 3))
     return m
+
+
+def buffer_pool_words(levels: Sequence[Any]) -> str:
+    """How large every node's buffer pool is against the data (", each with a buffer pool of 9 % of the data,
+    smaller than the data as the seed's 8 GB for about 90 GB: an applier then waits on page reads")."""
+    pcts = [float(v) for v in levels]
+    words = " or ".join(f"{_f(v, 1 if v % 1 else 0)}\\,\\%" for v in pcts)
+    text = f", each with a buffer pool of {words} of the data"
+    if max(pcts) < 100:
+        text += (" (smaller than the data, as the seed's 8\\,GB for about 90\\,GB: an applier then waits on page "
+                 "reads)")
+    return text
 
 
 def _prose(m: dict[str, str]) -> dict[str, str]:
