@@ -165,8 +165,14 @@ def test_the_claims_table_is_headed_indicative_unless_the_paper_profile_judged_i
     assert indicative and said.startswith("Indicative") and "tpcc-quick" in said and "paper profile" in said
     tex = claims_tex.render_claims_table(quick)
     assert "\\textbf{Indicative:}" in tex and "\\label{tab:claims}" in tex
-    decided, said = claims_tex.standing(_verdicts("tpcc-paper").claims)
-    assert not decided and "Indicative" not in claims_tex.render_claims_table(_verdicts("tpcc-paper"))
+    # the paper profile's data: provisional on one campaign, decided from two on
+    one = _verdicts("tpcc-paper")
+    provisional, said = claims_tex.standing(one.claims)
+    assert provisional and said.startswith("Provisional: these verdicts are judged on one campaign of the paper")
+    assert "\\textbf{Provisional:}" in claims_tex.render_claims_table(one)
+    two = one.claims.assign(campaigns=2)
+    decided, said = claims_tex.standing(two)
+    assert not decided and said.startswith("The verdicts are judged on the paper profile's data (tpcc-paper)")
     assert claims_tex.standing(pd.DataFrame({"study": ["tpcc-paper", "galera-quick+tpcc-paper"]}))[0]
     nothing = evaluate([], CLAIMS[:1])  # no study judged anything: still a table, headed as indicative
     assert claims_tex.standing(nothing.claims)[0] and "\\textbf{Indicative:}" in claims_tex.render_claims_table(nothing)

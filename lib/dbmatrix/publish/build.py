@@ -108,7 +108,10 @@ def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None)
     m.update(campaign_macros(table))
     indicative, said = claims_tex.standing(table)
     m["claimsStanding"] = paper.latex_escape(said)
-    m["claimsIndicative"] = ("indicative only: this build's data come from a profile that demonstrates the "
+    m["claimsIndicative"] = ("provisional: judged on one campaign of the paper profile, the experiment sized to "
+                             "decide them; a second campaign shows whether they replicate (Section~\\ref{sec:compare})"
+                             if said.startswith("Provisional") else
+                             "indicative only: this build's data come from a profile that demonstrates the "
                              "pipeline, and the paper profile decides (Section~\\ref{sec:compare})" if indicative
                              else "judged on the paper profile's data, the experiment sized to decide them")
     m["seedBlockCachePct"] = f"{SEED003_CACHE_PCT:g}"  # seed 003's 30 GB block cache as a cache level here

@@ -161,8 +161,9 @@ def profile_of(experiment: str) -> str:
 
 def standing(table: pd.DataFrame) -> tuple[bool, str]:
     """Whether the verdicts are indicative (judged on data of a profile that demonstrates rather than
-    decides: any study that judged a claim is not of the paper profile) and the sentence that says so, from
-    the experiments named in the table's ``study`` column (a pooled share names several, joined by +)."""
+    decides: any study that judged a claim is not of the paper profile) or provisional (the paper profile's,
+    but one campaign only), and the sentence that says so, from the experiments named in the table's
+    ``study`` column (a pooled share names several, joined by +) and its ``campaigns`` counts."""
     studies = sorted({s for v in table.get("study", pd.Series(dtype=str)).fillna("").astype(str)
                       for s in v.split("+") if s})
     if not studies:
@@ -170,6 +171,12 @@ def standing(table: pd.DataFrame) -> tuple[bool, str]:
     profiles = sorted({profile_of(s) or "unknown" for s in studies})
     named = ", ".join(studies)
     if all(p in DECIDING for p in profiles):
+        camps = pd.to_numeric(table.get("campaigns", pd.Series(dtype=float)), errors="coerce").max()
+        if not (camps >= 2):
+            return True, (f"Provisional: these verdicts are judged on one campaign of the {' and '.join(profiles)} "
+                          f"profile ({named}). A second campaign, in a separate sitting with a fresh dataset load, "
+                          "shows whether they replicate; until then no interval includes the variation between "
+                          "campaigns.")
         return False, (f"The verdicts are judged on the {' and '.join(profiles)} profile's data ({named}), the "
                        "experiment sized to decide the claims.")
     return True, (f"Indicative: these verdicts are judged on {' and '.join(profiles)}-profile data ({named}). "
