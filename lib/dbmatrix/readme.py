@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -59,8 +59,19 @@ def _utc(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-def reference_facts(reference: Path) -> ReferenceFacts:
-    studies = sorted(d for d in reference.iterdir() if (d / "raw").is_dir())
+def built_experiments(root: Path) -> list[str] | None:
+    """The experiments the committed paper was built from (``paper/generated/provenance.json``), None
+    without it: the README's facts describe those studies, not every profile's reference beside them."""
+    prov = root / "paper" / "generated" / "provenance.json"
+    if not prov.is_file():
+        return None
+    return sorted(str(s["experiment"]) for s in json.loads(prov.read_text()).get("studies", []))
+
+
+def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -> ReferenceFacts:
+    """What the README says of the reference: of the studies named (default: every one under `reference`)."""
+    studies = sorted(d for d in reference.iterdir() if (d / "raw").is_dir()
+                     and (experiments is None or d.name in experiments))
     per_campaign: dict[int, int] = {}
     spans: dict[int, list[datetime]] = {}
     datasets: dict[str, int] = {}
@@ -184,7 +195,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     """Every generated block of the README, by name, from the committed sources under `root` (the
     repository) and the reference data in `reference`."""
     rows = claims_rows(root / "paper" / "generated" / "claims.csv")
-    facts = reference_facts(reference)
+    facts = reference_facts(reference, built_experiments(root))
     measured = load_measured(root / "docs" / "measured.json")
     timings, sizes = measured["times"], measured["sizes"]
     decided = [r for r in rows if r["verdict"] in DECIDED]
