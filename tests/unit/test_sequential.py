@@ -219,6 +219,10 @@ def test_only_the_open_claims_cells_get_a_block() -> None:
     assert [state_of(v) for v in ("agree", "disagree", "inconclusive", "premise not met", "not identified",
                                   "not tested")] == ["decided"] * 2 + ["open"] + ["not decided by runs"] * 3
     assert cells_to_add([_look("x", "premise not met", ("e",))]) == ()
+    # a measured quantity (dataset sizes) whose pairs disagree has no noise for more runs to shrink
+    split = "pairs differ (measured, no CI): block 16k: 3.52 agree; block 4k: 2.9 disagree"
+    assert state_of("inconclusive", split) == "not decided by runs"
+    assert state_of("inconclusive", "premise uncertain: ...") == "open"
 
 
 def test_block_runs_are_one_seeded_block_of_the_cells() -> None:

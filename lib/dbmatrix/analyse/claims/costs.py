@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from dbmatrix.analyse.claims.looks import state_of
+
 COLUMNS = ("study", "campaign", "claim", "verdict", "state", "decided_at", "blocks", "looks", "confidence",
            "runs", "run_s", "projected_blocks")
 SUMMARY_COLUMNS = ("study", "campaign", "claims", "decided", "open", "not_by_runs", "blocks", "looks", "confidence",
@@ -39,7 +41,8 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 
 def decision_costs(study: str, events: Sequence[Mapping[str, Any]], runs: Iterable[RunTime]) -> pd.DataFrame:
-    """One row per claim of the study's last look in one campaign's log: its verdict and state there, the
+    """One row per claim of the study's last look in one campaign's log: its verdict and state there (the
+    state as :func:`dbmatrix.analyse.claims.looks.state_of` reads the verdict and reason), the
     block it was first decided at (NaN while open or not decided by runs), the blocks and looks run, the
     level of the last look, and the runs of the claim's cells through the block it was decided at (through
     the last block when it was not decided) with their summed durations; `projected_blocks` of an open claim
@@ -60,7 +63,7 @@ def decision_costs(study: str, events: Sequence[Mapping[str, Any]], runs: Iterab
         used = [r for r in ok if r.cell_id in cells and r.block <= through]
         proj = projected.get(c["id"])
         rows.append({"study": study, "campaign": campaign, "claim": c["id"], "verdict": c["verdict"],
-                     "state": c["state"], "decided_at": float(decided_at) if decided_at is not None else math.nan,
+                     "state": state_of(str(c["verdict"]), str(c.get("reason") or "")), "decided_at": float(decided_at) if decided_at is not None else math.nan,
                      "blocks": int(last["blocks"]), "looks": int(last["look"]),
                      "confidence": float(last["confidence"]), "runs": len(used),
                      "run_s": round(sum(r.duration_s for r in used), 1),

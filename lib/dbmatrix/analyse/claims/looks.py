@@ -21,12 +21,16 @@ OPEN = ("inconclusive",)
 NOT_BY_RUNS = ("premise not met", "not identified", "not tested")  # more repetitions do not change these
 
 
-def state_of(verdict_: str) -> str:
+MEASURED_SPLIT = "pairs differ (measured"  # the reason of a measured quantity whose pairs disagree (verdicts)
+
+
+def state_of(verdict_: str, reason: str = "") -> str:
     """decided (agree, disagree), open (inconclusive: more runs may decide it) or "not decided by runs"
-    (premise not met, not identified, not tested: a design or a condition, not the noise)."""
+    (premise not met, not identified, not tested: a design or a condition, not the noise; and a measured
+    quantity, a dataset size, whose pairs disagree: it has no noise for more runs to shrink)."""
     if verdict_ in DECIDED:
         return "decided"
-    if verdict_ in OPEN:
+    if verdict_ in OPEN and not reason.startswith(MEASURED_SPLIT):
         return "open"
     return "not decided by runs"
 
@@ -52,7 +56,7 @@ class ClaimLook:
 
     @property
     def state(self) -> str:
-        return state_of(self.verdict)
+        return state_of(self.verdict, self.reason)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
