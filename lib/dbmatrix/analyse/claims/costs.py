@@ -63,7 +63,8 @@ def decision_costs(study: str, events: Sequence[Mapping[str, Any]], runs: Iterab
         used = [r for r in ok if r.cell_id in cells and r.block <= through]
         proj = projected.get(c["id"])
         rows.append({"study": study, "campaign": campaign, "claim": c["id"], "verdict": c["verdict"],
-                     "state": state_of(str(c["verdict"]), str(c.get("reason") or "")), "decided_at": float(decided_at) if decided_at is not None else math.nan,
+                     "state": state_of(str(c["verdict"]), str(c.get("reason") or "")),
+                     "decided_at": float(decided_at) if decided_at is not None else math.nan,
                      "blocks": int(last["blocks"]), "looks": int(last["look"]),
                      "confidence": float(last["confidence"]), "runs": len(used),
                      "run_s": round(sum(r.duration_s for r in used), 1),
