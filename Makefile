@@ -15,7 +15,8 @@ DATA ?=
 CAMPAIGN ?= auto
 # BUDGET: the paper profile only: `dbmatrix run --until-decided --budget $(BUDGET)` adds replicate blocks to the
 # cells of claims still undecided until every claim is decided or the budget is spent. The budget covers the
-# whole campaign (all studies), split over them in proportion to their planned durations; the base design takes
+# whole campaign (all studies), split over them in proportion to their planned durations (what a study leaves
+# goes to the studies after it); the base design takes
 # about 1 h 55 min by `dbmatrix plan --profile paper`, so the default leaves each study ~18 % more for extra blocks.
 BUDGET ?= 2h15m
 LAB_PORT ?= 8888

@@ -20,9 +20,9 @@ derived from), one ``look`` per look (elapsed, blocks, the level, per claim its 
 state and the block it was decided at, the cells and runs the next block adds) and ``end`` (why it stopped,
 per open claim the projected further blocks at the measured noise). One text line per look goes to the
 ``dbmatrix`` logger (the style of :mod:`dbmatrix.run.progress`). The budget of one invocation is its studies'
-together, split in proportion to their planned durations (:func:`budget_shares`); a study's share counts from
-the start of its run, planned runs included (for a campaign resumed, the log's last elapsed time is carried
-over).
+together, split in proportion to their planned durations (:func:`budget_shares`), and what a study leaves of
+its share goes to the studies after it (:class:`BudgetPool`); a study's share counts from the start of its
+run, planned runs included (for a campaign resumed, the log's last elapsed time is carried over).
 """
 
 from __future__ import annotations
@@ -96,7 +96,35 @@ def rounds_option(until_decided: bool, budget: str | None, studies: Sequence[Stu
     except ValueError as exc:
         raise SpecError(str(exc)) from None
     shares = budget_shares(studies, seconds) if seconds is not None and len(studies) > 1 else {}
+    if shares and seconds is not None:
+        return BudgetPool(shares, seconds)
     return lambda study: UntilDecided(study, shares.get(study.experiment.name, seconds)).next_round
+
+
+class BudgetPool:
+    """The studies of one invocation in turn (``rounds(study)`` right before each study's run), each with its
+    share of the budget (:func:`budget_shares`) plus what the studies before it left unused: the budget is
+    the total minus what the earlier studies spent minus the shares of this study and the later ones, when that
+    is positive. A study whose block does not fit its slack (the TPC-C study's 24 cells) passes its unused
+    time on, not to nobody. What a study gets depends only on the earlier studies' elapsed times, never on its
+    own data, so its looks are still fixed before its first look; the schedule's log says what was carried."""
+
+    def __init__(self, shares: dict[str, float], total_s: float):
+        self.shares, self.total_s = dict(shares), total_s
+        self.loops: list[UntilDecided] = []
+
+    def carried(self) -> float:
+        """What the studies so far left of their shares (0 when they overran them)."""
+        spent = sum(loop.spent_s() for loop in self.loops)
+        ahead = sum(list(self.shares.values())[len(self.loops):])
+        return max(0.0, self.total_s - spent - ahead)
+
+    def __call__(self, study: Study) -> Callable[[int], list[PlannedRun]]:
+        carried = self.carried()
+        share = self.shares.get(study.experiment.name, 0.0)
+        loop = UntilDecided(study, share + carried, carried_s=carried)
+        self.loops.append(loop)
+        return loop.next_round
 
 
 def block_runs(exp: Any, campaign: int, cells: Sequence[str], block: int, attempted: set[str],
@@ -137,8 +165,10 @@ class UntilDecided:
 
     def __init__(self, study: Study, budget_s: float | None = None, claims: Sequence[Claim] = CLAIMS,
                  spending: str = DEFAULT_SPENDING, clock: Callable[[], float] = time.monotonic,
-                 evidence: Callable[[int], Evidence] | None = None):
+                 evidence: Callable[[int], Evidence] | None = None, carried_s: float = 0.0):
         self.study, self.budget_s, self.spending, self.clock = study, budget_s, spending, clock
+        self.carried_s = carried_s  # of budget_s: what earlier studies of the invocation left (BudgetPool)
+        self.stopped_at: float | None = None
         self.claims = study_claims(claims, study.kind)
         self.t0 = clock()
         self.offset = 0.0
@@ -196,6 +226,10 @@ class UntilDecided:
     def elapsed(self) -> float:
         return self.offset + self.clock() - self.t0
 
+    def spent_s(self) -> float:
+        """The study's elapsed time when its loop ended (until then: so far)."""
+        return self.stopped_at if self.stopped_at is not None else self.elapsed()
+
     def _analysed(self, campaign: int) -> Evidence:
         """The study re-analysed (as ``dbmatrix analyse`` does) and its evidence of this campaign alone."""
         study = self.study
@@ -218,6 +252,8 @@ class UntilDecided:
         if self._loaded_for != campaign:
             self._resume(campaign)
         if self.stopped is not None or (self.schedule is not None and self.look >= self.schedule.looks):
+            if self.stopped_at is None:
+                self.stopped_at = self.elapsed()
             return []  # a campaign whose loop ended (resumed): nothing more
         exp = self.study.experiment
         t_look = self.clock()
@@ -229,7 +265,8 @@ class UntilDecided:
             looks = max_looks(self.budget_s, self.elapsed(), block_s) if self.budget_s else MAX_LOOKS
             self.schedule = Schedule(looks, exp.repetitions, spending=self.spending)
             self._write(campaign, {"event": "schedule", "schedule": self.schedule.as_dict(),
-                                   "budget_s": self.budget_s, "run_s": round(run_s, 1), "block_s": round(block_s, 1),
+                                   "budget_s": self.budget_s, "carried_s": round(self.carried_s, 1),
+                                   "run_s": round(run_s, 1), "block_s": round(block_s, 1),
                                    "cells_needed": len(needed), "claims": [c.id for c in self.claims]})
         self.look += 1
         k, blocks = self.look, self.schedule.first_blocks + self.added
@@ -263,6 +300,7 @@ class UntilDecided:
         self._write(campaign, event)
         log.info(look_line(exp.name, event), extra={"event": {**event, "event": "until_decided_look"}})
         if self.stopped is not None:
+            self.stopped_at = self.elapsed()
             by_id = {c.id: c for c in self.claims}
             proj = {lk.id: projection(by_id[lk.id], lk, blocks) for lk in open_}
             end = {"event": "end", "campaign": campaign, "look": k, "blocks": blocks, "reason": self.stopped,

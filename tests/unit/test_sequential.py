@@ -334,3 +334,30 @@ def test_budget_is_split_over_the_studies_in_proportion_to_their_plans() -> None
     big, small = max(est, key=est.__getitem__), min(est, key=est.__getitem__)
     assert shares[big] > shares[small]
     assert shares[big] / shares[small] == pytest.approx(est[big] / est[small])
+
+
+def test_what_a_study_leaves_of_its_share_goes_to_the_next() -> None:
+    """BudgetPool: shares 60/30/30 s of 120 s; the first study stops after 40 s, so the second gets its 30 plus
+    the 20 left; the second overruns (70 s), so the third gets its own share only."""
+    from types import SimpleNamespace
+
+    from dbmatrix.decide import BudgetPool
+
+    now = [0.0]
+    studies = [SimpleNamespace(kind="storage", experiment=SimpleNamespace(name=n)) for n in ("a", "b", "c")]
+    pool = BudgetPool({"a": 60.0, "b": 30.0, "c": 30.0}, 120.0)
+    pool(studies[0])  # type: ignore[arg-type]
+    first = pool.loops[0]
+    first.clock = lambda: now[0]
+    first.t0 = 0.0
+    assert first.budget_s == 60.0 and first.carried_s == 0.0
+    now[0] = 40.0
+    first.stopped_at = first.elapsed()  # its loop ended after 40 s
+    now[0] = 41.0
+    pool(studies[1])  # type: ignore[arg-type]
+    second = pool.loops[1]
+    assert (second.budget_s, second.carried_s) == (50.0, 20.0)
+    second.stopped_at = 70.0  # it overran its 50 s
+    pool(studies[2])  # type: ignore[arg-type]
+    assert (pool.loops[2].budget_s, pool.loops[2].carried_s) == (30.0, 0.0)
+    assert pool.loops[0].spent_s() == 40.0  # fixed at the end, not growing with the clock
