@@ -10,15 +10,17 @@ import pandas as pd
 
 from dbmatrix.publish.paper import latex_escape
 
+NA = "---"  # LaTeX's em dash: a cell without a value on purpose (placeholders.NOT_APPLICABLE), never "--"
+
 LABEL = "tab:decisions"
 
 
 def _min(seconds: float) -> str:
-    return "--" if not math.isfinite(seconds) else f"{seconds / 60:.1f}"
+    return NA if not math.isfinite(seconds) else f"{seconds / 60:.1f}"
 
 
 def _block(x: float) -> str:
-    return "--" if not math.isfinite(x) else f"{int(x)}"
+    return NA if not math.isfinite(x) else f"{int(x)}"
 
 
 def decisions_text(summary: pd.DataFrame) -> str:
@@ -30,13 +32,14 @@ def decisions_text(summary: pd.DataFrame) -> str:
     decided, claims = int(summary["decided"].sum()), int(summary["claims"].sum())
     open_ = int(summary["open"].sum())
     elapsed = float(summary["elapsed_s"].sum())
-    per = f"{elapsed / decided / 60:.1f}\\,min" if decided else "--"
+    per = (f"{elapsed / decided / 60:.1f}\\,min per decided claim" if decided
+           else "and no claim was decided")
     camps = summary.groupby("study")["campaign"].nunique()
     return (f"The studies ran until decided (repetitions added only to the cells of open claims, each look judged "
             f"at its level of an alpha-spending schedule): of {claims} claim judgements in "
             f"{int(camps.sum())} study campaign{'s' if int(camps.sum()) != 1 else ''}, {decided} were decided and "
             f"{open_} were still open at the end, at {_min(elapsed)}\\,min of machine time in all, "
-            f"{per} per decided claim (\\optref{{{LABEL}}}{{Table}}{{the decisions table}}).")
+            f"{per} (\\optref{{{LABEL}}}{{Table}}{{the decisions table}}).")
 
 
 def render_decisions_table(costs: pd.DataFrame, summary: pd.DataFrame) -> str:
@@ -54,7 +57,7 @@ def render_decisions_table(costs: pd.DataFrame, summary: pd.DataFrame) -> str:
              "machine time (server start, warm-up and measurement), and for a claim still open the further blocks "
              "projected to decide it at the measured noise. Below, per study campaign: blocks and looks run, the "
              "last look's confidence level, the elapsed time (planned and added blocks, dataset loads, looks) and "
-             f"that time per decided claim.}}\\label{{{LABEL}}}\\\\",
+             f"that time per decided claim; {NA}: not applicable.}}\\label{{{LABEL}}}\\\\",
              "\\toprule",
              "Claim & Study & C & Verdict & Decided at & Runs & Machine min & Projected \\\\",
              "\\midrule", "\\endfirsthead", "\\toprule",
