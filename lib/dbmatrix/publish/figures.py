@@ -527,15 +527,20 @@ def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[Figure, dict[str
                 ax.errorbar(x, g["mean"], yerr=_yerr(g), color=palette[i % len(palette)],
                             linestyle=LINESTYLES[k % len(LINESTYLES)], marker=MARKERS[k % len(MARKERS)],
                             markersize=3.5, capsize=2, linewidth=1.1, elinewidth=0.9,
-                            label=f"{label}, {eng}" if eng is not None else label)
+                            label=f"{label}, {eng}" if eng is not None and len(engines) > 1 else label)
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)
     axes[1].set_xticks(range(len(levels)), [f"{_level_text(v)} %" for v in levels])
     axes[1].set_xlim(-0.5, len(levels) - 0.5)
     axes[1].set_xlabel("Cache size (% of measured data size)")
-    fig.legend(*axes[0].get_legend_handles_labels(), frameon=False, fontsize=5.5, loc="outside upper center",
-               ncols=2)
+    # one engine: named in the legend's title, not in every entry; an odd number of entries (three media)
+    # in one column, so that the long emulated-media labels fit the column's width
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, fontsize=5.5, loc="outside upper center",
+               ncols=2 if len(labels) % 2 == 0 else 1,
+               title=f"engine {engines[0]}" if len(engines) == 1 and engines[0] is not None else None,
+               title_fontsize=5.5)
     sns.despine(fig)
     return fig, {"media": media, "engines": engines}
 

@@ -130,8 +130,8 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
     m["replFollowersText"] = "the nodes keep their data on the same disk"
     if exp is not None:
         m["replFollowersText"] += buffer_pool_words(exp.factors["cache_pct"])
-    m["replCalibrationText"] = ""
-    m["replCalmText"] = ""
+    m["replCalibrationText"] = "\\relax"  # no paragraph on purpose (an empty value reads as a missing number)
+    m["replCalmText"] = "\\relax"
     if runs.empty or settings.empty:
         return m
     levels = sorted(int(v) for v in runs[LEVEL].unique())
@@ -243,7 +243,7 @@ def _prose(m: dict[str, str]) -> dict[str, str]:
         f"{m['replCalTarget']}\\,\\% of the window: the limit chosen was {m['replCalChosen']} "
         f"(paused {m['replCalPausedChosen']}\\,\\%; target {m['replCalReached']}). The calibration runs are "
         "recorded like any other run and are not part of the estimates.")
-    calm = ""
+    calm = "\\relax"  # no paragraph without an unthrottled setting
     if m.get("replCalmSetting", "--") != "--":
         calm = (
             f"\\paragraph{{Without throttling.}} With {m['replCalmSetting']}, flow control paused the nodes "
