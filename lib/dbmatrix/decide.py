@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dbmatrix.analyse.claims.catalogue import CLAIMS
+from dbmatrix.analyse.claims.costs import read_log
 from dbmatrix.analyse.claims.evidence import claims_evidence
 from dbmatrix.analyse.claims.looks import ClaimLook, cells_to_add, claim_cells, judge_look, projection, study_claims
 from dbmatrix.analyse.claims.model import Claim, Evidence
@@ -115,14 +116,17 @@ class BudgetPool:
 
     def carried(self) -> float:
         """What the studies so far left of their shares (0 when they overran them)."""
+        started = {loop.study.experiment.name for loop in self.loops}
         spent = sum(loop.spent_s() for loop in self.loops)
-        ahead = sum(list(self.shares.values())[len(self.loops):])
+        ahead = sum(s for name, s in self.shares.items() if name not in started)
         return max(0.0, self.total_s - spent - ahead)
 
     def __call__(self, study: Study) -> Callable[[int], list[PlannedRun]]:
+        name = study.experiment.name
+        if name not in self.shares:  # not among the invocation's studies: all of the budget, as without a pool
+            return UntilDecided(study, self.total_s).next_round
         carried = self.carried()
-        share = self.shares.get(study.experiment.name, 0.0)
-        loop = UntilDecided(study, share + carried, carried_s=carried)
+        loop = UntilDecided(study, self.shares[name] + carried, carried_s=carried)
         self.loops.append(loop)
         return loop.next_round
 
@@ -194,11 +198,7 @@ class UntilDecided:
     def _resume(self, campaign: int) -> None:
         """Carry a resumed campaign's schedule, looks, blocks and elapsed time over from its log."""
         self._loaded_for = campaign
-        path = self.log_path(campaign)
-        if not path.is_file():
-            return
-        for line in path.read_text().splitlines():
-            e = json.loads(line)
+        for e in read_log(self.log_path(campaign)):
             if e["event"] == "schedule":
                 s = e["schedule"]
                 self.schedule = Schedule(s["looks"], s["first_blocks"], s["alpha"], s["spending"])

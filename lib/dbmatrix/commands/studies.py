@@ -4,6 +4,7 @@ is made from it."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,10 +172,11 @@ def decision_lines(studies: Sequence[Any]) -> list[str]:
                        f"{s['elapsed_s'] / 60:.1f} min elapsed, {per}; stopped: {s['stopped']}")
             rows = costs[(costs["study"] == s["study"]) & (costs["campaign"] == s["campaign"])]
             for _, r in rows.iterrows():
-                when = (f"decided at block {int(r['decided_at'])}" if r["state"] == "decided"
-                        else f"open, +{int(r['projected_blocks'])} blocks projected"
-                        if r["state"] == "open" and r["projected_blocks"] == r["projected_blocks"]
-                        else r["state"])
+                when = str(r["state"])
+                if when == "decided":
+                    when = f"decided at block {int(r['decided_at'])}"
+                elif when == "open" and math.isfinite(r["projected_blocks"]):
+                    when = f"open, +{int(r['projected_blocks'])} blocks projected"
                 out.append(f"  {r['claim']:<24} {r['verdict']:<16} {when}; {r['runs']} runs, "
                            f"{r['run_s'] / 60:.1f} min of runs")
     return out

@@ -34,10 +34,10 @@ def decisions_text(summary: pd.DataFrame) -> str:
     elapsed = float(summary["elapsed_s"].sum())
     per = (f"{elapsed / decided / 60:.1f}\\,min per decided claim" if decided
            else "and no claim was decided")
-    camps = summary.groupby("study")["campaign"].nunique()
+    camps = len(summary)  # one row per study campaign
     return (f"The studies ran until decided (repetitions added only to the cells of open claims, each look judged "
             f"at its level of an alpha-spending schedule): of {claims} claim judgements in "
-            f"{int(camps.sum())} study campaign{'s' if int(camps.sum()) != 1 else ''}, {decided} were decided and "
+            f"{camps} study campaign{'s' if camps != 1 else ''}, {decided} were decided and "
             f"{open_} were still open at the end, at {_min(elapsed)}\\,min of machine time in all, "
             f"{per} (\\optref{{{LABEL}}}{{Table}}{{the decisions table}}).")
 

@@ -186,15 +186,15 @@ def design_threat_text(studies: Sequence[StudyTables]) -> str:
     parts = []
     for st in studies:
         info = st.experiment.design_info()
-        noun = f"the {get_kind(st.kind).noun} ({_tt(st.name)})"
+        noun = f"The {get_kind(st.kind).noun} ({_tt(st.name)})"
         if info["design"] == "fractional":
             r = int(info["resolution"])
-            parts.append(f"{noun[0].upper()}{noun[1:]} is a fraction of resolution {r}: it aliases each main effect "
+            parts.append(f"{noun} is a fraction of resolution {r}: it aliases each main effect "
                          f"with interactions of {r - 1} factors and each two-way interaction with interactions of "
                          f"{r - 2}, which the model assumes negligible.")
         elif info["design"] == "crossed":
             two = [latex_escape(f) for f in info["letters"]]
-            parts.append(f"{noun[0].upper()}{noun[1:]} is a half fraction of its two-level factors ("
+            parts.append(f"{noun} is a half fraction of its two-level factors ("
                          + ", ".join(two) + ") crossed with "
                          + ", ".join(latex_escape(f) for f in info["crossed_with"])
                          + ": each of their main effects is aliased with the interaction of the others, so a "

@@ -175,11 +175,10 @@ def levels_text(levels: dict[str, int]) -> str:
     medium at three"."""
     if not levels:
         return "at one level"
-    word = lambda n: NUMBER_WORDS.get(n, str(n))  # noqa: E731
     counts = sorted(levels.values())
     common = max(set(counts), key=lambda n: (counts.count(n), -n))
-    others = [f"{paper.latex_escape(f)} at {word(n)}" for f, n in levels.items() if n != common]
-    return f"at {word(common)} levels each" + (", " + ", ".join(others) if others else "")
+    others = [f"{paper.latex_escape(f)} at {NUMBER_WORDS.get(n, str(n))}" for f, n in levels.items() if n != common]
+    return f"at {NUMBER_WORDS.get(common, str(common))} levels each" + (", " + ", ".join(others) if others else "")
 
 
 def design_choice_text(info: dict[str, Any]) -> str:

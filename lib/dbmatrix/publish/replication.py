@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.claims import FC_PAUSED
+from dbmatrix.analyse.claims.catalogue import SEED002
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.host_facts import run_facts
 
@@ -207,14 +208,14 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
 
 
 def buffer_pool_words(levels: Sequence[Any]) -> str:
-    """How large every node's buffer pool is against the data (", each with a buffer pool of 9 % of the data,
-    smaller than the data as the seed's 8 GB for about 90 GB: an applier then waits on page reads")."""
+    """How large every node's buffer pool is against the data (", each with a buffer pool of 9 % of the data
+    (smaller than the data, as in the seed: <its cache condition>; an applier then waits on page reads)")."""
     pcts = [float(v) for v in levels]
     words = " or ".join(f"{_f(v, 1 if v % 1 else 0)}\\,\\%" for v in pcts)
     text = f", each with a buffer pool of {words} of the data"
-    if max(pcts) < 100:
-        text += (" (smaller than the data, as the seed's 8\\,GB for about 90\\,GB: an applier then waits on page "
-                 "reads)")
+    if max(pcts) < 100:  # the seed's condition in the registry's words, not typed again here
+        text += (f" (smaller than the data, as in the seed: {paper.latex_escape(SEED002.cache)}; an applier then "
+                 "waits on page reads)")
     return text
 
 

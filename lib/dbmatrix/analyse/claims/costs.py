@@ -102,7 +102,7 @@ def study_costs(name: str, store: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     logs = sorted((store.root / "campaigns").glob("*.until-decided.jsonl"),
                   key=lambda p: int(p.name.split(".")[0])) if (store.root / "campaigns").is_dir() else []
     if not logs:
-        return pd.DataFrame(columns=list(COLUMNS)), pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+        return _empty()
     times = [RunTime(r.cell_id, int(r.block or r.repetition), int(r.campaign), float(r.duration_s))
              for r in store.records() if r.status == "ok" and r.duration_s]
     parts, elapsed, stopped = [], {}, {}
@@ -117,9 +117,13 @@ def study_costs(name: str, store: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
         elapsed[key] = float(timed[-1]["elapsed_s"]) if timed else math.nan
         stopped[key] = next((str(e["reason"]) for e in reversed(events) if e.get("event") == "end"), "")
     if not parts:
-        return pd.DataFrame(columns=list(COLUMNS)), pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+        return _empty()
     costs = pd.concat(parts, ignore_index=True)
     totals = {(name, c): (sum(1 for t in times if t.campaign == c),
                           sum(t.duration_s for t in times if t.campaign == c))
               for c in sorted({int(x) for x in costs["campaign"]})}
     return costs, cost_summary(costs, elapsed, totals, stopped)
+
+
+def _empty() -> tuple[pd.DataFrame, pd.DataFrame]:
+    return pd.DataFrame(columns=list(COLUMNS)), pd.DataFrame(columns=list(SUMMARY_COLUMNS))

@@ -12,16 +12,13 @@ from typing import Any
 from dbmatrix.analyse.claims.model import Claim, Evidence
 from dbmatrix.analyse.claims.needs import claim_cells
 from dbmatrix.analyse.claims.table import evaluate
-from dbmatrix.analyse.claims.verdicts import verdict
+from dbmatrix.analyse.claims.verdicts import MEASURED_SPLIT, verdict
 from dbmatrix.analyse.stats.sequential import projected_blocks
 from dbmatrix.spec.experiment import Experiment
 
 DECIDED = ("agree", "disagree")
 OPEN = ("inconclusive",)
 NOT_BY_RUNS = ("premise not met", "not identified", "not tested")  # more repetitions do not change these
-
-
-MEASURED_SPLIT = "pairs differ (measured"  # the reason of a measured quantity whose pairs disagree (verdicts)
 
 
 def state_of(verdict_: str, reason: str = "") -> str:

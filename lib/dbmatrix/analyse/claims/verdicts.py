@@ -13,6 +13,7 @@ from dbmatrix.analyse.contrasts import Estimate
 VERDICTS = ("agree", "disagree", "inconclusive", "premise not met", "not identified", "not tested")
 TESTS = ("direction", "about", "within")
 UNBOUNDED = "unbounded"
+MEASURED_SPLIT = "pairs differ (measured, no CI)"  # a measured quantity whose pairs' verdicts differ
 
 
 # ============================================================================ verdicts
@@ -60,7 +61,7 @@ def _deterministic(claim: Claim, est: Estimate) -> tuple[str, str]:
     verdicts = {w for _, _, w in each}
     if len(verdicts) == 1:
         return verdicts.pop(), f"per pair (measured, no CI): {shown}"
-    return "inconclusive", f"pairs differ (measured, no CI): {shown}"
+    return "inconclusive", f"{MEASURED_SPLIT}: {shown}"
 
 
 def judge(claim: Claim, pooled: Estimate, per_campaign: Sequence[Estimate | None],
