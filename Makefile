@@ -5,7 +5,12 @@ SHELL := bash
 MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
 
 PYTHON ?= python3
+# PROFILE: what smoke/run/reproduce measure (quick by default: the 30-minute demonstration). figures, paper and
+# the notebooks' figure step draw BUILD_PROFILE: the paper profile, whose committed reference the tracked
+# figures/ and paper/ are built from, unless PROFILE is given (`make paper PROFILE=quick`); reproduce builds
+# the paper of the profile it measured.
 PROFILE ?= quick
+BUILD_PROFILE := $(if $(filter command line environment environment override,$(origin PROFILE)),$(PROFILE),paper)
 # DATA: which results figures and the paper read (dbmatrix.datachoice): reference (the committed
 # data/reference/<experiment>), runs (your data/runs/<experiment>), a data root DIR (DIR/<experiment>), or
 # empty = auto: your runs once they hold a complete campaign, else the committed reference.
@@ -41,7 +46,8 @@ help:
 	@echo "make smoke      the smallest real run (profile smoke: server packages, runs, analysis, figures) into $(SMOKE_ROOT)/"
 	@echo "make reproduce  server + LaTeX packages, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (runs in data/runs/), the paper"
 	@echo "                PROFILE=paper: ~2 h per campaign, runs until the claims are decided or BUDGET=$(BUDGET) is spent"
-	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark, no root)"
+	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark, no root);"
+	@echo "                the $(BUILD_PROFILE) profile's studies (the committed build: paper; PROFILE=quick for the quick ones)"
 	@echo "make paper      paper/main.pdf (figures first if stale); needs LaTeX (make setup-paper), no root otherwise"
 	@echo "make test       every OS role, lint (ruff, mypy), then unit, integration, browser and notebook tests"
 	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel (Python only)"
@@ -81,7 +87,7 @@ ifeq ($(PROFILE),paper)
 else
 	$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
 endif
-	$(MAKE) --no-print-directory paper
+	$(MAKE) --no-print-directory paper PROFILE=$(PROFILE)
 
 run: $(PY_STAMP) $(OS_SERVER)
 ifeq ($(PROFILE),paper)
@@ -113,13 +119,13 @@ endif
 
 $(GEN)/sources.mk: FORCE | $(PY_STAMP)
 	@mkdir -p $(@D)
-	@$(BIN)/dbmatrix sources --profile $(PROFILE) $(DATA_ARG) --make > $@.tmp
+	@$(BIN)/dbmatrix sources --profile $(BUILD_PROFILE) $(DATA_ARG) --make > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "data sources changed: $@"; fi
 
 # Notebook 30 draws every figure, the claims table and the paper's generated inputs; provenance.json is
 # written last, so it stands for all of them.
 $(GEN)/provenance.json: $(GEN)/sources.mk $(STUDY_STAMPS) $(FIGURE_CODE) | $(PY_STAMP)
-	$(BIN)/dbmatrix notebooks --profile $(PROFILE) --only 30 $(DATA_ARG)
+	$(BIN)/dbmatrix notebooks --profile $(BUILD_PROFILE) --only 30 $(DATA_ARG)
 
 figures: $(GEN)/provenance.json
 

@@ -68,6 +68,11 @@ def built_experiments(root: Path) -> list[str] | None:
     return sorted(str(s["experiment"]) for s in json.loads(prov.read_text()).get("studies", []))
 
 
+def profile_experiments(reference: Path, profile: str) -> list[str]:
+    """The experiments of one profile in the reference, by their names' suffix (``tpcc-quick``: quick)."""
+    return sorted(d.name for d in reference.iterdir() if (d / "raw").is_dir() and profile_of(d.name) == profile)
+
+
 def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -> ReferenceFacts:
     """What the README says of the reference: of the studies named (default: every one under `reference`)."""
     studies = sorted(d for d in reference.iterdir() if (d / "raw").is_dir()
@@ -130,7 +135,14 @@ def plain(text: str) -> str:
 
 def duration(seconds: float) -> str:
     m, s = divmod(round(seconds), 60)
+    h, m = divmod(m, 60)
+    if h:
+        return f"{h} h {m:02d} min {s:02d} s"
     return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _num(x: str) -> str:
@@ -195,7 +207,11 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     """Every generated block of the README, by name, from the committed sources under `root` (the
     repository) and the reference data in `reference`."""
     rows = claims_rows(root / "paper" / "generated" / "claims.csv")
-    facts = reference_facts(reference, built_experiments(root))
+    built = built_experiments(root)
+    facts = reference_facts(reference, built)  # the studies the committed paper was built from
+    quick = reference_facts(reference, profile_experiments(reference, "quick"))  # what `make reproduce` runs
+    paper_studies = profile_experiments(reference, "paper")
+    paper = reference_facts(reference, paper_studies) if paper_studies else None
     measured = load_measured(root / "docs" / "measured.json")
     timings, sizes = measured["times"], measured["sizes"]
     decided = [r for r in rows if r["verdict"] in DECIDED]
@@ -203,16 +219,21 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     camps = (f"{counts[0]} runs each" if len(counts) == 1
              else " + ".join(map(str, facts.runs_per_campaign.values())) + " runs")
     profiles = sorted({p for r in rows for s in (r.get("study") or "").split("+") if (p := profile_of(s))})
+    campaigns = max((int(float(r["campaigns"])) for r in rows if (r.get("campaigns") or "").strip()), default=0)
     indicative = any(p not in DECIDING for p in profiles) or not profiles
+    built_profiles = sorted({profile_of(e) or "unknown" for e in built or []})
+    of_profile = f" of the {' and '.join(built_profiles)} profile" if built_profiles else ""
     answer = (
         "dbmatrix re-measures the published claims about MySQL-family storage (block size, lz4, PMEM vs NVMe, "
         "Galera appliers, scale-out; the seeds' own words and conditions: [docs/registry.md](docs/registry.md)) "
         "with real `mariadbd` and sysbench, and judges each by one "
-        f"rule. **On the committed reference ({facts.studies} studies, {facts.campaigns} campaigns of {camps} on a "
-        f"{facts.cpus}-vCPU VM, {facts.datasets} datasets; campaigns: {facts.campaign_level}) "
+        f"rule. **On the committed reference{of_profile} ({facts.studies} studies, {facts.campaigns} campaigns of "
+        f"{camps} on a {facts.cpus}-vCPU VM, {facts.datasets} datasets; campaigns: {facts.campaign_level}) "
         f"the {len(rows)} claims come out: {verdict_summary(rows)}.** "
         + (f"These verdicts are indicative: the {' and '.join(profiles) or 'unknown'} profile demonstrates, the "
-           "paper profile decides. " if indicative else "")
+           "paper profile decides. " if indicative else
+           "These verdicts are provisional: one campaign, no second one to show they replicate. "
+           if campaigns < 2 else "")
         + "The decided ones:\n")
     others = len(rows) - len(decided)
     claims = claims_table(decided) + (
@@ -223,15 +244,26 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     smoke, test = timings["make smoke"], timings["make test"]
     sm = smoke_plan()
     after = timings["make reproduce, after the runs"]
-    measuring = " and ".join(duration(s) for s in facts.campaign_seconds.values())
+    measuring = " and ".join(duration(s) for s in quick.campaign_seconds.values())
+    paper_row = []
+    if paper is not None:
+        spent = " and ".join(duration(s) for s in paper.campaign_seconds.values())
+        paper_after = timings.get("make reproduce PROFILE=paper, after the runs")
+        paper_row = [
+            "| `make reproduce PROFILE=paper` | the paper profile (the committed paper's data): each study's "
+            "repetitions added until its claims are decided or `BUDGET` is spent | "
+            f"{spent} of measuring (the reference's {_count(len(paper.campaign_seconds), 'campaign')}, their "
+            "records)"
+            + (f" + {duration(paper_after['seconds'])} ({paper_after['source']})" if paper_after else "") + " |"]
     commands = "\n".join([
         "| command | what it does | measured time |",
         "|---|---|---|",
         f"| `make smoke` | the smallest real run ({sm}): setup, runs, analysis, figures into `data/smoke/` | "
         f"{duration(smoke['seconds'])} ({smoke['source']}) |",
         f"| `make reproduce` | every study of the `quick` profile, new runs in `data/runs/`, figures, paper | "
-        f"{measuring} of measuring (the reference's {len(facts.campaign_seconds)} campaigns, their records) "
+        f"{measuring} of measuring (the reference's {len(quick.campaign_seconds)} campaigns, their records) "
         f"+ {duration(after['seconds'])} ({after['source']}) |",
+        *paper_row,
         f"| `make test` | lint, unit, integration (real servers), browser and notebook tests | "
         f"{duration(test['seconds'])} ({test['source']}) |",
     ]) + "\n"
@@ -254,8 +286,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         f"{_gib(ram)} of RAM while mounted; a cgroup `/sys/fs/cgroup/dbmatrix` (write-IOPS limit);",
         "> - drop the page cache before every run (`echo 3 > /proc/sys/vm/drop_caches`: every process on the "
         "machine feels it);",
-        f"> - keep dataset snapshots in `/var/tmp/dbmatrix/snapshots` ({_gib(facts.snapshot_bytes)} for the "
-        f"quick profile's {facts.datasets} datasets) and the `.venv` ({_gib(sizes['.venv']['bytes'])}, "
+        f"> - keep dataset snapshots in `/var/tmp/dbmatrix/snapshots` ({_gib(quick.snapshot_bytes)} for the "
+        f"quick profile's {quick.datasets} datasets) and the `.venv` ({_gib(sizes['.venv']['bytes'])}, "
         f"{sizes['.venv']['source']}).",
         "> **Undo:** `make clean-host` (unmount, detach loop devices, remove the cgroup, "
         "`rm -rf /var/tmp/dbmatrix /tmp/dbmatrix-ports`); `make distclean` (`.venv`); packages stay: "

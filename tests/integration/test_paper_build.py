@@ -186,7 +186,7 @@ def test_make_rebuilds_only_what_is_stale(tmp_path: Path) -> None:
         return p.stdout
 
     t0 = time.monotonic()
-    first = make("paper")
+    first = make("paper", "PROFILE=quick")  # the staleness rules; the default profile is checked last
     assert "dbmatrix analyse" in first and "dbmatrix notebooks --profile quick --only 30" in first
     assert "dbmatrix paper" in first and (repo / "paper" / "main.pdf").is_file()
     assert "dbmatrix setup" not in first, "make paper needs the venv and LaTeX, no OS package role"
@@ -197,19 +197,21 @@ def test_make_rebuilds_only_what_is_stale(tmp_path: Path) -> None:
                        repo / "paper" / "main.pdf"])
     mtimes = {p: p.stat().st_mtime_ns for p in products}
 
-    again = make("paper")
+    again = make("paper", "PROFILE=quick")
     assert "Nothing to be done for 'paper'" in again and "dbmatrix" not in again
     assert {p: p.stat().st_mtime_ns for p in products} == mtimes
 
     manifest = next((repo / "data" / "reference" / REFERENCE / "raw").glob("*/manifest.json"))
     os.utime(manifest)
-    stale = make("-n", "figures")
+    stale = make("-n", "figures", "PROFILE=quick")
     assert "dbmatrix analyse --profile quick --spec specs/quick.yaml" in stale
     assert "dbmatrix notebooks --profile quick --only 30" in stale
 
-    other = make("-n", "figures", "DATA=data/reference")
+    other = make("-n", "figures", "DATA=data/reference", "PROFILE=quick")
     assert "dbmatrix notebooks --profile quick --only 30 --data data/reference" in other
     assert "SOURCES_DATA := data/reference" in (repo / "paper" / "generated" / "sources.mk").read_text()
+    # without PROFILE, figures and paper draw the paper profile: the committed build
+    assert "dbmatrix notebooks --profile paper --only 30" in make("-n", "figures")
     print(f"make paper from a fresh copy: {built_s:.1f} s")
 
 

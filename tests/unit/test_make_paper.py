@@ -3,6 +3,7 @@ every other profile's command line is what it always was."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -40,3 +41,22 @@ def test_reproduce_of_the_paper_profile_runs_then_analyses_that_campaign() -> No
             "--budget $(BUDGET) $(DATA_ARG)\n\t$(BIN)/dbmatrix notebooks --profile paper --campaign last "
             "$(DATA_ARG)\nelse\n\t$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) "
             "$(DATA_ARG)\nendif\n\t$(MAKE) --no-print-directory paper") in block
+
+
+def _help(*args: str, env: dict[str, str] | None = None) -> str:
+    r = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(paths.repo_root()), "help", *args],
+                       capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k not in ("PROFILE", "MAKEFLAGS")} | (env or {}))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_figures_and_paper_draw_the_paper_profile_unless_profile_is_given() -> None:
+    """The tracked figures/ and paper/ are the paper profile's build: `make figures` on a fresh clone redraws
+    them; PROFILE picks another profile's studies; reproduce builds the paper of the profile it measured."""
+    assert "the paper profile's studies" in _help()
+    assert "the quick profile's studies" in _help("PROFILE=quick")
+    assert "the quick profile's studies" in _help(env={"PROFILE": "quick"})  # the environment counts as given
+    text = (paths.repo_root() / "Makefile").read_text()
+    block = text.split("\nreproduce:", 1)[1].split("\nrun:", 1)[0]
+    assert "$(MAKE) --no-print-directory paper PROFILE=$(PROFILE)" in block

@@ -74,3 +74,9 @@ def test_per_level_estimates_and_latex_wording() -> None:
 def test_render_names_a_block_without_a_generator() -> None:
     with pytest.raises(ValueError, match="without a generator: nope"):
         readme.render("<!-- dbmatrix:nope begin -->\nx\n<!-- dbmatrix:nope end -->\n", {"answer": ""})
+
+
+def test_durations_in_words() -> None:
+    assert readme.duration(37) == "37 s"
+    assert readme.duration(1517) == "25 min 17 s"
+    assert readme.duration(6443) == "1 h 47 min 23 s"  # a paper campaign: hours, not 107 min
