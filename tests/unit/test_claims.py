@@ -355,3 +355,14 @@ def test_two_campaigns_are_pooled_and_each_is_judged() -> None:
     assert same.claims["verdict"].iloc[0] == "agree" and "campaign" in same.claims["basis"].iloc[0]
     assert same.campaign_verdict("blockTest", 1) == same.campaign_verdict("blockTest", 2) == "agree"
     assert not claims.flips(same)["flip"].iloc[0]
+
+
+def test_opposed_claims_are_agree_in_one_campaign_and_disagree_in_another() -> None:
+    from dbmatrix.publish.claims_tex import opposed_claims
+
+    t = pd.DataFrame({"id": ["a", "b", "c", "d"], "seed": ["0"] * 4,
+                      "verdict": ["agree", "inconclusive", "inconclusive", "disagree"]})
+    per = pd.DataFrame({"id": ["a", "b", "c", "d"] * 2, "campaign": [1] * 4 + [2] * 4,
+                        "verdict": ["agree", "agree", "agree", "disagree",
+                                    "agree", "disagree", "inconclusive", "disagree"]})
+    assert opposed_claims(claims.ClaimVerdicts(t, per)) == ["b"]  # c only lost its decision: a flip, not opposed

@@ -105,3 +105,4 @@ def test_the_paper_says_the_followers_were_limited_in_cpu() -> None:
     assert m["replCalLimit"] == "CPU (\\% of one CPU)" and m["replCalChosen"] == "25"
     text = _prose(m)["replFollowersText"]
     assert "its own cgroup" in text and "blkio" not in text and "medium" not in text
+    assert "through a CPU limit the seed did not have" in _prose(m)["replBottleneckText"]

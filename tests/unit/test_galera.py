@@ -459,6 +459,9 @@ def test_the_setup_says_how_large_the_buffer_pool_is() -> None:
     assert text.startswith("the nodes keep their data on the same disk, each with a buffer pool of 9\\,\\% of the "
                            "data (smaller than the data")
     assert "smaller" not in publish_replication.buffer_pool_words([100])
+    m = publish_replication.replication_macros({}, paper, {})
+    assert "buffer pool smaller than the data" in m["replBottleneckText"] and "I/O limit" not in m["replBottleneckText"]
+    assert "fits" not in m["replFitsText"]  # 9 % of the data: it does not fit, and the threats paragraph says so
 
 
 def test_macros_without_runs_still_render() -> None:

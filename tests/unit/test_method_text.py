@@ -102,6 +102,18 @@ def test_duration_threat_text_says_when_no_run_could_be_tested() -> None:
     assert "ran on all 2 runs" in duration_threat_text([_designed("p", "tpcc", {}, ["", "drift"])])
 
 
+def test_windows_text_gives_every_study_its_own_windows() -> None:
+    from dbmatrix.publish.method_text import windows_text
+
+    def st(kind: str, warm: int, measure: int) -> Any:
+        return SimpleNamespace(kind=kind, experiment=SimpleNamespace(warmup_s=warm, measure_s=measure))
+
+    assert windows_text([st("tpcc", 3, 45)]) == "Measured windows of 45\\,s follow a 3\\,s warm-up"
+    assert windows_text([st("tpcc", 3, 45), st("galera", 10, 45), st("scaleout", 10, 45)]) == (
+        "3\\,s of warm-up and 45\\,s measured in the TPC-C study, 10\\,s and 45\\,s in the Galera study and the "
+        "scale-out study")
+
+
 def test_levels_and_design_choice_follow_the_design() -> None:
     from dbmatrix.publish.paper_inputs import design_choice_text, levels_text
 

@@ -139,7 +139,11 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         flag += f"  ({registration})" if registration in ("revised after data", "added after data") else ""
         print(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
     tested = int((table["campaigns"] > 1).sum())
-    print(f"claims judged on two or more campaigns: {tested}; flipping between campaigns: {int(flips['flip'].sum())}")
+    from dbmatrix.publish.claims_tex import opposed_claims
+
+    opposed = opposed_claims(result)
+    print(f"claims judged on two or more campaigns: {tested}; flipping between campaigns: {int(flips['flip'].sum())}"
+          f"; agree in one campaign, disagree in another: {', '.join(opposed) if opposed else 'none'}")
     opposite = flips.loc[flips["contradicted"], "id"].tolist()
     print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
     for line in steps.campaign_lines(table, studies):

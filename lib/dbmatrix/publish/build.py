@@ -105,6 +105,11 @@ def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None)
     m["nCampaigns"] = str(int(camps.max())) if len(camps) else "0"
     m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
     m["nClaimsFlip"] = str(int(flips(verdicts)["flip"].sum())) if len(table) else "0"
+    n_flip, n_opposed = int(m["nClaimsFlip"]), len(claims_tex.opposed_claims(verdicts)) if len(table) else 0
+    m["nClaimsOpposed"] = str(n_opposed)
+    m["opposedText"] = ("" if not n_flip else
+                        " (none agrees in one campaign and disagrees in another: each gains or loses a decision)"
+                        if not n_opposed else f" ({n_opposed} agree in one campaign and disagree in another)")
     m.update(campaign_macros(table))
     indicative, said = claims_tex.standing(table)
     m["claimsStanding"] = paper.latex_escape(said)
@@ -300,6 +305,11 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[s
                             f"(\\texttt{{{paper.latex_escape(st.name)}}}, workload "
                             f"\\texttt{{{paper.latex_escape(st.experiment.workload.name)}}}): "
                             + ("; ".join(said) if said else "no engine has both levels") + ".")
+    if "medium-cache" in drawn:  # which study the medium x cache figure is drawn from, on which workload
+        st = drawn["medium-cache"]
+        m["mediumFigText"] = (f"Figure~\\ref{{fig:medium}} is seed~003's block-cache chart in miniature, on the "
+                              f"{get_kind(st.kind).noun} (\\texttt{{{paper.latex_escape(st.name)}}}, workload "
+                              f"\\texttt{{{paper.latex_escape(st.experiment.workload.name)}}}).")
     if "block-size" in drawn:
         table, a, b = block_size_table(drawn["block-size"])
         m["blockLevelA"], m["blockLevelB"] = paper.latex_escape(a), paper.latex_escape(b)
@@ -384,6 +394,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     macros["baselineText"] = method_text.baseline_text(drawn)
     macros["designThreatText"] = method_text.design_threat_text(studies)
     macros["durationThreatText"] = method_text.duration_threat_text(studies)
+    macros["windowsText"] = method_text.windows_text(studies)
     if primary is not None:
         macros["primaryStudy"] = get_kind(primary.kind).noun
     if primary is not None:

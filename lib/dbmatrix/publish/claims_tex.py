@@ -159,6 +159,14 @@ def profile_of(experiment: str) -> str:
     return tail if tail in PROFILES else ""
 
 
+def opposed_claims(result: ClaimVerdicts) -> list[str]:
+    """The claims one campaign agrees with and another disagrees with: the flip a replication must not show.
+    (Here, not in :mod:`dbmatrix.analyse.claims`: the digest the campaigns record covers that code.)"""
+    ks = result.campaign_numbers()
+    return [str(i) for i in result.claims["id"]
+            if {"agree", "disagree"} <= {result.campaign_verdict(i, k) for k in ks}]
+
+
 def standing(table: pd.DataFrame) -> tuple[bool, str]:
     """Whether the verdicts are indicative (judged on data of a profile that demonstrates rather than
     decides: any study that judged a claim is not of the paper profile) or provisional (the paper profile's,

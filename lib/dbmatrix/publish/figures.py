@@ -319,6 +319,9 @@ def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
     while len(nice) > most:  # thin, keeping 1
         keep = nice[::2] if 1.0 in nice[::2] else nice[1::2]
         nice = keep if len(keep) < len(nice) else nice[:most]
+    if len(nice) < 2 and v.size:  # a narrow span (0.85-1.02) has one 1-2-5 tick at most: plain steps instead
+        fine = matplotlib.ticker.MaxNLocator(nbins=3, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+        nice = [float(f"{t:.6g}") for t in fine if lo / 1.05 <= t <= hi * 1.05 and t > 0] or nice
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: _ratio_tick(x)))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -333,6 +336,15 @@ def _ratio_tick(x: float) -> str:
 
 
 # ------------------------------------------------------------------------------------ figure 1
+
+
+def _zero_based(ax: Axes, headroom: float = 0.08) -> None:
+    """A y axis from 0 with room above the highest mark: pinning the bottom at 0 keeps the margin matplotlib
+    computed from the data's *range*, so values close together (8.4 and 8.7) would sit on the top edge."""
+    top = float(ax.dataLim.y1)
+    ax.set_ylim(bottom=0)
+    if np.isfinite(top) and top > 0:
+        ax.set_ylim(0, max(ax.get_ylim()[1], top * (1 + headroom)))
 
 
 def _finish_tps_p95(fig: Figure, ax: Axes, ax2: Axes, xlabel: str, legend_size: float) -> None:
@@ -462,7 +474,7 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
     comps = list(dict.fromkeys(tps["compression"]))
     _dodged(axes[0], tps, engines, comps, x="engine", hue="compression")
     axes[0].set_ylabel("Throughput (txn/s)")
-    axes[0].set_ylim(bottom=0)
+    _zero_based(axes[0])
     if not sizes.empty:
         s = sizes.copy()
         s["mib"] = s["data_physical_bytes"] / 2**20
@@ -480,7 +492,7 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
         axes[1].grid(axis="y", linewidth=0.4, alpha=0.5)
         axes[1].legend(frameon=False, fontsize=5.5)
     axes[1].set_ylabel("On-disk size of the tables (MiB)")
-    axes[1].set_ylim(bottom=0)
+    _zero_based(axes[1])
     if writes.empty:
         axes[2].text(0.5, 0.5, "not measured\n(no block device)", transform=axes[2].transAxes, ha="center",
                      va="center", fontsize=7)
@@ -488,7 +500,7 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
     else:
         _dodged(axes[2], writes, engines, comps, x="engine", hue="compression")
     axes[2].set_ylabel("KiB written per transaction")
-    axes[2].set_ylim(bottom=0)
+    _zero_based(axes[2])
     axes[0].legend(frameon=False, fontsize=6, title="compression", title_fontsize=6)
     for a, t in zip(axes, ("a) throughput", "b) on-disk size", "c) writes per transaction")):
         a.set_title(t, loc="left")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, ScalarFormatter
 
 from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, FigureDataError, apply_style, shows_runs, subplots
 
@@ -78,7 +78,16 @@ def p95_vs_threads(cells: pd.DataFrame, threshold_ms: float) -> tuple[Figure, di
     ax.axhline(threshold_ms, color="0.3", linestyle="--", linewidth=0.8, label=f"{threshold_ms:g} ms")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(ScalarFormatter())
+    # 1-2-5 labels over the data and the threshold: a span inside one decade would otherwise get one label
+    v = np.append(cells["p95_ms"].to_numpy(dtype=float), threshold_ms)
+    v = v[np.isfinite(v) & (v > 0)]
+    steps = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5)]
+    labels = [t for t in steps if v.min() / 1.3 <= t <= v.max() * 1.3]
+    if len(labels) >= 2:
+        ax.yaxis.set_major_locator(FixedLocator(labels))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    else:
+        ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
     ticks = sorted(cells["threads"].unique())
     ax.set_xticks(ticks, [str(t) for t in ticks])

@@ -205,6 +205,24 @@ def design_threat_text(studies: Sequence[StudyTables]) -> str:
     return " ".join(parts) + rest
 
 
+def windows_text(studies: Sequence[StudyTables]) -> str:
+    """``windowsText``: each study's warm-up and measured window ("3\\,s of warm-up and 45\\,s measured in the
+    TPC-C study, 10\\,s and 45\\,s in the Galera study and the scale-out study"), equal windows named once."""
+    from dbmatrix.analyse.kinds import get_kind
+
+    by: dict[tuple[int, int], list[str]] = {}
+    for st in studies:
+        by.setdefault((st.experiment.warmup_s, st.experiment.measure_s), []).append(f"the {get_kind(st.kind).noun}")
+    if len(by) == 1:
+        (w, m), = by
+        return f"Measured windows of {m}\\,s follow a {w}\\,s warm-up"
+    parts = []
+    for k, ((w, m), nouns) in enumerate(sorted(by.items())):
+        warm, measured = (" of warm-up", " measured") if k == 0 else ("", "")
+        parts.append(f"{w}\\,s{warm} and {m}\\,s{measured} in {' and '.join(nouns)}")
+    return ", ".join(parts)
+
+
 def duration_threat_text(studies: Sequence[StudyTables]) -> str:
     """``durationThreatText``: whether the steady-state test could guard the averages, from every study's
     runs (a window too short to test is counted, not assumed away)."""

@@ -20,7 +20,7 @@ from dbmatrix.analyse.tables import UNTESTED, Analysis, MiB
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
 from dbmatrix.publish.placeholders import NOT_APPLICABLE
-from dbmatrix.spec.experiment import FACTORS, Experiment
+from dbmatrix.spec.experiment import FACTORS, WORKLOAD_SCHEMAS, Experiment
 from dbmatrix.spec.factors import factor_label, factor_unit, factor_word
 from dbmatrix.study import Study
 
@@ -68,6 +68,14 @@ def cache_basis_text(runs: pd.DataFrame) -> str:
     return " or ".join(CACHE_BASIS_TEXT.get(b, paper.latex_escape(b)) for b in bases) + " (runs differ)"
 
 
+def tables_text(exp: Experiment) -> str:
+    """The loaded data in words: TPC-C is table sets of warehouses, the oltp workloads tables of rows."""
+    w = exp.workload
+    if WORKLOAD_SCHEMAS.get(w.name, w.name) == "tpcc":
+        return f"{w.tables} table sets of {w.warehouses} warehouse{'s' if w.warehouses != 1 else ''} each"
+    return f"{w.tables} tables of {fmt_num(w.table_size)} rows"
+
+
 def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], profile: str,
                  data_sha: str) -> dict[str, str]:
     """Every number the paper's text quotes (host facts from the study's processed host record)."""
@@ -85,6 +93,7 @@ def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], prof
         "workloadName": paper.latex_escape(exp.workload.name),
         "nTables": str(exp.workload.tables),
         "tableRows": fmt_num(exp.workload.table_size),
+        "tablesText": tables_text(exp),
         "randType": paper.latex_escape(exp.workload.rand_type),
         "strings": paper.latex_escape(f"workload.strings: {exp.workload.strings}"),
         "planSeed": str(exp.seed),
@@ -160,12 +169,14 @@ def _design_macros(exp: Experiment, runs: pd.DataFrame) -> dict[str, str]:
         "designChoiceText": design_choice_text(info),
         "levelsText": levels_text({f: len(exp.factors[f]) for f in varied}),
         "nVariedFactors": str(len(varied)),
-        "variedFactors": paper.latex_escape(", ".join(varied) or "none"),
+        "variedFactors": paper.latex_escape(", ".join(PROSE.get(f, factor_word(f)) for f in varied) or "none"),
         "mediaList": ", ".join(media),
         "nDesignCells": str(info["cells"]),
         "nFullCells": str(int(np.prod([len(exp.factors[f]) for f in varied])) if varied else "1"),
     }
 
+
+PROSE = {"cache_pct": "cache size", "block_size": "block size", "threads": "client threads"}  # factors in a sentence
 
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
@@ -219,8 +230,8 @@ def _headline_macros(h: pd.Series | None) -> dict[str, str]:
     held = as_text(h.get("held")).replace(";", ", ")
     pooled = as_text(h.get("pooled_over"))
     return {
-        "lowCachePct": fmt_num(float(h["low"])),
-        "highCachePct": fmt_num(float(h["high"])),
+        "lowCachePct": f"{float(h['low']):g}",  # a level as the spec names it: 8.5, not rounded to 8
+        "highCachePct": f"{float(h['high']):g}",
         "lowCacheTps": fmt_num(h["mean"]),
         "highCacheTps": fmt_num(h["baseline_mean"]),
         "cacheRatio": fmt_num(h["ratio"], 2),

@@ -82,7 +82,7 @@ MACRO_NAMES = tuple(
                           "PausedNodeSpread", "Premise", "PremiseMet", "Campaigns", "Setting", "CalmSetting",
                           "CalMedium", "CalLimit", "CalCandidates", "CalTarget", "CalChosen", "CalPausedChosen",
                           "CalReached", "CalRuns", "CalWindowS", "Calibrated", "FollowersText",
-                          "CalibrationText", "CalmText")]
+                          "CalibrationText", "CalmText", "BottleneckText", "FitsText")]
     + [f"replCalm{m}{n}" for m in ("Paused", "Tps", "LatAvg") for n in ("Low", "High")]
     + [f"replCalm{k}{b}" for k in ("PausedDiff", "TpsChangePct", "LatAvgChangePct") for b in ("", "Lo", "Hi")]
     + [f"repl{m}{n}{b}" for m in ("Paused", "Tps", "LatPctl", "LatAvg", "RecvQueue", "FcSent", "CertDeps")
@@ -129,8 +129,16 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
                  replFlushAtCommit=paper.latex_escape(str(exp.server_options.get(
                      "innodb_flush_log_at_trx_commit", "1 (the default)"))))
     m["replFollowersText"] = "the nodes keep their data on the same disk"
+    small_pool = exp is not None and max(float(v) for v in exp.factors["cache_pct"]) < 100
     if exp is not None:
         m["replFollowersText"] += buffer_pool_words(exp.factors["cache_pct"])
+    # what holds the appliers back (a calibrated limit overrides it: _prose), and whether the data fit in memory
+    m["replBottleneckText"] = (
+        "The followers are held back as the seed's were, by a buffer pool smaller than the data (an applier "
+        "waits on page reads), not by an artificial limit; the reads come from this machine's storage, not the "
+        "seed's NVMe, so the sizes of the pauses are this machine's." if small_pool else
+        "Nothing but that flush holds the appliers back: no limit, and the data fit in the buffer pool.")
+    m["replFitsText"] = "The windows are" if small_pool else "The dataset fits in the buffer pool, the windows are"
     m["replCalibrationText"] = "\\relax"  # no paragraph on purpose (an empty value reads as a missing number)
     m["replCalmText"] = "\\relax"
     if runs.empty or settings.empty:
@@ -257,7 +265,12 @@ def _prose(m: dict[str, str]) -> dict[str, str]:
             f"({m['replCalmLatAvgChangePctLo']} to {m['replCalmLatAvgChangePctHi']}). This cluster never waits "
             "for its appliers, so it does not have the seed's premise; the seed's claims are judged with the "
             f"throttled followers ({m['replSetting']}).")
-    return {"replFollowersText": followers, "replCalibrationText": calibration, "replCalmText": calm}
+    limit = "a CPU limit" if "CPU" in m["replCalLimit"] else "an I/O limit"
+    bottleneck = (f"The throttled followers make that the bottleneck on purpose, through {limit} the seed did not "
+                  "have (its appliers were short of CPU and parallelism on separate machines), so the mechanism is "
+                  "similar, not the same; the limit is calibrated, not measured on the seed's hardware.")
+    return {"replFollowersText": followers, "replCalibrationText": calibration, "replCalmText": calm,
+            "replBottleneckText": bottleneck}
 
 
 def _within_dict(setting: str) -> dict[str, str]:
