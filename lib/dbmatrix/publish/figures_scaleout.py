@@ -104,11 +104,12 @@ def over_time(timeline: pd.DataFrame, label: str) -> tuple[Figure, dict[str, Any
     (two campaigns' repetition 1 are two runs, never one line)."""
     tl = _need(timeline, "QPS over time")
     apply_style()
-    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, 2.9))
-    palette = sns.color_palette("colorblind")
-    styles = ("-", "--", ":", "-.")
     keys = [k for k in ("campaign", "repetition") if k in tl.columns]
     order = tl[["run_id", *keys]].drop_duplicates("run_id").sort_values([*keys, "run_id"], kind="stable")
+    legend_rows = -(-len(order) // 2)  # the legend above takes height from the panels: the figure grows with it
+    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, 2.5 + 0.2 * legend_rows))
+    palette = sns.color_palette("colorblind")
+    styles = ("-", "--", ":", "-.")
     camps = sorted(order["campaign"].dropna().unique()) if "campaign" in order else []
     reps = sorted(order["repetition"].dropna().unique()) if "repetition" in order else []
     for _, r in order.iterrows():
