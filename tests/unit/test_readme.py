@@ -12,7 +12,7 @@ import pytest
 from dbmatrix import readme
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_SCREEN = 45  # lines of the raw file: the answer, the claims, the figures, the commands and the box
+FIRST_SCREEN = 50  # lines of the raw file: the answer, the decided claims (13 rows here), the figures, the commands, the box
 
 
 @pytest.fixture(scope="module")
