@@ -319,9 +319,10 @@ def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
     while len(nice) > most:  # thin, keeping 1
         keep = nice[::2] if 1.0 in nice[::2] else nice[1::2]
         nice = keep if len(keep) < len(nice) else nice[:most]
-    if len(nice) < 2 and v.size:  # a narrow span (0.85-1.02) has one 1-2-5 tick at most: plain steps instead
+    if len(nice) < 2 and v.size and hi > lo * 1.01:  # a narrow span (0.85-1.02): one 1-2-5 tick at most
         fine = matplotlib.ticker.MaxNLocator(nbins=3, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
-        nice = [float(f"{t:.6g}") for t in fine if lo / 1.05 <= t <= hi * 1.05 and t > 0] or nice
+        plain = sorted({float(f"{t:.6g}") for t in fine if lo / 1.05 <= t <= hi * 1.05 and t > 0})
+        nice = plain if len(plain) >= 2 else nice
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: _ratio_tick(x)))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
