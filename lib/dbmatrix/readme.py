@@ -22,12 +22,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from dbmatrix.analyse.campaign_records import independence, summaries
 from dbmatrix.analyse.claims import VERDICTS
 from dbmatrix.analyse.claims.registry_doc import render_registry
 from dbmatrix.hosts.inventory import localhost_inventory
 from dbmatrix.hosts.setup import PACKAGES
-from dbmatrix.publish.claims_tex import DECIDING, profile_of
+from dbmatrix.publish.claims_tex import DECIDING, profile_of, standing
 from dbmatrix.run.ports import BASE_PORT
 from dbmatrix.store import ResultStore
 
@@ -219,8 +221,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     camps = (f"{counts[0]} runs each" if len(counts) == 1
              else " + ".join(map(str, facts.runs_per_campaign.values())) + " runs")
     profiles = sorted({p for r in rows for s in (r.get("study") or "").split("+") if (p := profile_of(s))})
-    campaigns = max((int(float(r["campaigns"])) for r in rows if (r.get("campaigns") or "").strip()), default=0)
     indicative = any(p not in DECIDING for p in profiles) or not profiles
+    provisional = not indicative and standing(pd.DataFrame(rows))[0]  # the paper's rule: one campaign only
     built_profiles = sorted({profile_of(e) or "unknown" for e in built or []})
     of_profile = f" of the {' and '.join(built_profiles)} profile" if built_profiles else ""
     answer = (
@@ -233,7 +235,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         + (f"These verdicts are indicative: the {' and '.join(profiles) or 'unknown'} profile demonstrates, the "
            "paper profile decides. " if indicative else
            "These verdicts are provisional: one campaign, no second one to show they replicate. "
-           if campaigns < 2 else "")
+           if provisional else "")
         + "The decided ones:\n")
     others = len(rows) - len(decided)
     claims = claims_table(decided) + (

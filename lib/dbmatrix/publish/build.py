@@ -106,7 +106,6 @@ def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None)
     m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
     m["nClaimsFlip"] = str(int(flips(verdicts)["flip"].sum())) if len(table) else "0"
     n_flip, n_opposed = int(m["nClaimsFlip"]), len(claims_tex.opposed_claims(verdicts)) if len(table) else 0
-    m["nClaimsOpposed"] = str(n_opposed)
     m["opposedText"] = ("\\relax" if not n_flip else  # \relax: an empty value reads as a missing number
                         " (none agrees in one campaign and disagrees in another: each gains or loses a decision)"
                         if not n_opposed else f" ({n_opposed} agree in one campaign and disagree in another)")

@@ -306,13 +306,17 @@ def _short(v: float) -> str:
     return f"{v:.3g}"
 
 
+def log_steps(lo: float, hi: float, slack: float) -> list[float]:
+    """The 1-2-5 values (0.1, 0.2, 0.5, 1, 2, ...) from lo / slack to hi * slack: plain labels of a log axis."""
+    return [t for e in range(-4, 6) for m in (1, 2, 5) if lo / slack <= (t := m * 10.0**e) <= hi * slack]
+
+
 def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
     """A log x axis with a few plain tick labels (1-2-5 steps) spanning `values`."""
     ax.set_xscale("log")
     v = values[np.isfinite(values) & (values > 0)]
     lo, hi = (float(v.min()), float(v.max())) if v.size else (0.5, 2.0)
-    ticks = [m * 10.0**e for e in range(-4, 6) for m in (1, 2, 5)]
-    nice = [t for t in ticks if lo / 1.05 <= t <= hi * 1.05]
+    nice = log_steps(lo, hi, 1.05)
     if len(nice) > 4:
         nice = [t for t in nice if f"{t:g}".lstrip("0.").startswith("1")] or nice
     most = 4 if hi / lo < 1e3 else 3  # powers of ten are wider labels: fewer fit a panel

@@ -15,7 +15,15 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, ScalarFormatter
 
-from dbmatrix.publish.figures import COLUMN_WIDTH_IN, MARKERS, FigureDataError, apply_style, shows_runs, subplots
+from dbmatrix.publish.figures import (
+    COLUMN_WIDTH_IN,
+    MARKERS,
+    FigureDataError,
+    apply_style,
+    log_steps,
+    shows_runs,
+    subplots,
+)
 
 
 def _need(df: pd.DataFrame | None, what: str) -> pd.DataFrame:
@@ -81,8 +89,7 @@ def p95_vs_threads(cells: pd.DataFrame, threshold_ms: float) -> tuple[Figure, di
     # 1-2-5 labels over the data and the threshold: a span inside one decade would otherwise get one label
     v = np.append(cells["p95_ms"].to_numpy(dtype=float), threshold_ms)
     v = v[np.isfinite(v) & (v > 0)]
-    steps = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5)]
-    labels = [t for t in steps if v.min() / 1.3 <= t <= v.max() * 1.3]
+    labels = log_steps(float(v.min()), float(v.max()), 1.3)
     if len(labels) >= 2:
         ax.yaxis.set_major_locator(FixedLocator(labels))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))

@@ -91,8 +91,6 @@ def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], prof
         "measureSeconds": str(exp.measure_s),
         "warmupSeconds": str(exp.warmup_s),
         "workloadName": paper.latex_escape(exp.workload.name),
-        "nTables": str(exp.workload.tables),
-        "tableRows": fmt_num(exp.workload.table_size),
         "tablesText": tables_text(exp),
         "randType": paper.latex_escape(exp.workload.rand_type),
         "strings": paper.latex_escape(f"workload.strings: {exp.workload.strings}"),

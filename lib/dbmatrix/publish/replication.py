@@ -129,7 +129,7 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
                  replFlushAtCommit=paper.latex_escape(str(exp.server_options.get(
                      "innodb_flush_log_at_trx_commit", "1 (the default)"))))
     m["replFollowersText"] = "the nodes keep their data on the same disk"
-    small_pool = exp is not None and max(float(v) for v in exp.factors["cache_pct"]) < 100
+    small_pool = exp is not None and pool_below_data(exp.factors["cache_pct"])
     if exp is not None:
         m["replFollowersText"] += buffer_pool_words(exp.factors["cache_pct"])
     # what holds the appliers back (a calibrated limit overrides it: _prose), and whether the data fit in memory
@@ -215,13 +215,18 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
     return m
 
 
+def pool_below_data(levels: Sequence[Any]) -> bool:
+    """Every node's buffer pool smaller than the data at every level (the seed's condition)."""
+    return max(float(v) for v in levels) < 100
+
+
 def buffer_pool_words(levels: Sequence[Any]) -> str:
     """How large every node's buffer pool is against the data (", each with a buffer pool of 9 % of the data
     (smaller than the data, as in the seed: <its cache condition>; an applier then waits on page reads)")."""
     pcts = [float(v) for v in levels]
     words = " or ".join(f"{_f(v, 1 if v % 1 else 0)}\\,\\%" for v in pcts)
     text = f", each with a buffer pool of {words} of the data"
-    if max(pcts) < 100:  # the seed's condition in the registry's words, not typed again here
+    if pool_below_data(pcts):  # the seed's condition in the registry's words, not typed again here
         text += (f" (smaller than the data, as in the seed: {paper.latex_escape(SEED002.cache)}; an applier then "
                  "waits on page reads)")
     return text
