@@ -147,8 +147,14 @@ FORCE:
 
 # Notebooks run in the environment pytest runs in (--nbval-current-env), as papermill runs them in the CLI's.
 # tests/browser drives JupyterLab in headless Chromium (select it alone with `-m browser`).
+# TEST_WORKERS: pytest-xdist workers, each taking whole test files (--dist loadfile: a file's module fixtures,
+# e.g. one Galera cluster, stay on one worker). Run one after another the tests keep 2 vCPUs about a quarter
+# busy (they wait on servers, windows and clusters), so two workers halve the wall time on this machine;
+# TEST_WORKERS=0 runs them in one process. The fixtures take free ports, their own namespaces and trees.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider
+	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
+		-n $(TEST_WORKERS) --dist loadfile
 
 # ruff (the rule set chosen in pyproject.toml) and mypy over the package; make test runs both first.
 lint: $(PY_STAMP)

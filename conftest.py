@@ -33,9 +33,14 @@ def _snapshot() -> dict[str, tuple[int, int]]:
     return out
 
 
+def _xdist_controller(config) -> bool:
+    """The pytest-xdist controller (``-n N``) runs no test: its workers each make their own tree below."""
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+
+
 def pytest_configure(config):
     _before.update(_snapshot())
-    if "DBMATRIX_OUTPUT_ROOT" not in os.environ:
+    if "DBMATRIX_OUTPUT_ROOT" not in os.environ and not _xdist_controller(config):
         root = tempfile.mkdtemp(prefix="dbmatrix-test-")
         _made.append(root)
         os.environ["DBMATRIX_OUTPUT_ROOT"] = os.path.join(root, "out")
