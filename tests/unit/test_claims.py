@@ -366,3 +366,18 @@ def test_opposed_claims_are_agree_in_one_campaign_and_disagree_in_another() -> N
                         "verdict": ["agree", "agree", "agree", "disagree",
                                     "agree", "disagree", "inconclusive", "disagree"]})
     assert opposed_claims(claims.ClaimVerdicts(t, per)) == ["b"]  # c only lost its decision: a flip, not opposed
+
+
+def test_opposed_text_says_what_the_pooled_verdict_made_of_opposed_campaigns() -> None:
+    from dbmatrix.publish.claims_tex import opposed_text
+
+    t = pd.DataFrame({"id": ["a", "b", "c"], "verdict": ["agree", "disagree", "inconclusive"]})
+    one = opposed_text(t, ["a"])
+    assert one.startswith("1 agrees in one campaign and disagrees in another; pooled agree: ")
+    assert "precise null" in one and "estimate, not its verdict" in one and "the agreeing campaign" not in one
+    null = opposed_text(t, ["b"])
+    assert null.startswith("1 agrees in one campaign and disagrees in another; pooled disagree: ")
+    assert "agreeing campaign's interval does not" in null and "estimate, not its verdict" not in null
+    both = opposed_text(t, ["a", "b", "c"])
+    assert both.startswith("3 agree in one campaign and disagree in another; 1 pooled agree, 1 pooled disagree: ")
+    assert opposed_text(t, ["c"]) == "1 agrees in one campaign and disagrees in another; pooled, it is inconclusive"

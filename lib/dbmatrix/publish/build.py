@@ -105,10 +105,11 @@ def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None)
     m["nCampaigns"] = str(int(camps.max())) if len(camps) else "0"
     m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
     m["nClaimsFlip"] = str(int(flips(verdicts)["flip"].sum())) if len(table) else "0"
-    n_flip, n_opposed = int(m["nClaimsFlip"]), len(claims_tex.opposed_claims(verdicts)) if len(table) else 0
+    n_flip = int(m["nClaimsFlip"])
+    opposed = claims_tex.opposed_claims(verdicts) if len(table) else []
     m["opposedText"] = ("\\relax" if not n_flip else  # \relax: an empty value reads as a missing number
                         " (none agrees in one campaign and disagrees in another: each gains or loses a decision)"
-                        if not n_opposed else f" ({n_opposed} agree in one campaign and disagree in another)")
+                        if not opposed else f" ({claims_tex.opposed_text(table, opposed)})")
     m.update(campaign_macros(table))
     indicative, said = claims_tex.standing(table)
     m["claimsStanding"] = paper.latex_escape(said)

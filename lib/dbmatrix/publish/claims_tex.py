@@ -167,6 +167,30 @@ def opposed_claims(result: ClaimVerdicts) -> list[str]:
             if {"agree", "disagree"} <= {result.campaign_verdict(i, k) for k in ks}]
 
 
+def opposed_text(table: pd.DataFrame, opposed: list[str]) -> str:
+    """What the pooled verdict made of the claims whose campaigns' verdicts oppose each other.
+
+    A pooled agree needs every campaign's *estimate* in the band, not every campaign's verdict: the
+    opposing campaign's disagree can then only be a precise null (its interval inside the margin of no
+    effect, its estimate in a direction claim's band) that the pooled interval, reaching past the margin, no
+    longer shows. A pooled disagree by a precise null stands whatever the campaigns' estimates. (The rule as
+    registered before campaign 1: kept, not tightened after the data showed such a case.)"""
+    n = len(opposed)
+    verb = "s" if n == 1 else ""
+    said = f"{n} agree{verb} in one campaign and disagree{verb} in another"
+    pooled = table.set_index("id")["verdict"].reindex(opposed).astype(str)
+    counts = {v: int((pooled == v).sum()) for v in ("agree", "disagree")}
+    why = {"agree": "a pooled agree asks every campaign's estimate, not its verdict, to lie in the band, and the "
+                    "disagreeing campaign's interval lies inside the margin of no effect (a precise null) where the "
+                    "pooled interval reaches past it",
+           "disagree": "the pooled interval lies inside the margin of no effect (a precise null), which the "
+                       "agreeing campaign's interval does not"}
+    parts = [f"{k} pooled {v}" if n > 1 else f"pooled {v}" for v, k in counts.items() if k]
+    if not parts:
+        return f"{said}; pooled, {'it is' if n == 1 else 'they are'} inconclusive"
+    return f"{said}; {', '.join(parts)}: " + "; ".join(why[v] for v, k in counts.items() if k)
+
+
 def standing(table: pd.DataFrame) -> tuple[bool, str]:
     """Whether the verdicts are indicative (judged on data of a profile that demonstrates rather than
     decides: any study that judged a claim is not of the paper profile) or provisional (the paper profile's,

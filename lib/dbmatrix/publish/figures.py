@@ -166,7 +166,7 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure
     ax.set_xlabel("Cache size (% of measured data size)")
     ax.set_ylabel("Throughput (transactions/s)")
     ax.set_ylim(bottom=0)
-    ax.set_xticks(levels)
+    ax.set_xticks(levels, [f"{float(v):g}" for v in levels])  # as the spec names them: 0 and 8.5, not 0.0
     ax.grid(axis="y", linewidth=0.4, alpha=0.5)
     if series:
         fig.legend(handles=handles, frameon=False, fontsize=6, loc="outside upper center", ncols=1)
