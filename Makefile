@@ -165,7 +165,7 @@ test-browser: $(PY_STAMP) $(OS_TEST)
 	$(BIN)/python -m pytest tests/browser -m browser -p no:cacheprovider
 
 test-unit: $(PY_STAMP)
-	$(BIN)/python -m pytest tests/unit -p no:cacheprovider
+	$(BIN)/python -m pytest tests/unit -p no:cacheprovider -n $(TEST_WORKERS)
 
 # Saving a tracked notebook (notebooks/*.ipynb) drops its outputs (dbmatrix.lab.pre_save_hook), so running
 # one and saving leaves it as committed; executed copies are what `dbmatrix notebooks` writes.
