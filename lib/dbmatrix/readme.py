@@ -182,15 +182,33 @@ def estimate_text(row: Mapping[str, str]) -> str:
     return f"{_num(row['estimate'])}{unit}{ci}"
 
 
-def claims_table(rows: list[dict[str, str]], details: bool = False) -> str:
-    """One row per claim; `details` adds what is compared and the reason (or the premise as measured)."""
+def opposing_campaigns(rows: list[dict[str, str]], campaigns_csv: Path) -> dict[str, str]:
+    """Per decided claim that a campaign judged the other way (``paper/generated/claims-campaigns.csv``):
+    ``campaign 1: disagree``, so that the README does not show a pooled verdict a campaign contradicts
+    without saying so (the paper says why it stands: ``claims_tex.opposed_text``)."""
+    if not campaigns_csv.is_file():
+        return {}
+    other = {"agree": "disagree", "disagree": "agree"}
+    pooled = {r["id"]: r["verdict"] for r in rows if r.get("id") and r["verdict"] in other}
+    found: dict[str, list[str]] = {}
+    for c in claims_rows(campaigns_csv):
+        if c["id"] in pooled and c["verdict"] == other[pooled[c["id"]]]:
+            found.setdefault(c["id"], []).append(f"campaign {c['campaign']}: {c['verdict']}")
+    return {i: ", ".join(v) for i, v in found.items()}
+
+
+def claims_table(rows: list[dict[str, str]], details: bool = False, opposing: Mapping[str, str] | None = None) -> str:
+    """One row per claim; `details` adds what is compared and the reason (or the premise as measured);
+    `opposing` (claim id: text) notes beside a pooled verdict the campaigns that judged the other way."""
     head = "| seed | claim | " + ("compared | " if details else "") + "estimate (95 % CI) | verdict |"
     out = [head + (" reason, or the premise measured |" if details else ""), "|---" * (6 if details else 4) + "|"]
     for r in rows:
         compared = f"{plain(r.get('compared') or '–')} | " if details else ""
         premise = f"premise: {r['premise_value']}" if r.get("premise_value") else ""
         why = f" {plain(r.get('reason') or premise)} |" if details else ""
-        out.append(f"| {r['seed']} | {plain(r['claim'])} | {compared}{estimate_text(r)} | **{r['verdict']}** |{why}")
+        against = (opposing or {}).get(r.get("id", ""))
+        verdict = f"**{r['verdict']}**" + (f" ({against})" if against else "")
+        out.append(f"| {r['seed']} | {plain(r['claim'])} | {compared}{estimate_text(r)} | {verdict} |{why}")
     return "\n".join(out) + "\n"
 
 
@@ -209,6 +227,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     """Every generated block of the README, by name, from the committed sources under `root` (the
     repository) and the reference data in `reference`."""
     rows = claims_rows(root / "paper" / "generated" / "claims.csv")
+    opposing = opposing_campaigns(rows, root / "paper" / "generated" / "claims-campaigns.csv")
     built = built_experiments(root)
     facts = reference_facts(reference, built)  # the studies the committed paper was built from
     quick = reference_facts(reference, profile_experiments(reference, "quick"))  # what `make reproduce` runs
@@ -238,8 +257,11 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
            if provisional else "")
         + "The decided ones:\n")
     others = len(rows) - len(decided)
-    claims = claims_table(decided) + (
-        f"\nThe other {others} claims, with estimates and reasons: [every claim](#every-claim); the method and the "
+    claims = claims_table(decided, opposing=opposing) + (
+        ("\nA campaign named beside a verdict judged that claim the other way on its own data; the pooled verdict "
+         "stands by the rule registered before the campaigns (the paper's comparison with the seeds says why). "
+         if opposing else "\n")
+        + f"The other {others} claims, with estimates and reasons: [every claim](#every-claim); the method and the "
         "verdict rule: [docs/method.md](docs/method.md) and the paper (`make paper`).\n")
     figures = " ".join(f'<img src="figures/{f}.png" alt="{f}" height="260">' for f in FIGURES) + "\n"
 
@@ -295,7 +317,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         "`rm -rf /var/tmp/dbmatrix /tmp/dbmatrix-ports`); `make distclean` (`.venv`); packages stay: "
         "[docs/usage.md](docs/usage.md#the-commands) lists them by role.",
     ]) + "\n"
-    every = claims_table(rows, details=True)
+    every = claims_table(rows, details=True, opposing=opposing)
     packages = "\n".join(f"- `{role}`: {' '.join(pk[role])}" for role in pk) + "\n"
     return {"answer": answer, "claims": claims, "figures": figures, "commands": commands, "box": box,
             "every-claim": every, "packages": packages, "registry": render_registry()}

@@ -80,3 +80,23 @@ def test_durations_in_words() -> None:
     assert readme.duration(37) == "37 s"
     assert readme.duration(1517) == "25 min 17 s"
     assert readme.duration(6443) == "1 h 47 min 23 s"  # a paper campaign: hours, not 107 min
+
+
+def test_a_verdict_a_campaign_judged_the_other_way_names_that_campaign(tmp_path: Path) -> None:
+    from dbmatrix.readme import claims_table, opposing_campaigns
+
+    rows = [{"id": "a", "seed": "003", "claim": "x", "estimate": "1.04", "ci_lo": "1.02", "ci_hi": "1.06",
+             "verdict": "agree"},
+            {"id": "b", "seed": "003", "claim": "y", "estimate": "0.5", "ci_lo": "0.4", "ci_hi": "0.6",
+             "verdict": "disagree"},
+            {"id": "c", "seed": "000", "claim": "z", "estimate": "1", "ci_lo": "0.5", "ci_hi": "2",
+             "verdict": "inconclusive"}]
+    csv_path = tmp_path / "claims-campaigns.csv"
+    csv_path.write_text("id,campaign,estimate,ci_lo,ci_hi,verdict\n"
+                        "a,1,1.03,1.01,1.04,disagree\na,2,1.04,1.02,1.06,agree\n"
+                        "b,1,,,,disagree\nb,2,,,,inconclusive\nc,1,,,,agree\nc,2,,,,disagree\n")
+    opposing = opposing_campaigns(rows, csv_path)
+    assert opposing == {"a": "campaign 1: disagree"}  # b only lost a decision; c is not decided pooled
+    table = claims_table(rows, opposing=opposing).splitlines()
+    assert table[2].endswith("| **agree** (campaign 1: disagree) |") and table[3].endswith("| **disagree** |")
+    assert opposing_campaigns(rows, tmp_path / "missing.csv") == {}
