@@ -25,11 +25,11 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.campaign_records import independence, summaries
-from dbmatrix.analyse.claims import VERDICTS
+from dbmatrix.analyse.claims import VERDICTS, ClaimVerdicts
 from dbmatrix.analyse.claims.registry_doc import render_registry
 from dbmatrix.hosts.inventory import localhost_inventory
 from dbmatrix.hosts.setup import PACKAGES
-from dbmatrix.publish.claims_tex import DECIDING, profile_of, standing
+from dbmatrix.publish.claims_tex import DECIDING, opposed_claims, profile_of, standing
 from dbmatrix.run.ports import BASE_PORT
 from dbmatrix.store import ResultStore
 
@@ -183,18 +183,18 @@ def estimate_text(row: Mapping[str, str]) -> str:
 
 
 def opposing_campaigns(rows: list[dict[str, str]], campaigns_csv: Path) -> dict[str, str]:
-    """Per decided claim that a campaign judged the other way (``paper/generated/claims-campaigns.csv``):
-    ``campaign 1: disagree``, so that the README does not show a pooled verdict a campaign contradicts
-    without saying so (the paper says why it stands: ``claims_tex.opposed_text``)."""
+    """Per decided claim among the paper's opposed ones (``claims_tex.opposed_claims``: agree in one campaign,
+    disagree in another), the campaigns that judged it against the pooled verdict (``campaign 1: disagree``),
+    from ``paper/generated/claims-campaigns.csv``: the README names them where the paper says why the pooled
+    verdict stands (``claims_tex.opposed_text``)."""
     if not campaigns_csv.is_file():
         return {}
+    result = ClaimVerdicts(pd.DataFrame(rows), pd.read_csv(campaigns_csv, keep_default_na=False))
+    pooled = {r["id"]: r["verdict"] for r in rows}
     other = {"agree": "disagree", "disagree": "agree"}
-    pooled = {r["id"]: r["verdict"] for r in rows if r.get("id") and r["verdict"] in other}
-    found: dict[str, list[str]] = {}
-    for c in claims_rows(campaigns_csv):
-        if c["id"] in pooled and c["verdict"] == other[pooled[c["id"]]]:
-            found.setdefault(c["id"], []).append(f"campaign {c['campaign']}: {c['verdict']}")
-    return {i: ", ".join(v) for i, v in found.items()}
+    return {i: ", ".join(f"campaign {k}: {other[pooled[i]]}" for k in result.campaign_numbers()
+                         if result.campaign_verdict(i, k) == other[pooled[i]])
+            for i in opposed_claims(result) if pooled[i] in other}
 
 
 def claims_table(rows: list[dict[str, str]], details: bool = False, opposing: Mapping[str, str] | None = None) -> str:

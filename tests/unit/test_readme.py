@@ -90,13 +90,17 @@ def test_a_verdict_a_campaign_judged_the_other_way_names_that_campaign(tmp_path:
             {"id": "b", "seed": "003", "claim": "y", "estimate": "0.5", "ci_lo": "0.4", "ci_hi": "0.6",
              "verdict": "disagree"},
             {"id": "c", "seed": "000", "claim": "z", "estimate": "1", "ci_lo": "0.5", "ci_hi": "2",
-             "verdict": "inconclusive"}]
+             "verdict": "inconclusive"},
+            {"id": "d", "seed": "000", "claim": "w", "estimate": "1.2", "ci_lo": "1.1", "ci_hi": "1.3",
+             "verdict": "agree"}]
     csv_path = tmp_path / "claims-campaigns.csv"
     csv_path.write_text("id,campaign,estimate,ci_lo,ci_hi,verdict\n"
                         "a,1,1.03,1.01,1.04,disagree\na,2,1.04,1.02,1.06,agree\n"
-                        "b,1,,,,disagree\nb,2,,,,inconclusive\nc,1,,,,agree\nc,2,,,,disagree\n")
+                        "b,1,,,,disagree\nb,2,,,,inconclusive\nc,1,,,,agree\nc,2,,,,disagree\n"
+                        "d,1,,,,disagree\nd,2,,,,inconclusive\n")
     opposing = opposing_campaigns(rows, csv_path)
-    assert opposing == {"a": "campaign 1: disagree"}  # b only lost a decision; c is not decided pooled
+    # b only lost a decision; c is not decided pooled; d has no campaign agreeing: not opposed, as in the paper
+    assert opposing == {"a": "campaign 1: disagree"}
     table = claims_table(rows, opposing=opposing).splitlines()
     assert table[2].endswith("| **agree** (campaign 1: disagree) |") and table[3].endswith("| **disagree** |")
     assert opposing_campaigns(rows, tmp_path / "missing.csv") == {}
