@@ -175,6 +175,19 @@ def test_throughput_over_time() -> None:
         plots.throughput_over_time(iv, steady, ["other"])
 
 
+def test_throughput_over_time_gives_six_runs_six_line_styles() -> None:
+    """Two campaigns of three repetitions (the paper profile's fast cell): no two runs share a style."""
+    iv = pd.DataFrame([{"run_id": f"c{k}-r{r}", "cell_id": "fast", "t_s": t, "tps": 100.0 + t, "lat_ms": 5.0}
+                       for k in (1, 2) for r in (1, 2, 3) for t in range(1, 6)])
+    runs = pd.DataFrame({"run_id": [f"c{k}-r{r}" for k in (1, 2) for r in (1, 2, 3)],
+                         "repetition": [1, 2, 3] * 2, "campaign": [1] * 3 + [2] * 3})
+    fig, _ = plots.throughput_over_time(iv, pd.DataFrame({"run_id": [], "trim_s": []}), ["fast"], None, runs)
+    handles = fig.legends[1].legend_handles
+    dashes = {str(h.get_linestyle()) + str(getattr(h, "_dash_pattern", "")) for h in handles}
+    assert len(handles) == 6 and len(dashes) == 6
+    plt.close(fig)
+
+
 def test_efficiency_vs_baseline() -> None:
     t = pd.DataFrame({"label": ["a (baseline)", "b", "a (baseline)", "b"],
                       "metric": ["mysqld_cpu_us_per_txn"] * 2 + ["write_kb_per_txn"] * 2,

@@ -35,7 +35,9 @@ from dbmatrix.spec.factors import factor_title, factor_unit
 COLUMN_WIDTH_IN = 3.39  # \columnwidth of paper/main.tex (two-column article, 10pt)
 TEXT_WIDTH_IN = 6.9  # \textwidth (letter paper, 0.8 in margins): figures spanning both columns
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-LINESTYLES = ("-", "--", ":", "-.")
+# Line styles a reader tells apart in a legend: the four named ones, then dash patterns (offset, on/off) unlike them
+LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (6, 1.5)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)),
+                              (0, (6, 1.5, 1, 1.5, 1, 1.5)))
 # With fewer runs per plotted point than this, a Student-t interval has at most one degree of freedom: its
 # half-width is 12.7 standard errors (t 0.975 on 1 df), wider than anything the two runs say. Such a figure
 # draws the runs themselves instead, and its caption says so (:func:`dbmatrix.publish.captions.interval_text`).

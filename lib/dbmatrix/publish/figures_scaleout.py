@@ -17,6 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullForm
 
 from dbmatrix.publish.figures import (
     COLUMN_WIDTH_IN,
+    LINESTYLES,
     MARKERS,
     FigureDataError,
     apply_style,
@@ -116,7 +117,6 @@ def over_time(timeline: pd.DataFrame, label: str) -> tuple[Figure, dict[str, Any
     legend_rows = -(-len(order) // 2)  # the legend above takes height from the panels: the figure grows with it
     fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, 2.5 + 0.2 * legend_rows))
     palette = sns.color_palette("colorblind")
-    styles = ("-", "--", ":", "-.")
     camps = sorted(order["campaign"].dropna().unique()) if "campaign" in order else []
     reps = sorted(order["repetition"].dropna().unique()) if "repetition" in order else []
     for _, r in order.iterrows():
@@ -125,7 +125,7 @@ def over_time(timeline: pd.DataFrame, label: str) -> tuple[Figure, dict[str, Any
         rj = reps.index(r["repetition"]) if reps and pd.notna(r.get("repetition")) else 0
         name = ", ".join(p for p in (f"campaign {int(r['campaign'])}" if camps else "",
                                      f"rep. {int(r['repetition'])}" if reps else "") if p) or str(r["run_id"])
-        kw = {"color": palette[ci % len(palette)], "linestyle": styles[rj % len(styles)], "linewidth": 0.9,
+        kw = {"color": palette[ci % len(palette)], "linestyle": LINESTYLES[rj % len(LINESTYLES)], "linewidth": 0.9,
               "marker": MARKERS[ci % len(MARKERS)], "markersize": 2}
         ax.plot(g["t_s"], g["qps"] / 1000, label=name, **kw)
         ax2.plot(g["t_s"], pd.to_numeric(g["lat_ms"], errors="coerce"), **kw)
