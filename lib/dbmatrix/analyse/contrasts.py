@@ -69,6 +69,11 @@ class Estimate:
     # (ci_lo/ci_hi NaN, never called a CI). Empty for a sampled estimate.
     values: list[tuple[str, float]] = field(default_factory=list)
     run_ids: frozenset[str] = frozenset()  # the unique runs behind the estimate (n of a per-level verdict)
+    confidence: float = 0.95  # the interval's level (a look of a campaign run until decided asks for another)
+    df: float = math.nan  # the t interval's degrees of freedom (Satterthwaite where components combine)
+    # campaigns consistent? the contrast's campaign x contrast interaction against the within-campaign noise:
+    # (F, df1, df2, p); None with one campaign or where it cannot be tested. A consistency check, not a decision
+    heterogeneity: tuple[float, float, float, float] | None = None
 
 
 class NotTestable(Exception):
