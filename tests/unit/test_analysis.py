@@ -413,7 +413,7 @@ def test_block_size_table_recovers_the_page_effect(built, exp: Experiment) -> No
     # treatment / baseline, as every ratio figure: the baseline is the spec's first level, 4k
     assert (a, b) == ("16k", "4k") and list(table["cache_pct"]) == [25, 100]
     for _, r in table.iterrows():  # cache 25's 16k cell holds the run that never settles: wider there
-        assert r["ci_lo"] < PAGE["16k"] / PAGE["4k"] < r["ci_hi"] and r["basis"].startswith("matched cells")
+        assert r["ci_lo"] < PAGE["16k"] / PAGE["4k"] < r["ci_hi"] and r["basis"].startswith("cell means of 2 cells")
     assert table.set_index("cache_pct").loc[100, "estimate"] == pytest.approx(1 / 1.25, rel=0.08)
 
 

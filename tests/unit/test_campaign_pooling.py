@@ -19,6 +19,7 @@ from scipy import stats as sps
 from dbmatrix.analyse.campaign_model import alias_note, campaign_cell_means, campaigns_of, pooled_t
 from dbmatrix.analyse.contrasts import Estimate, NotTestable, ratio_estimate
 from dbmatrix.analyse.pooling import per_campaign_estimates, pool_campaign_estimates
+from dbmatrix.analyse.stats import welch_log_ratio
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,7 +62,7 @@ def test_two_cells_pooled_equals_the_two_stage_t_interval() -> None:
     got = BENCH.estimates(d, runs, ("pooled", "two-stage"))
     pooled, two = got["pooled"], got["two-stage"]
     assert (pooled.estimate, pooled.ci_lo, pooled.ci_hi) == pytest.approx((two.estimate, two.ci_lo, two.ci_hi))
-    assert pooled.campaigns == 4 and "3 df" in pooled.basis and "over the study's 2 cells" in pooled.basis
+    assert pooled.campaigns == 4 and "t on 3 df" in pooled.basis and pooled.basis.startswith("cell means of 2 cells")
     logs = [math.log(e.estimate) for e in two.per_campaign]
     half = sps.t.ppf(0.975, 3) * np.std(logs, ddof=1) / 2
     assert pooled.ci_hi == pytest.approx(math.exp(np.mean(logs) + half))
@@ -110,12 +111,17 @@ def test_one_campaign_is_todays_estimate() -> None:
     bare = ratio_estimate(runs.drop(columns="campaign"), "tps", d.factor, d.a, d.b, d.at, factors=d.factors)
     ones = ratio_estimate(runs, "tps", d.factor, d.a, d.b, d.at, factors=d.factors, label_campaigns=True)
     assert (bare.estimate, bare.ci_lo, bare.ci_hi) == (ones.estimate, ones.ci_lo, ones.ci_hi)
+    # a resolution-V half fraction: the two-way model, saturated in its 16 cells (no lack of fit to test)
     assert bare.basis == "two-way model, 48 runs; averaged over compression, medium" and bare.campaigns == 1
     assert ones.basis == bare.basis + "; within one campaign"
     t = BENCH.DESIGNS["threads"]
     runs = BENCH.simulate_runs(t, 1, 3, 0.05, 0.03, np.random.default_rng(2))
     matched = ratio_estimate(runs, "tps", "threads", 16, 4, {"cache_pct": 100}, factors=t.factors)
-    assert matched.basis == "matched cells, 3+3 runs, Welch" and matched.campaigns == 1
+    assert matched.basis.startswith("cell means of 2 cells (6 runs); each cell's own run variance, Welch") \
+        and matched.campaigns == 1
+    w = welch_log_ratio(runs[(runs.threads == 16) & (runs.cache_pct == 100)]["tps"],
+                        runs[(runs.threads == 4) & (runs.cache_pct == 100)]["tps"])
+    assert (matched.ci_lo, matched.ci_hi) == pytest.approx((w["ci_lo"], w["ci_hi"]))  # two cells: Welch itself
 
 
 def test_per_campaign_estimates_and_pooling() -> None:
@@ -129,7 +135,7 @@ def test_per_campaign_estimates_and_pooling() -> None:
     per = per_campaign_estimates(runs, fn)
     assert [e.basis.split(":")[0] for e in per] == ["campaign 1", "campaign 2", "campaign 3"]
     assert math.isnan(per[1].estimate) and "not measured" in per[1].basis
-    assert per[0].basis == "campaign 1: matched cells, 3+3 runs, Welch"
+    assert per[0].basis.startswith("campaign 1: cell means of 2 cells (6 runs)")
     with pytest.raises(NotTestable, match="not every campaign"):
         pool_campaign_estimates(per)
     ok = [per[0], per[2]]
@@ -242,4 +248,4 @@ def test_the_basis_says_what_the_fraction_aliases() -> None:
     t = BENCH.DESIGNS["threads"]
     runs = BENCH.simulate_runs(t, 1, 3, 0.0, 0.03, np.random.default_rng(0))
     matched = ratio_estimate(runs, "tps", "threads", 16, 4, {"cache_pct": 100}, factors=t.factors, design=info)
-    assert matched.basis.startswith("matched") and "resolution" not in matched.basis  # no model, no aliases
+    assert matched.basis.startswith("cell means") and "resolution" not in matched.basis  # no model, no aliases

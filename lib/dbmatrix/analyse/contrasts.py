@@ -27,6 +27,7 @@ from dbmatrix.analyse.campaign_model import (
     campaign_cell_means,
     campaigns_of,
 )
+from dbmatrix.analyse.cell_model import cell_contrast, cell_keys, lack_of_fit
 from dbmatrix.analyse.effects import sum_contrast
 from dbmatrix.analyse.stats import STABLE_BAND_PCT, UNTESTED_REASONS, level_key, welch_log_ratio
 from dbmatrix.analyse.stats.intervals import exp_or_inf
@@ -142,9 +143,10 @@ class LogModel:
         if math.isfinite(self.floor) and self.floor_df > 0 and self.scale > 0:
             c = var / self.scale
             if self.floor > self.scale:
+                # the runs' variance is the larger: the interval uses it, with the smaller of the two df (a
+                # campaign-level variance never borrows the runs' df)
                 var, self.floored = c * self.floor, True
-            if self.runs_df or self.floored:
-                df = self.floor_df
+                df = min(self.df_resid, self.floor_df)
         return math.sqrt(var), df
 
     def _coded(self, f: str, level: Any) -> np.ndarray:
@@ -383,6 +385,11 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
 
     check = _Check(factor, a, b, at, compared)
     camps = campaigns_of(data)
+    est_cells = _cell_means_estimate(data, metric, candidates, check, confidence)
+    if est_cells is not None:
+        if len(camps) < 2 and label_campaigns:
+            est_cells.basis += f"; {ONE_CAMPAIGN}"
+        return est_cells
     if len(camps) < 2:
         est = _within_campaign(data, metric, candidates, order, check, confidence)
         if label_campaigns:
@@ -393,6 +400,26 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     if note:
         est.basis += f"; {note}"
     return est
+
+
+def _cell_means_estimate(data: pd.DataFrame, metric: str, candidates: Sequence[str], check: _Check,
+                         confidence: float) -> Estimate | None:
+    """The design's own estimate (:mod:`dbmatrix.analyse.cell_model`): the cell means of the claim's cells,
+    variance components at every level that varies; None when the two sides have different cells (a
+    fraction: a reduced model after a lack-of-fit test)."""
+    cols = varied(data, list(dict.fromkeys([f for f in candidates if f in data.columns]
+                                           + [check.factor, *check.at])))
+    if check.factor not in cols:
+        return None
+    loads = [f for f in cols if f in DATASET_FACTORS]
+    cc = cell_contrast(data, metric, check.factor, check.a, check.b, check.at, cols, loads, confidence)
+    if cc is None:
+        return None
+    keys = cell_keys(data, cols)
+    ids = _ids(data[keys.isin(cc.used).to_numpy()])
+    return Estimate(math.exp(cc.estimate), exp_or_inf(cc.lo) if math.isfinite(cc.lo) else math.nan,
+                    exp_or_inf(cc.hi) if math.isfinite(cc.hi) else math.nan, cc.basis, cc.n_runs, check.compared,
+                    cc.campaigns, run_ids=ids, confidence=confidence, df=cc.df, heterogeneity=cc.heterogeneity)
 
 
 @dataclass
@@ -435,9 +462,10 @@ def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
         if free:  # averaging over these would average an effect with the main effect it is aliased with
             raise NotIdentified(f"{_alias_names(check.factor, free, model.factors, frame)} in this design, so its "
                                 f"average over {', '.join(factor_word(f) for f in free)} is not the effect")
+        fit = _fits(frame, metric, model, block)
         est, lo, hi = model.contrast({**held, check.factor: check.a}, {**held, check.factor: check.b}, confidence)
         avg = [f for f in model.factors if f != check.factor and f not in held]
-        return est, lo, hi, (f"two-way model, {size(model)}"
+        return est, lo, hi, (f"two-way model, {size(model)}{fit}"
                              + (f"; averaged over {', '.join(factor_word(f) for f in avg)}" if avg else "")), model.n
     sub = _condition(frame, check.at)
     model = fit_log_model(sub, candidates, metric, interactions=False, level_order=order, block=block, floor=floor)
@@ -458,10 +486,32 @@ def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
         raise NotIdentified(f"{factor_word(check.factor)} x {', '.join(factor_word(f) for f in others)} cannot be "
                             f"told apart from the main effects in this design at {_describe(check.at) or 'all levels'} "
                             f"({_alias_names(check.factor, others, model.factors, sub)})")
+    fit = _fits(sub, metric, model, block)
     est, lo, hi = model.contrast({check.factor: check.a}, {check.factor: check.b}, confidence)
-    return est, lo, hi, (f"main-effects model, {size(model)} at the conditions "
+    return est, lo, hi, (f"main-effects model, {size(model)}{fit} at the conditions "
                          "(interactions aliased)"
                          + (f"; averaged over {', '.join(factor_word(f) for f in others)}" if others else "")), model.n
+
+
+LACK_OF_FIT_ALPHA = 0.05  # a reduced model whose left-out interactions are this significant gives no estimate
+
+
+def _fits(frame: pd.DataFrame, metric: str, model: LogModel, block: str | None) -> str:
+    """A reduced model is used only after a lack-of-fit test against the saturated cell model on the same
+    rows: raises NotIdentified when the interactions it leaves out are significant; else the test in words
+    ("" for a saturated model)."""
+    rows = positive_values(frame, metric)
+    lof = lack_of_fit(rows, metric, model.factors, model.scale * model.df_resid, model.df_resid, block)
+    if lof is None:
+        return ""
+    f, d1, d2, p = lof
+    if not math.isfinite(p):
+        return "; lack of fit not testable (no replication within cells)"
+    words = f"lack of fit F = {f:.3g} on {d1:g} and {d2:g} df, p = {p:.2g}"
+    if p < LACK_OF_FIT_ALPHA:
+        raise NotIdentified(f"the {model.name} model leaves out interactions the data show ({words}): this design "
+                            "cannot give the contrast without them")
+    return f"; {words}"
 
 
 def _alias_names(factor: str, others: Sequence[str], factors: Sequence[str], frame: pd.DataFrame) -> str:
@@ -568,7 +618,7 @@ def _pooled(data: pd.DataFrame, metric: str, candidates: Sequence[str], order: M
     n_runs = int(means["n_runs"].sum())
     ms, df_runs = run_floor(data, metric, varied(means, cols))
     n_bar = float(len(means) / np.sum(1.0 / means["n_runs"].to_numpy(dtype=float)))
-    floor = (ms / n_bar, df_runs, k == 2) if df_runs > 0 else None
+    floor = (ms / n_bar, df_runs, False) if df_runs > 0 else None
     ids = _ids(positive_values(data, metric))
 
     def size(m: LogModel) -> str:
