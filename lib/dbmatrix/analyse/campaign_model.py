@@ -33,11 +33,13 @@ Why not a two-level bootstrap: with the 2-5 campaigns a study will have, resampl
 honest small-sample answer. With two campaigns and only the two compared cells it has 1 df (t = 12.7):
 wide, as it should be. The study's other cells lend their campaign x cell variation to every contrast.
 
-Two refinements (issue 25; :func:`dbmatrix.analyse.contrasts.run_floor`): the cell means' variance is never
-taken below the repetitions' within-cell variance over n (estimated from the runs with the replicate block,
-the run order, as a term), since the campaign x cell component cannot be negative; and with two campaigns,
-where the campaign x cell residual has few df, the t takes the runs' residual df. The basis says which.
-Coverage at 2, 3 and 5 campaigns: ``benchmarks/bench_pooled_coverage.py``.
+Since issue 38 a claim's contrast between cells that were all measured comes from their cell means with a
+dataset-load level as well (:mod:`dbmatrix.analyse.cell_model`: Henderson III mean squares, Satterthwaite
+df); the OLS path here serves reduced models on fractions (after a lack-of-fit test) and figures. Its
+run-level floor (:func:`dbmatrix.analyse.contrasts.run_floor`: the cell means' variance is never taken below
+the repetitions' within-cell variance over n) takes the smaller of the two df: a campaign-level variance
+never borrows the runs' df. Coverage: ``benchmarks/bench_design_coverage.py`` (and, for this path,
+``benchmarks/bench_pooled_coverage.py``).
 
 For estimators that are not models (no claim uses this since issue 25) :func:`pooled_t` (through
 :func:`dbmatrix.analyse.pooling.pool_campaign_estimates`) pools per-campaign

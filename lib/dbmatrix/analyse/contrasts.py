@@ -128,11 +128,9 @@ class LogModel:
     blocks: int = 0  # block (campaign) columns after the terms' columns; a row leaves them at 0 (averaged)
     scale: float = math.nan  # the residual mean square (cov = scale * (X'X)^-1)
     # the run-level floor of a campaign-level model (:func:`run_floor`): the cell means' variance can be no
-    # less than the repetitions' within-cell variance over n, with `floor_df` df; `runs_df`: always take
-    # the df from the runs (two campaigns: the campaign x cell residual alone would have too few df)
+    # less than the repetitions' within-cell variance over n, with `floor_df` df
     floor: float = math.nan
     floor_df: int = 0
-    runs_df: bool = False
     floored: bool = False  # set by the last interval: the floor was larger than the residual
 
     def _se_df(self, L: np.ndarray) -> tuple[float, int]:
@@ -225,7 +223,7 @@ def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps
                   interactions: bool = True,
                   level_order: Mapping[str, Sequence[Any]] | None = None,
                   block: str | None = None,
-                  floor: tuple[float, int, bool] | None = None) -> LogModel | None:
+                  floor: tuple[float, int] | None = None) -> LogModel | None:
     """The factorial model of :func:`dbmatrix.analyse.effects.factorial_model` with its covariance kept, so that
     any contrast can be estimated. None when not estimable (aliased terms or no residual df).
 
@@ -272,7 +270,7 @@ def fit_log_model(runs: pd.DataFrame, factors: Sequence[str], metric: str = "tps
     fit = sm.OLS(y, X).fit()
     return LogModel(factors, levels, terms, np.asarray(fit.params), np.asarray(fit.cov_params()),
                     int(fit.df_resid), int(y.size), "main+2way" if interactions and len(factors) > 1 else "main",
-                    n_block, float(fit.scale), *(floor or (math.nan, 0, False)))
+                    n_block, float(fit.scale), *(floor or (math.nan, 0)))
 
 
 def _estimable_terms(terms: list[tuple[str, ...]], columns: Callable[[tuple[str, ...]], np.ndarray],
@@ -446,7 +444,7 @@ class _Check:
 
 def _model_contrast(frame: pd.DataFrame, metric: str, candidates: Sequence[str],
                     order: Mapping[str, Sequence[Any]], check: _Check, block: str | None,
-                    size: Callable[[LogModel], str], floor: tuple[float, int, bool] | None = None,
+                    size: Callable[[LogModel], str], floor: tuple[float, int] | None = None,
                     confidence: float = 0.95) -> tuple[float, float, float, str, int]:
     """The two model paths (two-way model over all rows, else main effects at the conditions): the log
     contrast, its CI, the basis and the model's rows."""
@@ -618,17 +616,14 @@ def _pooled(data: pd.DataFrame, metric: str, candidates: Sequence[str], order: M
     n_runs = int(means["n_runs"].sum())
     ms, df_runs = run_floor(data, metric, varied(means, cols))
     n_bar = float(len(means) / np.sum(1.0 / means["n_runs"].to_numpy(dtype=float)))
-    floor = (ms / n_bar, df_runs, False) if df_runs > 0 else None
+    floor = (ms / n_bar, df_runs) if df_runs > 0 else None
     ids = _ids(positive_values(data, metric))
 
     def size(m: LogModel) -> str:
         head = f"{m.n} campaign-level cell means of {n_runs} runs in {k} campaigns; "
         if m.floored:
             return head + (f"the repetitions' variance (replicate block as a term) exceeds the campaign x cell "
-                           f"residual: t on {m.floor_df} df from the runs")
-        if m.runs_df:
-            return head + (f"campaign x cell variation ({m.df_resid} df) with t on {m.floor_df} df from the runs' "
-                           "residual (two campaigns)")
+                           f"residual: t on {min(m.df_resid, m.floor_df)} df")
         return head + f"campaign x cell variation, {m.df_resid} df"
 
     sub = check.matched(means, candidates)

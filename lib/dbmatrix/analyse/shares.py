@@ -49,7 +49,7 @@ def share_difference(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: An
         means = campaign_cell_means(data, ODDS, [factor])
         ms, df_runs = run_floor(data, ODDS, [factor])
         n_bar = float(len(means) / np.sum(1.0 / means["n_runs"].to_numpy(dtype=float)))
-        floor = (ms / n_bar, df_runs, k == 2) if df_runs > 0 else None
+        floor = (ms / n_bar, df_runs) if df_runs > 0 else None
         model = fit_log_model(means, [factor], ODDS, interactions=False, block=CAMPAIGN, floor=floor)
         how = f"campaign-level cell means of {len(data)} runs in {k} campaigns"
     else:
@@ -62,7 +62,7 @@ def share_difference(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: An
     for level in (a, b):
         odds, lo, hi = model.mean({factor: level}, confidence)
         sides.append(tuple(100 * o / (1 + o) for o in (odds, lo, hi)))
-    df = model.floor_df if (model.runs_df or model.floored) else model.df_resid
+    df = min(model.df_resid, model.floor_df) if model.floored else model.df_resid  # what the interval used
     (pa, la, ua), (pb, lb, ub) = sides
     d = pa - pb
     lo_d = d - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
