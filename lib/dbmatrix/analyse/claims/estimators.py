@@ -27,7 +27,13 @@ from dbmatrix.analyse.kinds import find_kind
 def estimate(claim: Claim, ev: Evidence, confidence: float = 0.95) -> Estimate:
     """The claim's estimate from one study's evidence, in the campaign-level model when it has several
     campaigns (every estimator, a study kind's own included, pools them itself: one estimator family);
-    raises NotTestable with the reason, NotIdentified when the design does not identify the comparison."""
+    raises NotTestable with the reason, NotIdentified when the design does not identify the comparison.
+    The estimate carries its interval's level (``Estimate.confidence``)."""
+    est = _estimate(claim, ev, confidence)
+    return est if est.confidence == confidence else replace(est, confidence=confidence)
+
+
+def _estimate(claim: Claim, ev: Evidence, confidence: float) -> Estimate:
     if claim.kind == "share":  # "unless the system saturates": the runs whose CPUs were not saturated
         runs, words = unsaturated(ev)
         est = steady_share(runs, confidence)
