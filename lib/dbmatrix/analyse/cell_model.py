@@ -368,3 +368,61 @@ def lack_of_fit(frame: pd.DataFrame, metric: str, cols: Sequence[str], ss_model:
         return math.nan, float(df1), 0.0, math.nan
     f = max(0.0, (ss_model - ss_sat) / df1) / (ss_sat / df_sat) if ss_sat > 0 else math.inf
     return f, float(df1), float(df_sat), float(sps.f.sf(f, df1, df_sat)) if math.isfinite(f) else 0.0
+
+
+# ============================================================================ a study's components
+
+
+@dataclass(frozen=True)
+class Components:
+    """A study's variance components of log(metric) (variances on the log scale, with their df): the runs
+    within a campaign x cell, campaign x cell within a load (s_u^2), and dataset load x campaign (s_L^2);
+    NaN where the design cannot estimate one (one campaign: neither campaign level)."""
+
+    run: float
+    run_df: float
+    cell: float
+    cell_df: float
+    load: float
+    load_df: float
+    campaigns: int
+    runs_per_cell: float  # mean repetitions per campaign x cell
+
+    def campaign_level(self) -> float:
+        """The variance a cell's campaign mean gains from the campaign level (load + campaign x cell)."""
+        return sum(v for v in (self.cell, self.load) if math.isfinite(v))
+
+
+def study_components(data: pd.DataFrame, metric: str, cols: Sequence[str], loads: Sequence[str]) -> Components:
+    """The components of the module doc over every cell of a study (method of moments, truncated at zero)."""
+    y = np.log(pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype=float))
+    ok = np.isfinite(y)
+    data, y = data[ok], y[ok]
+    key = _keys(data, cols).to_numpy()
+    camp = campaign_column(data).to_numpy()
+    run_var, run_df = _run_ms(y, np.array([f"{c}#{k}" for c, k in zip(camp, key)]))
+    frame = pd.DataFrame({"campaign": camp, "_key": key, "y": y})
+    means = frame.groupby(["campaign", "_key"], sort=True)["y"].agg(["mean", "count"]).reset_index()
+    n_bar = float(means["count"].mean()) if len(means) else math.nan
+    K = len(np.unique(camp))
+    if K < 2:
+        return Components(run_var, run_df, math.nan, 0.0, math.nan, 0.0, K, n_bar)
+    load_of = dict(zip(key, _keys(data, loads))) if loads else {}
+    mk, mc = means["_key"].to_numpy(), means["campaign"].to_numpy()
+    lk = np.array([f"{c}#{load_of.get(k, '')}" for c, k in zip(mc, mk)])
+    m = means["mean"].to_numpy(dtype=float)
+    ss_a, df_a, _ = _ols_resid(np.hstack([_dummies(mk), _dummies(lk)]), m)
+    X_b = np.hstack([_dummies(mk), _dummies(mc)[:, 1:]])
+    ss_b, df_b, _ = _ols_resid(X_b, m)
+    ms_a = ss_a / df_a if df_a > 0 else math.nan
+    s_u = max(0.0, ms_a - (run_var / n_bar if math.isfinite(run_var) else 0.0)) if df_a > 0 else math.nan
+    df_lk = df_b - df_a
+    if df_lk > 0:
+        Z = _dummies(lk)
+        M_b = np.eye(len(m)) - X_b @ np.linalg.pinv(X_b)
+        c_star = float(np.trace(M_b @ Z @ Z.T)) / df_lk
+        ms_lk = (ss_b - ss_a) / df_lk
+        s_l = max(0.0, (ms_lk - (ms_a if df_a > 0 else 0.0)) / c_star)
+    else:
+        s_l = math.nan
+    return Components(run_var, run_df, s_u, float(df_a), s_l, float(df_lk), K, n_bar)
