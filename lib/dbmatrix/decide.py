@@ -3,10 +3,12 @@
 After the campaign's planned runs (the spec's repetitions: the first replicate blocks) the study's runs of
 the campaign are analysed and its claims judged; while some claim is still open (inconclusive) and the next
 block fits in the budget, one more replicate block runs, made of only the cells of the open claims (in a
-seeded random order), and the claims are judged again. A claim decided (agree, disagree) gets no more runs
-of its own; one that more runs cannot decide (premise not met, not identified, not tested) is said so and
-gets none. The adding of runs is the adaptive mode's (:func:`dbmatrix.run.matrix.run_study` calls
-:meth:`UntilDecided.next_round` after the planned runs, and again after every block it returns).
+seeded random order), and the claims are judged again. A claim decided (agree, disagree, depends on a
+condition) gets no more runs of its own; one that more runs cannot decide (not identified; not tested, a
+premise not met or uncertain included; an interval beyond the side its stand-in bounds) is said so and
+gets none (:func:`dbmatrix.analyse.claims.looks.state_of`). The adding of runs is the adaptive mode's
+(:func:`dbmatrix.run.matrix.run_study` calls :meth:`UntilDecided.next_round` after the planned runs, and
+again after every block it returns).
 
 Stopping whenever a claim is decided is optional stopping; every look judges the claims at the interval of
 its level in a schedule fixed before the first look (:mod:`dbmatrix.analyse.stats.sequential`: alpha

@@ -24,8 +24,8 @@ from dbmatrix.analyse.effects import factorial_model
 
 @pytest.mark.parametrize("ci,band,test,null,expected", [
     ((1.02, 1.08), (1.0, 1.10), "direction", 1.0, "agree"),  # inside the claimed "up to +10 %"
-    ((1.05, 1.30), (1.0, 1.10), "direction", 1.0, "inconclusive"),  # excludes 1, but the estimate (1.17) > 1.10
-    ((1.02, 1.12), (1.0, 1.10), "direction", 1.0, "agree"),  # excludes 1, the estimate (1.07) in the band
+    ((1.05, 1.30), (1.0, 1.10), "direction", 1.0, "inconclusive"),  # meets the claimed region and goes past it
+    ((1.02, 1.12), (1.0, 1.10), "direction", 1.0, "inconclusive"),  # the estimate (1.07) is in the band: not read
     ((1.20, 1.40), (1.0, 1.10), "direction", 1.0, "disagree"),  # a size clearly beyond the claim
     ((0.80, 0.95), (1.0, 1.10), "direction", 1.0, "disagree"),  # the opposite direction
     ((0.95, 1.05), (1.0, 1.10), "direction", 1.0, "inconclusive"),  # includes no effect
@@ -44,10 +44,12 @@ def test_verdict_rule(ci, band, test, null, expected) -> None:
     assert verdict(*ci, band, test, null) == expected
 
 
-def test_up_to_x_agrees_only_with_an_estimate_inside_the_band() -> None:
-    """The issue's example: PMEM's advantage "up to 25 %" measured as 1.39 (1.19-1.64) is not an agree."""
+def test_up_to_x_agrees_only_with_an_interval_inside_the_band() -> None:
+    """The issue's example: PMEM's advantage "up to 25 %" measured as 1.39 (1.19-1.64) is not an agree, and
+    neither is 1.15 (1.05-1.30), whose interval reaches past 1.25 (issue 38: no test of the estimate)."""
     assert verdict(1.19, 1.64, (1.0, 1.25), "direction", 1.0, estimate=1.39) == "inconclusive"
-    assert verdict(1.05, 1.30, (1.0, 1.25), "direction", 1.0, estimate=1.15) == "agree"
+    assert verdict(1.05, 1.30, (1.0, 1.25), "direction", 1.0, estimate=1.15) == "inconclusive"
+    assert verdict(1.05, 1.24, (1.0, 1.25), "direction", 1.0, estimate=1.15) == "agree"
 
 
 def _claim(**kw: object) -> Claim:
@@ -60,26 +62,34 @@ def _est(e: float, lo: float, hi: float) -> contrasts.Estimate:
     return contrasts.Estimate(e, lo, hi, "test", 6)
 
 
-def test_with_campaigns_agree_needs_every_campaigns_estimate_in_the_band() -> None:
+def test_the_pooled_interval_alone_decides() -> None:
+    """One decision on the pooled interval (issue 38): the campaigns' own estimates are consistency checks
+    in the table, never a veto of the pooled verdict."""
     c = _claim()
-    pooled = _est(1.12, 1.05, 1.20)
-    assert claims.judge(c, pooled, [_est(1.10, 1.0, 1.2), _est(1.14, 1.0, 1.3)])[0] == "agree"
-    v, why = claims.judge(c, pooled, [_est(1.10, 1.0, 1.2), _est(1.30, 1.1, 1.5)])
-    assert v == "inconclusive" and why.startswith("campaigns differ") and "C2 1.3" in why
-    v, _ = claims.judge(c, _est(0.8, 0.7, 0.9), [_est(0.75, 0.6, 0.9), _est(0.85, 0.7, 1.0)])
-    assert v == "disagree"
-    v, _ = claims.judge(c, _est(0.8, 0.7, 0.9), [_est(0.75, 0.6, 0.9), _est(1.05, 0.9, 1.2)])
-    assert v == "inconclusive"  # one campaign on the claim's side: no pooled "disagree"
-    assert claims.judge(c, pooled, [_est(1.10, 1.0, 1.2), None])[0] == "inconclusive"  # a campaign is missing
+    assert claims.judge(c, _est(1.12, 1.06, 1.20)) == ("agree", "")
+    assert claims.judge(c, _est(0.8, 0.7, 0.9)) == ("disagree", "")
 
 
-def test_a_failed_premise_overrides_any_verdict() -> None:
+def test_a_failed_premise_leaves_the_claim_not_tested() -> None:
     c = _claim()
     failed = claims.PremiseCheck(False, "lz4 shrinks the data 1.04x")
     ok = claims.PremiseCheck(True, "fine")
-    assert claims.judge(c, _est(1.12, 1.05, 1.20), [], [ok]) == ("agree", "")
-    assert claims.judge(c, _est(1.12, 1.05, 1.20), [], [ok, failed]) == ("premise not met", "lz4 shrinks the data 1.04x")
-    assert claims.judge(c, _est(0.5, 0.4, 0.6), [], [failed])[0] == "premise not met"
+    unsure = claims.PremiseCheck(None, "CPUs 90 %", uncertain=True)
+    assert claims.judge(c, _est(1.12, 1.06, 1.20), [ok]) == ("agree", "")
+    assert claims.judge(c, _est(1.12, 1.06, 1.20), [ok, failed]) == (
+        "not tested", "premise not met: lz4 shrinks the data 1.04x")
+    assert claims.judge(c, _est(0.5, 0.4, 0.6), [failed])[0] == "not tested"
+    assert claims.judge(c, _est(1.12, 1.06, 1.20), [unsure, failed]) == (
+        "not tested", "premise not met: lz4 shrinks the data 1.04x; premise uncertain: CPUs 90 %")
+    assert claims.judge(c, _est(1.12, 1.06, 1.20), [claims.PremiseCheck(None, "not checked: no data")])[0] == "agree"
+
+
+def test_verdicts_are_counted_by_class() -> None:
+    t = pd.DataFrame({"verdict": ["agree", "depends on compression", "depends on block", "not tested", "odd"]})
+    counts = claims.verdict_counts(t)
+    assert list(counts) == list(claims.VERDICTS) and counts["depends"] == 2 and counts["agree"] == 1
+    assert sum(counts.values()) == 4
+    assert claims.verdict_class("depends on medium") == "depends" and claims.verdict_class("agree") == "agree"
 
 
 def test_flips_count_claims_whose_campaigns_disagree() -> None:
@@ -213,8 +223,8 @@ def test_dataset_ratio_is_a_value_per_matched_pair_never_a_ci() -> None:
     assert [label for label, _ in e.values] == ["compression lz4", "compression none"]
     assert e.estimate == pytest.approx(math.sqrt(1.1 * 44 / 42)) and e.n == 2
     claim = _claim(metric="data_physical_bytes", band=(1.0, 1.08))  # "up to 8 %": one pair in, one out
-    v, why = claims.judge(claim, e, [])
-    assert v == "inconclusive" and why.startswith("pairs differ") and "1.1 disagree" in why
+    v, why = claims.judge(claim, e)
+    assert v == "depends on compression" and why.startswith("per pair (measured, no CI)") and "1.1 disagree" in why
     with pytest.raises(NotTestable):
         contrasts.dataset_ratio(runs, "threads", 1, 4)
 
@@ -332,8 +342,10 @@ def test_a_claim_on_a_metric_nobody_measured_is_not_tested() -> None:
 
 def test_two_campaigns_are_pooled_and_each_is_judged() -> None:
     """Campaign 2 repeats campaign 1 except that MyRocks' 4k cells at cache 100 run 15 % slower: the block
-    claim agrees in campaign 1 (1.125), disagrees in campaign 2 (0.96), and the pooled verdict may not take
-    a side; with campaign 2 like campaign 1, the pooled interval agrees and says it pools two campaigns."""
+    claim agrees in campaign 1 (1.125), disagrees in campaign 2 (0.96): their intervals are disjoint (the only
+    way under the three-way rule), the heterogeneity test says the campaigns differ, and the pooled interval,
+    which carries their difference, takes no side; with campaign 2 like campaign 1, the pooled interval agrees
+    and says it pools two campaigns."""
     cells = full_factorial(engine=["innodb", "myrocks"], cache_pct=[25, 100], block_size=["4k", "16k"])
     c = Claim("blockTest", "003", "here", "4k up to 20 % faster", "tps", (1.0, 1.2), factor="block_size",
               a="4k", b="16k", at={"engine": "myrocks", "cache_pct": 100})
@@ -349,8 +361,9 @@ def test_two_campaigns_are_pooled_and_each_is_judged() -> None:
     assert per.loc[1, "verdict"] == "agree" and per.loc[2, "verdict"] == "disagree"
     assert per.loc[1, "estimate"] == pytest.approx(1.125, rel=0.03)
     assert per.loc[2, "estimate"] == pytest.approx(0.956, rel=0.03)
-    assert t["verdict"] == "inconclusive"
-    assert claims.flips(result)["flip"].iloc[0]
+    assert per.loc[2, "ci_hi"] < per.loc[1, "ci_lo"]  # an agree and a disagree: disjoint intervals
+    assert t["verdict"] == "inconclusive" and t["heterogeneity"].startswith("campaigns differ (F = ")
+    assert claims.flips(result)["flip"].iloc[0] and not claims.flips(result)["contradicted"].iloc[0]
     same = evaluate([Evidence("m", "storage", pd.concat([one, two], ignore_index=True), {})], [c])
     assert same.claims["verdict"].iloc[0] == "agree" and "campaign" in same.claims["basis"].iloc[0]
     assert same.campaign_verdict("blockTest", 1) == same.campaign_verdict("blockTest", 2) == "agree"

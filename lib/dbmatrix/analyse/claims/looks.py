@@ -12,22 +12,22 @@ from typing import Any
 from dbmatrix.analyse.claims.model import Claim, Evidence
 from dbmatrix.analyse.claims.needs import claim_cells
 from dbmatrix.analyse.claims.table import evaluate
-from dbmatrix.analyse.claims.verdicts import MEASURED_SPLIT, verdict
+from dbmatrix.analyse.claims.verdicts import DECIDED, not_by_runs, verdict, verdict_class
 from dbmatrix.analyse.stats.sequential import projected_blocks
 from dbmatrix.spec.experiment import Experiment
 
-DECIDED = ("agree", "disagree")
 OPEN = ("inconclusive",)
-NOT_BY_RUNS = ("premise not met", "not identified", "not tested")  # more repetitions do not change these
+NOT_BY_RUNS = ("not identified", "not tested")  # more repetitions do not change these (premises included)
 
 
 def state_of(verdict_: str, reason: str = "") -> str:
-    """decided (agree, disagree), open (inconclusive: more runs may decide it) or "not decided by runs"
-    (premise not met, not identified, not tested: a design or a condition, not the noise; and a measured
-    quantity, a dataset size, whose pairs disagree: it has no noise for more runs to shrink)."""
-    if verdict_ in DECIDED:
+    """decided (agree, disagree, depends on ...), open (inconclusive: more runs may decide it) or "not
+    decided by runs" (not identified, not tested: a design, a premise or a condition, not the noise; an
+    interval beyond the side a stand-in bounds, which a faster stand-in cannot contradict however many runs;
+    and a measured quantity, a dataset size, which has no noise for more runs to shrink)."""
+    if verdict_class(verdict_) in DECIDED:
         return "decided"
-    if verdict_ in OPEN and not reason.startswith(MEASURED_SPLIT):
+    if verdict_ in OPEN and not not_by_runs(reason):
         return "open"
     return "not decided by runs"
 
@@ -76,7 +76,7 @@ def judge_look(claims: Sequence[Claim], ev: Evidence, exp: Experiment, confidenc
         first = prev.decided_at if prev is not None and prev.decided_at is not None else None
         out.append(ClaimLook(c.id, v, float(r["estimate"]), float(r["ci_lo"]), float(r["ci_hi"]), confidence,
                              str(r["reason"] or ""), tuple(sorted(claim_cells(c, exp))),
-                             first if first is not None else (blocks if v in DECIDED else None)))
+                             first if first is not None else (blocks if verdict_class(v) in DECIDED else None)))
     return out
 
 
@@ -93,6 +93,7 @@ def projection(claim: Claim, lk: ClaimLook, blocks: int) -> int | None:
         return None
 
     def decided(lo: float, hi: float) -> bool:
-        return verdict(lo, hi, claim.band, claim.test, claim.null, lk.estimate, claim.equivalence) in DECIDED
+        return verdict(lo, hi, claim.band, claim.test, claim.null, lk.estimate, claim.equivalence,
+                       claim.bound) in DECIDED
 
     return projected_blocks(lk.estimate, lk.ci_lo, lk.ci_hi, blocks, decided, log=claim.kind != "difference")

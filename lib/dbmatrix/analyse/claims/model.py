@@ -12,8 +12,9 @@ from dbmatrix.analyse.campaign_model import campaign_column, campaigns_of
 from dbmatrix.analyse.hosts import hosts_of, pooling_allowed
 
 # The equivalence margin of "no effect" per metric, declared before the data: a ratio within 1/(1+m) .. 1+m,
-# a difference (points) within -m .. m. An interval inside it is a precise null: it disagrees with a claim
-# of an effect, and a "no effect" claim's band is this zone. Sizes are measured, not sampled: a tight margin.
+# a difference (points) within -m .. m: the closed zone Z of the verdict rule. A claim of an effect claims only
+# the part of its band beyond Z (an interval inside Z disagrees with it), and a "no effect" claim's band is Z.
+# Sizes are measured, not sampled: a tight margin.
 MARGINS: dict[str, float] = {
     "tps": 0.05, "p95_ms": 0.05, "read_kb_per_txn": 0.05, "write_kb_per_txn": 0.05, "tps_ratio": 0.05,
     "lat_avg_ratio": 0.05, "lat_p95_ratio": 0.05, "data_physical_bytes": 0.005, "fc_paused_pct_points": 5.0,
@@ -21,6 +22,8 @@ MARGINS: dict[str, float] = {
     "scale_stability": 0.05, "p99_ms": 0.05, "mysqld_cpu_us_per_txn": 0.05,
 }
 DEFAULT_MARGIN = 0.05
+BOUNDS = ("", "upper", "lower")  # Claim.bound
+COMBINES = ("all", "any", "largest", "primary")  # Claim.combine
 
 
 def no_effect(metric: str, kind: str = "ratio") -> tuple[float, float]:
@@ -54,7 +57,8 @@ class Premise:
 class PremiseCheck:
     """A premise measured on the data: ``met`` True/False when its interval lies on one side of the
     threshold, None when the data cannot tell; ``uncertain`` (with ``met`` None) when the interval
-    straddles the threshold (a verdict under it says so)."""
+    straddles the threshold. A premise not met or uncertain leaves the claim "not tested"
+    (:func:`dbmatrix.analyse.claims.verdicts.with_premises`)."""
 
     met: bool | None  # None: the data cannot tell (said in `value`)
     value: str  # the measured value, in words
@@ -122,9 +126,25 @@ class Claim:
     # and sector mode, each against NVMe)
     per: tuple[str, ...] = ()
     margin: float | None = None  # equivalence margin of no effect; None: the metric's (catalogue.MARGINS)
+    # a stand-in that bounds the real thing: "upper" (the stand-in's ratio is at least the real one: RAM for
+    # PMEM, faster than PMEM), "lower" (at most), "" (none): a one-sided verdict (verdicts.verdict_reason)
+    bound: str = ""
+    # how the conditions (the levels of `per`, a measured quantity's pairs) combine into one verdict: "all",
+    # "any", "largest" (the seed's "up to X" over its conditions) or "primary" (`primary`'s verdict, the
+    # others as sensitivity); verdicts.combine
+    combine: str = "all"
+    primary: Any = None  # the level of the `per` factor that is primary (combine "primary")
     # the seed's own words, verbatim and short, in the seed's language (the registry's source: docs/registry.md)
     quote: str = ""
     conditions: SeedConditions | None = None  # as the seed had them (None: a further finding of ours)
+
+    def __post_init__(self) -> None:
+        if self.bound not in BOUNDS:
+            raise ValueError(f"claim {self.id}: bound {self.bound!r}; allowed: {', '.join(map(repr, BOUNDS))}")
+        if self.combine not in COMBINES:
+            raise ValueError(f"claim {self.id}: combine {self.combine!r}; allowed: {', '.join(COMBINES)}")
+        if (self.combine == "primary") != (self.primary is not None):
+            raise ValueError(f"claim {self.id}: combine 'primary' and a primary level go together")
 
     @property
     def null(self) -> float:

@@ -2,13 +2,15 @@
 
 A campaign's record (``campaigns/<k>.json``, :func:`dbmatrix.run.campaigns.merge_record`) stores, when the
 campaign starts, the :func:`current_registration`: one digest per claim of its *definition* (metric,
-compared levels, conditions, band, test, premises, the seed's conditions: everything but the prose that
-paraphrases or quotes the seed) and
-a digest of the code that computes estimates and verdicts. A claim is then, against the first campaign whose
-data it is judged on (:func:`registration_status`):
+compared levels, conditions, band, test, its effective margin, bound, combination of conditions, premises,
+the seed's conditions: everything but the prose that paraphrases or quotes the seed), a digest of the
+verdict rule (:data:`dbmatrix.analyse.claims.verdicts.RULE`: regions, bounds, premises, combinations, level,
+margins, the steady-state rule) and a digest of the code that computes estimates and verdicts. A claim is
+then, against the first campaign whose data it is judged on (:func:`registration_status`):
 
-- ``fixed before data``: its definition is the one that campaign recorded;
-- ``revised after data``: that campaign recorded another definition of it;
+- ``fixed before data``: its definition and the rule are the ones that campaign recorded (a record from
+  before the rule was registered has no rule digest: its claims' digests decide);
+- ``revised after data``: that campaign recorded another definition of it, or another rule;
 - ``added after data``: that campaign's registry did not have it;
 - ``not registered``: the campaign predates registration (its record has none), so nothing says whether
   the claim was fixed before its data; the table says so once, not per claim.
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dbmatrix.analyse.claims.model import Claim
+from dbmatrix.analyse.claims.verdicts import RULE
 
 STATUSES = ("fixed before data", "revised after data", "added after data", "not registered")
 REVISED = ("revised after data", "added after data")  # the statuses a reader must be warned of
@@ -44,8 +47,10 @@ def _digest(value: Any) -> str:
 
 
 def definition(claim: Claim) -> dict[str, Any]:
-    """The claim as a plain dict without its prose (premises without their description either)."""
+    """The claim as a plain dict without its prose (premises without their description either), with its
+    effective margin of no effect (declared, else its metric's) and its bound and combination."""
     d = dataclasses.asdict(claim)
+    d["equivalence"] = claim.equivalence
     for k in PROSE:
         d.pop(k, None)
     d["premises"] = [{k: v for k, v in p.items() if k != "text"} for p in d.get("premises", [])]
@@ -61,11 +66,18 @@ def claim_digest(claim: Claim) -> str:
     return _digest(definition(claim))
 
 
+def rule_digest() -> str:
+    """A short digest of the verdict rule (:data:`~dbmatrix.analyse.claims.verdicts.RULE`)."""
+    return _digest(RULE)
+
+
 def registry(claims: Sequence[Claim], code_digest: str | None = None) -> dict[str, Any]:
-    """The registration a campaign stores: per claim id its digest, the digest of them all, and the
-    verdict code's digest."""
+    """The registration a campaign stores: per claim id its digest, the rule's digest, the digest of them
+    all (claims and rule), and the verdict code's digest."""
     per = {c.id: claim_digest(c) for c in claims}
-    return {"claims": per, "registry": _digest(per), "verdict_code": code_digest}
+    rule = rule_digest()
+    return {"claims": per, "rule": rule, "registry": _digest({"claims": per, "rule": rule}),
+            "verdict_code": code_digest}
 
 
 def registration_status(claim: Claim, registration: Mapping[str, Any] | None) -> str:
@@ -75,7 +87,9 @@ def registration_status(claim: Claim, registration: Mapping[str, Any] | None) ->
     recorded = registration["claims"].get(claim.id)
     if recorded is None:
         return "added after data"
-    return "fixed before data" if recorded == claim_digest(claim) else "revised after data"
+    rule = registration.get("rule")
+    same_rule = rule is None or rule == rule_digest()  # a record from before the rule was registered: None
+    return "fixed before data" if recorded == claim_digest(claim) and same_rule else "revised after data"
 
 
 def first_registration(campaigns: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

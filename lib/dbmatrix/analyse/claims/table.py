@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,7 +16,18 @@ from dbmatrix.analyse.claims.estimators import estimate_all
 from dbmatrix.analyse.claims.model import Claim, Evidence, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.registration import first_registration, registration_status
-from dbmatrix.analyse.claims.verdicts import VERDICTS, fmt, judge
+from dbmatrix.analyse.claims.verdicts import (
+    VERDICTS,
+    Condition,
+    combine,
+    combine_words,
+    fmt,
+    heterogeneity_text,
+    is_primary,
+    judge,
+    verdict_class,
+    with_premises,
+)
 from dbmatrix.analyse.contrasts import Estimate, NotIdentified, NotTestable
 from dbmatrix.analyse.stats.sequential import final_look, level_text
 
@@ -24,7 +35,8 @@ from dbmatrix.analyse.stats.sequential import final_look, level_text
 
 VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",
                    "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in",
-                   "premise", "premise_value", "premise_met", "campaigns", "campaign_level", "registration")
+                   "premise", "premise_value", "premise_met", "campaigns", "campaign_level", "registration",
+                   "heterogeneity", "confidence", "combine")
 CAMPAIGN_COLUMNS = ("id", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
 LEVEL_COLUMNS = ("id", "level", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
 
@@ -62,57 +74,89 @@ class ClaimVerdicts:
         return v if isinstance(v, str) else ""
 
 
-def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck], confidence: float = 0.95
-                ) -> tuple[str, str, str, int, list[str], list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class PerLevel:
+    """A claim judged at every level of its ``per`` factors (:func:`_per_levels`)."""
+
+    verdict: str  # combined by the claim's rule (verdicts.combine), premises applied
+    reason: str
+    judged: tuple[float, float, float] | None  # the interval judged ("largest", "primary"), else None
+    compared: str
+    basis: str  # the per-level estimates and verdicts in words
+    n: int  # the unique runs behind them
+    campaigns: list[tuple[str, tuple[float, float, float] | None]]  # per campaign of the study: verdict, judged
+    rows: list[dict[str, Any]]  # LEVEL_COLUMNS, campaign 0 pooled, and a ``note`` where a level is not estimable
+    heterogeneity: str
+    confidence: float
+    combine: str  # the combination in words
+
+
+def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck], confidence: float = 0.95) -> PerLevel:
     """The claim judged at every level of the factors it names in ``per`` (fixed in the registry, the same
-    in every campaign): the verdict shared by every level (else inconclusive), the compared text, the
-    per-level estimates and verdicts in words, the unique runs behind them, each campaign's verdict, and the
-    per-level rows (:data:`LEVEL_COLUMNS`, campaign 0 pooled, and a ``note`` where a level is not estimable).
+    in every campaign), the levels combined by the claim's rule (:func:`dbmatrix.analyse.claims.verdicts.
+    combine`), pooled and per campaign; premises applied to the combined verdicts and the level rows.
     NotIdentified when the design does not identify the comparison at a level."""
+    from dbmatrix.spec.factors import factor_word
+
     parts: list[str] = []
-    verdicts: list[str] = []
+    conds: list[Condition] = []
     ids: set[str] = set()
-    n_max, compared = 0, ""
-    camp_checks = [_campaign_checks(claim, ev, k, checks) for k in ev.campaigns()]
-    per_camp: list[list[str]] = [[] for _ in ev.campaigns()]
+    n_max, compared, level_conf = 0, "", math.nan
+    camps = ev.campaigns()
+    camp_checks = [_campaign_checks(claim, ev, k, checks) for k in camps]
+    per_camp: list[list[Condition]] = [[] for _ in camps]
     rows: list[dict[str, Any]] = []
-    for where, sub in level_claims(claim, ev):
+    het: list[str] = []
+    for where, combo, sub in _level_combos(claim, ev):
         try:
             e, per, _ = estimate_all(sub, ev, confidence)
         except NotIdentified as exc:
             raise NotIdentified(f"at {where}: {exc}") from None
         except NotTestable as exc:
-            verdicts.append("inconclusive")
+            conds.append(Condition(where, combo, math.nan, math.nan, math.nan, "inconclusive",
+                                   f"not estimable ({exc})"))
             parts.append(f"{where}: not estimable ({exc})")
             rows.append({**_level_row(claim.id, where, 0, None, "inconclusive"), "note": str(exc)})
-            for vs in per_camp:
-                vs.append("inconclusive")
+            for cs in per_camp:
+                cs.append(Condition(where, combo, math.nan, math.nan, math.nan, "inconclusive"))
             continue
-        v, why = judge(sub, e, per if len(per) > 1 else [], checks)
-        rows.append(_level_row(claim.id, where, 0, e, v))
-        verdicts.append(v)
+        v, why = judge(sub, e)
+        conds.append(Condition(where, combo, e.estimate, e.ci_lo, e.ci_hi, v, why))
+        rows.append(_level_row(claim.id, where, 0, e, with_premises(v, why, checks)[0]))
         compared = compared or e.compared.split(" at ")[0]
         ids |= e.run_ids
         n_max = max(n_max, e.n)
-        parts.append(f"{where}: {fmt(e.estimate)} [{fmt(e.ci_lo)}, {fmt(e.ci_hi)}] {v}"
-                     + (f" ({why})" if why and not why.startswith("premise") else ""))
-        for k, vs in enumerate(per_camp):
+        level_conf = level_conf if not math.isnan(level_conf) else e.confidence
+        if h := heterogeneity_text(e.heterogeneity):
+            het.append(f"{where}: {h}")
+        parts.append(f"{where}: {fmt(e.estimate)} [{fmt(e.ci_lo)}, {fmt(e.ci_hi)}] {v}" + (f" ({why})" if why else ""))
+        for k, cs in enumerate(per_camp):
             pk = per[k] if len(per) == len(per_camp) else None
-            vs.append(judge(sub, pk, [], camp_checks[k])[0] if pk is not None else "inconclusive")
+            if pk is None:
+                cs.append(Condition(where, combo, math.nan, math.nan, math.nan, "inconclusive"))
+            else:
+                cs.append(Condition(where, combo, pk.estimate, pk.ci_lo, pk.ci_hi, *judge(sub, pk)))
             if len(per_camp) > 1:
-                rows.append(_level_row(claim.id, where, ev.campaigns()[k], pk, vs[-1]))
+                rows.append(_level_row(claim.id, where, camps[k], pk,
+                                       with_premises(cs[-1].verdict, "", camp_checks[k])[0]))
     notes = [r["note"] for r in rows if r.get("note")]
     if rows and len(notes) == len(rows):  # no level could be estimated: the study cannot test the claim
         raise NotTestable(notes[0] if len(set(notes)) == 1 else "; ".join(
             f"{r['level']}: {r['note']}" for r in rows))
-    common = verdicts[0] if verdicts and all(v == verdicts[0] for v in verdicts) else "inconclusive"
-    within = "; within one campaign" if len(ev.campaigns()) < 2 else f"; {len(ev.campaigns())} campaigns pooled"
-    camp_v = [vs[0] if vs and all(v == vs[0] for v in vs) else "inconclusive" for vs in per_camp]
-    from dbmatrix.spec.factors import factor_word
-
-    names = ", ".join(factor_word(f) for f in claim.per if f in ev.runs.columns)
-    return common, compared, (f"judged at every level of {names} (fixed in the claim): " + "; ".join(parts)
-                              + within), len(ids) or n_max, camp_v, rows
+    words = ", ".join(factor_word(f) for f in claim.per if f in ev.runs.columns)
+    v, why, judged = combine(claim, conds, words)
+    v, why = with_premises(v, why, checks)
+    camp_v = []
+    for cs, ck in zip(per_camp, camp_checks):
+        cv, _, cj = combine(claim, cs, words)
+        camp_v.append((with_premises(cv, "", ck)[0], cj))
+    within = "; within one campaign" if len(camps) < 2 else f"; {len(camps)} campaigns pooled"
+    others = [", ".join(str(x) for x in c.level.values()) for c in conds
+              if isinstance(c.level, Mapping) and not is_primary(claim, c)]
+    return PerLevel(v, why, judged, compared,
+                    f"judged at every level of {words} (fixed in the claim): " + "; ".join(parts) + within,
+                    len(ids) or n_max, camp_v, rows, "; ".join(het), level_conf,
+                    combine_words(claim, others if claim.combine == "primary" else ()))
 
 
 def level_claims(claim: Claim, ev: Evidence) -> list[tuple[str, Claim]]:
@@ -134,6 +178,16 @@ def level_claims(claim: Claim, ev: Evidence) -> list[tuple[str, Claim]]:
         raise NotTestable(f"no {', '.join(claim.per)} column in the runs")
     return [(", ".join(f"{factor_word(f)} {v}{factor_unit(f)}" for f, v in combo.items()), _at_level(claim, combo))
             for combo in level_product(levels)]
+
+
+def _level_combos(claim: Claim, ev: Evidence) -> list[tuple[str, dict[str, Any], Claim]]:
+    """:func:`level_claims` with each combination's levels (``{factor: level}``), for the primary level."""
+    out = []
+    for where, sub in level_claims(claim, ev):
+        combo = {f: (getattr(sub, _family_side(claim)) if f == claim.factor else sub.at[f]) for f in claim.per
+                 if f == claim.factor or f in sub.at}
+        out.append((where, combo, sub))
+    return out
 
 
 def _family(spec: Any) -> bool:
@@ -199,9 +253,10 @@ def _level_row(claim_id: str, level: str, campaign: int, e: Estimate | None, v: 
 def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
              confidence: float | None = None) -> ClaimVerdicts:
     """Per claim: the first study (in the claim's preferred order of study kinds, then the order given)
-    that can test it, its pooled estimate with the 95 % CI, the premises with their measured values, and
-    the verdict, else "not tested" and why; and per claim and campaign that campaign's estimate and
-    verdict.
+    that can test it, its pooled estimate with its interval (``confidence``: the level), the premises with
+    their measured values, the verdict (one decision, on the pooled interval), the campaigns' consistency
+    test (``heterogeneity``) and how its conditions combine (``combine``), else "not tested" and why; and
+    per claim and campaign that campaign's estimate and verdict (a consistency check).
 
     A study whose campaign records say it was run until decided (``dbmatrix run --until-decided``) is
     judged at its final look's level, and the basis says so (:func:`dbmatrix.analyse.stats.sequential.
@@ -218,7 +273,8 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
                                "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
                                "stand_in": c.stand_in, "premise": "; ".join(p.text for p in c.premises),
                                "premise_value": "", "premise_met": "", "campaigns": 0, "campaign_level": "",
-                               "registration": "", **({"hosts": ""} if several else {})}
+                               "registration": "", "heterogeneity": "", "confidence": math.nan,
+                               "combine": combine_words(c) if c.per else "", **({"hosts": ""} if several else {})}
         camp = {k: {"id": c.id, "campaign": k, "estimate": math.nan, "ci_lo": math.nan, "ci_hi": math.nan,
                     "verdict": ""} for k in range(1, n_camp + 1)}
         camp_rows += camp.values()
@@ -237,20 +293,25 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
             level, note = _level(ev, confidence)
             ev, hosts = ev.for_claims()
             checks = [check_premise(p, c, ev) for p in c.premises]
-            failed = [ch.value for ch in checks if ch.met is False]
             try:
                 if any(f in ev.runs.columns and ev.runs[f].nunique() > 1 for f in c.per):
-                    v, compared, text, n, camp_v, lv = _per_levels(c, ev, checks, level)
-                    level_rows += lv
-                    if len(camp_v) > 1:
-                        for k, cv in zip(ev.campaigns(), camp_v):
+                    pl = _per_levels(c, ev, checks, level)
+                    level_rows += pl.rows
+                    if len(pl.campaigns) > 1:
+                        for k, (cv, cj) in zip(ev.campaigns(), pl.campaigns):
                             if k <= n_camp:
                                 camp[k]["verdict"] = cv
-                    unsure = [f"premise uncertain: {ch.value}" for ch in checks if ch.uncertain]
-                    row.update(study=ev.experiment, compared=compared, basis=text + note, n=n,
-                               verdict="premise not met" if failed else v,
-                               reason="; ".join([*(failed or unsure), *reasons]), campaigns=len(ev.campaigns()))
+                                if cj is not None:
+                                    camp[k].update(estimate=cj[0], ci_lo=cj[1], ci_hi=cj[2])
+                    if pl.judged is not None:
+                        row.update(estimate=pl.judged[0], ci_lo=pl.judged[1], ci_hi=pl.judged[2])
+                    row.update(study=ev.experiment, compared=pl.compared, basis=pl.basis + note, n=pl.n,
+                               verdict=pl.verdict, reason="; ".join([x for x in (pl.reason, *reasons) if x]),
+                               campaigns=len(ev.campaigns()), heterogeneity=pl.heterogeneity,
+                               confidence=pl.confidence, combine=pl.combine)
                     _premise_cols(row, checks)
+                    if several:
+                        row["hosts"] = hosts
                     break
                 est, per, notes = estimate_all(c, ev, level)
             except NotIdentified as exc:  # another study's design may identify it
@@ -260,16 +321,19 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
             except NotTestable as exc:
                 reasons.append(f"{ev.experiment}: {exc}")
                 continue
-            v, why = judge(c, est, per if len(per) > 1 else [], checks)
+            v, why = judge(c, est, checks)
             row.update(study=ev.experiment, compared=est.compared, basis=est.basis + (note if est.values == [] else ""),
                        n=len(est.run_ids) or est.n,
                        estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi, verdict=v,
-                       reason="; ".join([why, *notes, *reasons]).strip("; "), campaigns=len(ev.campaigns()))
+                       reason="; ".join([why, *notes, *reasons]).strip("; "), campaigns=len(ev.campaigns()),
+                       heterogeneity=heterogeneity_text(est.heterogeneity),
+                       confidence=math.nan if est.values else est.confidence,
+                       combine=combine_words(c) if len(est.values) > 1 else "")
             for k, e in zip(ev.campaigns(), per):
                 if e is None or k > n_camp:
                     continue
                 camp[k].update(estimate=e.estimate, ci_lo=e.ci_lo, ci_hi=e.ci_hi,
-                               verdict=judge(c, e, [], _campaign_checks(c, ev, k, checks))[0])
+                               verdict=judge(c, e, _campaign_checks(c, ev, k, checks))[0])
             _premise_cols(row, checks)
             if several:
                 row["hosts"] = hosts
@@ -327,12 +391,11 @@ def _campaign_cols(row: dict[str, Any], c: Claim, ev: Evidence) -> None:
 
 
 def _not_identified(row: dict[str, Any], ev: Evidence, exc: NotIdentified, checks: Sequence[PremiseCheck]) -> None:
-    """No study identifies the claim's comparison: the first one's alias, never an average over it (a failed
-    premise still comes first)."""
-    failed = [ch.value for ch in checks if ch.met is False]
-    row.update(study=ev.experiment, basis=f"not identified by this design: {exc}",
-               verdict="premise not met" if failed else "not identified",
-               reason="; ".join([*failed, f"also not identified: {exc}"]) if failed else str(exc),
+    """No study identifies the claim's comparison: the first one's alias, never an average over it (a premise
+    not met or uncertain still comes first: not tested)."""
+    v, why = with_premises("not identified", str(exc), checks)
+    row.update(study=ev.experiment, basis=f"not identified by this design: {exc}", verdict=v,
+               reason=why if v == "not identified" else f"{why}; also not identified: {exc}",
                campaigns=len(ev.campaigns()))
     _premise_cols(row, checks)
 
@@ -354,13 +417,17 @@ def _premise_cols(row: dict[str, Any], checks: Sequence[PremiseCheck]) -> None:
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
-    return {v: int((table["verdict"] == v).sum()) for v in VERDICTS}
+    """The claims per verdict class (:data:`~dbmatrix.analyse.claims.verdicts.VERDICTS`: "depends on ..." is
+    "depends")."""
+    classes = table["verdict"].fillna("").astype(str).map(verdict_class)
+    return {v: int((classes == v).sum()) for v in VERDICTS}
 
 
 def flips(verdicts: ClaimVerdicts) -> pd.DataFrame:
     """Per claim: each campaign's verdict (a column C<k> per campaign, for display), the pooled one,
     whether the campaigns' verdicts differ (a flip) and whether a campaign says the opposite of a pooled
-    agree/disagree (which the rule forbids)."""
+    agree/disagree (under the three-way rule only a campaign interval disjoint from the pooled one can: the
+    campaigns are consistency checks, the pooled interval decides)."""
     ks = verdicts.campaign_numbers()
     rows = []
     for _, r in verdicts.claims.iterrows():
