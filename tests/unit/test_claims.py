@@ -148,7 +148,7 @@ def test_conditional_ratio_from_matched_cells_is_welch() -> None:
                                          block_size=["4k", "16k"]))
     e = contrasts.ratio_estimate(runs, "tps", "block_size", "4k", "16k",
                               {"engine": "myrocks", "cache_pct": "min"}, factors=FACTORS)
-    assert e.basis.startswith("matched cells")
+    assert e.basis.startswith("cell means of 2 cells") and "Welch-Satterthwaite" in e.basis
     assert e.ci_lo < 1.25 < e.ci_hi and e.estimate == pytest.approx(1.25, rel=0.05)
     assert e.compared == "block 4k / 16k at engine myrocks, cache 25 %"
     flat = contrasts.ratio_estimate(runs, "tps", "block_size", "4k", "16k", {"engine": "innodb", "cache_pct": 100},
@@ -157,15 +157,15 @@ def test_conditional_ratio_from_matched_cells_is_welch() -> None:
 
 
 def test_conditional_ratio_from_the_model_averages_the_free_factors() -> None:
-    """Compression is left free: the model's contrast at engine x cache averages over it, and agrees with
-    the main effect of effects.factorial_model where no condition is given."""
+    """Compression is left free: the cell means' contrast at engine x cache averages over it with equal
+    weights, and agrees with the main effect of effects.factorial_model where no condition is given."""
     cells = full_factorial(engine=["innodb", "myrocks"], cache_pct=[25, 100], block_size=["4k", "16k"],
                            compression=["none", "lz4"])
     estimates = [contrasts.ratio_estimate(synthetic_runs(cells, seed=seed), "tps", "block_size", "4k", "16k",
                                        {"engine": "myrocks", "cache_pct": 25}, factors=FACTORS)
                  for seed in range(40)]
     e = estimates[0]
-    assert e.basis.startswith("two-way model") and "compression" in e.basis
+    assert e.basis.startswith("cell means of 4 cells, averaged over compression")  # a full factorial: its cells
     covered = sum(x.ci_lo < 1.25 < x.ci_hi for x in estimates)
     assert covered >= 34, f"the 95 % interval covered the true 1.25 in {covered}/40 fixed seeds"
     assert np.mean([math.log(x.estimate) for x in estimates]) == pytest.approx(math.log(1.25), abs=0.005)

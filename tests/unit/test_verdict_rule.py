@@ -198,11 +198,14 @@ def test_galera_pooling_is_the_campaign_level_models() -> None:
     assert (got.estimate, got.ci_lo, got.ci_hi) == pytest.approx((model.estimate, model.ci_lo, model.ci_hi))
     logs = runs.assign(y=np.log(runs["tps"])).groupby(["campaign", "slave_threads"])["y"].mean().unstack()
     assert got.estimate == pytest.approx(math.exp(float((logs[16] - logs[1]).mean())))
-    assert "t on 1 df" not in got.basis and "df from the runs' residual (two campaigns)" in got.basis
+    # the campaign x cell variance of the study's three applier levels in two campaigns: (3-1)(2-1) = 2 df,
+    # and the t takes those df (never the runs')
+    assert "campaign x cell within a load (2 df)" in got.basis and got.df == 2 and got.basis.endswith("t on 2 df")
     assert 0 < got.ci_lo < got.estimate < got.ci_hi < math.inf
     table = evaluate([ev], [claim]).claims.iloc[0]
-    # n: the unique runs of the model (its campaign x cell residual borrows the third applier level's cells)
-    assert table["estimate"] == pytest.approx(got.estimate) and table["n"] == len(runs)
+    # n: the unique runs of the two compared cells (the third level lends its variance, not its runs)
+    compared = runs[runs["slave_threads"].isin([1, 16])]
+    assert table["estimate"] == pytest.approx(got.estimate) and table["n"] == len(compared)
 
 
 def test_a_difference_of_shares_stays_within_its_range() -> None:
@@ -218,15 +221,15 @@ def test_a_difference_of_shares_stays_within_its_range() -> None:
 
 
 def test_a_claim_judged_per_level_counts_unique_runs() -> None:
-    """Judged at each compression level (fixed in the claim), the n is the study's unique runs, not the sum
-    over levels."""
+    """Judged at each compression level (fixed in the claim), the n is the unique runs of the compared cells,
+    not the sum over levels."""
     cells = _grid(medium=["tmpfs", "disk"], compression=["none", "lz4"], cache_pct=[0, 100])
     runs = _runs(cells, {"medium=tmpfs": math.log(2.0)}, campaigns=2)
     claim = _claim(factor="medium", a="tmpfs", b="disk", at={"cache_pct": "min"}, band=(1.0, 4.0),
                    per=("compression",))
     t = evaluate([Evidence("m", "storage", runs, {})], [claim]).claims.iloc[0]
     assert t["verdict"] == "agree" and "judged at every level of compression" in t["basis"]
-    assert t["n"] == runs["run_id"].nunique()
+    assert t["n"] == runs.loc[runs["cache_pct"] == 0, "run_id"].nunique()  # the compared cells' runs, once each
 
 
 def test_dataset_sizes_are_judged_per_pair() -> None:
