@@ -197,7 +197,7 @@ def _cochran_outliers(resid: np.ndarray, cell: np.ndarray, df_a: int) -> list[An
             break
         flagged.append(top)
         ss = ss.drop(top)
-        df_a = int(round(df_a - nu))
+        df_a = round(df_a - nu)
     return flagged
 
 
