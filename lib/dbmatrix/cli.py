@@ -125,7 +125,10 @@ def _plan_one(study) -> None:
                                                                         if c.within else "")
                                         for c in exp.comparisons))
     if exp.noise.adaptive:
-        print(f"adaptive: up to {exp.noise.max_repetitions} repetitions until the 95 % CI half-width is "
+        from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, level_label
+
+        print(f"adaptive: up to {exp.noise.max_repetitions} repetitions until the {level_label(DEFAULT_CONFIDENCE)} "
+              "half-width is "
               f"under {exp.noise.target_halfwidth_pct:g} % of the mean")
     print("datasets to prepare: " + ", ".join(s.datasets))
     multi = len(s.hosts) > 1
@@ -344,13 +347,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="write DIR/figures/ and DIR/paper/generated/ (default: the repository's "
                                   "figures/ and paper/generated/, or $DBMATRIX_OUTPUT_ROOT)")
     sp.set_defaults(func=cmd_figures)
-    sp = sub.add_parser("verdicts", help="per claim: each campaign's verdict and the pooled one; flips")
+    sp = sub.add_parser("verdicts", help="per claim: each campaign's verdict and the pooled one; flips; each "
+                                         "interval with its level, how conditions combine, each condition's verdict")
     study_args(sp)
     sp.add_argument("--csv", help="also write the claims table to this CSV file (and each campaign's "
-                    "estimates and verdicts beside it, <name>-campaigns.csv)")
+                    "estimates and verdicts beside it, <name>-campaigns.csv, and each condition's, <name>-levels.csv)")
     sp.set_defaults(func=cmd_verdicts)
-    sp = sub.add_parser("compare", help="B against A: per cell the ratio B/A with its 95 %% CI, per claim "
-                                        "both verdicts; --fail-above for CI")
+    sp = sub.add_parser("compare", help="B against A: per cell the ratio B/A with its CI (its level stated), per "
+                                        "claim both verdicts with their intervals' levels; --fail-above for CI")
     sp.add_argument("a", nargs="?", help="result set A: a study's results directory (with processed/), a "
                                          "data root holding several, or the words reference / runs "
                                          "(default: reference)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,8 +26,21 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.campaign_records import independence, summaries
-from dbmatrix.analyse.claims import VERDICTS, ClaimVerdicts
+from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.claims.registry_doc import render_registry
+from dbmatrix.analyse.verdict_text import (
+    DEFAULT_CONFIDENCE,
+    combine_of,
+    conditions,
+    counts_text,
+    has_interval,
+    heading,
+    heterogeneity_of,
+    is_decided,
+    read_levels,
+    stated,
+    verdict_and_reason,
+)
 from dbmatrix.hosts.inventory import localhost_inventory
 from dbmatrix.hosts.setup import PACKAGES
 from dbmatrix.publish.claims_tex import DECIDING, opposed_claims, profile_of, standing
@@ -36,7 +50,6 @@ from dbmatrix.store import ResultStore
 BLOCK = re.compile(r"(<!-- dbmatrix:(?P<name>[a-z-]+) begin -->\n)(?P<body>.*?)(<!-- dbmatrix:(?P=name) end -->)",
                    re.DOTALL)
 FIGURES = ("factor-effects", "medium-cache", "compression")  # the README's pictures: what matters, PMEM x cache, lz4
-DECIDED = ("agree", "disagree")
 
 
 # ------------------------------------------------------------------------------------------ the facts
@@ -147,39 +160,53 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _num(x: str) -> str:
+def _num(x: Any) -> str:
     return f"{float(x):.3g}"
 
 
 PER_LEVEL = re.compile(r"judged (?:per level|at every level of [^:]*? \(fixed in the claim\)): (.*?)"
                        r"(?:; \d+ campaigns|; within one campaign|$)")
-PER_PAIR = re.compile(r"^(?:per pair|pairs differ) \(measured, no CI\): (.*)$")
 LEVEL = re.compile(r"^(?P<level>[^:]+): (?P<est>[-\d.e]+) \[(?P<lo>[-\d.e]+), (?P<hi>[-\d.e]+)\]")
 
 
 def per_level(basis: str) -> str | None:
     """``disk 1.84 (1.71–1.99); ramblock 1.64 (1.52–1.77)`` from a basis judged per level, else None."""
-    m = PER_LEVEL.search(basis or "")
-    if not m:
+    conds = [c for c in conditions({"basis": basis}) if not math.isnan(c.ci_lo)]
+    if not conds:
         return None
-    parts = [LEVEL.match(p.strip()) for p in m.group(1).split("; ")]
-    if not parts or not all(parts):
-        return None
-    return "; ".join(f"{p['level']}: {_num(p['est'])} ({_num(p['lo'])}–{_num(p['hi'])})" for p in parts if p)
+    return "; ".join(f"{c.level}: {_num(c.estimate)} ({_num(c.ci_lo)}–{_num(c.ci_hi)})" for c in conds)
 
 
-def estimate_text(row: Mapping[str, str]) -> str:
-    """``1.15 (1.02–1.31)``; a claim judged per level of an interacting factor: each level's."""
-    pairs = PER_PAIR.match(row.get("reason") or "")
-    if pairs:  # a measured quantity (dataset sizes): each pair's value, no interval
-        values = [re.sub(r" (agree|disagree|inconclusive)$", "", p) for p in pairs.group(1).split("; ")]
-        return "; ".join(values) + " (per pair, no CI)"
-    if not row.get("estimate"):
-        return per_level(row.get("basis", "")) or "–"
+def _range(lo: Any, hi: Any) -> str:
+    dash = " to " if float(lo) < 0 else "–"  # "-72.5 to -0.396", not "-72.5–-0.396"
+    return f"{_num(lo)}{dash}{_num(hi)}"
+
+
+def estimate_text(row: Mapping[str, str], level: float | None = DEFAULT_CONFIDENCE,
+                  levels: pd.DataFrame | None = None) -> str:
+    """``1.15 (1.02–1.31)``; a claim judged at several conditions (the levels of a factor, a measured
+    quantity's pairs): each condition's estimate, interval and verdict. `level`: the level the table's
+    heading names; an interval at another level (None: every row) says its own ("1.04 (1.02–1.06, 97.4 %
+    CI)")."""
+    said = stated(row, level)
     unit = " pp" if row.get("kind") == "difference" else ""
-    dash = " to " if row.get("ci_lo") and float(row["ci_lo"]) < 0 else "–"  # "-72.5 to -0.396", not "-72.5–-0.396"
-    ci = f" ({_num(row['ci_lo'])}{dash}{_num(row['ci_hi'])})" if row.get("ci_lo") and row.get("ci_hi") else ""
-    return f"{_num(row['estimate'])}{unit}{ci}"
+    conds = conditions(row, levels)
+    if conds and all(math.isnan(c.ci_lo) for c in conds):  # a measured quantity: each pair's value, no interval
+        return "; ".join(c.text(_num) for c in conds) + " (per pair, no CI)"
+    if conds:
+        parts = [f"{c.level}: not estimable" if math.isnan(c.estimate) else
+                 f"{c.level}: {_num(c.estimate)}{unit} ({_range(c.ci_lo, c.ci_hi)}) {c.verdict}".rstrip()
+                 for c in conds]
+        judged = ""
+        if has_interval(row) and not any((_num(row["ci_lo"]), _num(row["ci_hi"])) == (_num(c.ci_lo), _num(c.ci_hi))
+                                         for c in conds):  # "the largest": an interval of its own
+            judged = f"judged {_num(row['estimate'])}{unit} ({_range(row['ci_lo'], row['ci_hi'])}); "
+        return judged + "; ".join(parts) + (f" ({said})" if said else "")
+    if not row.get("estimate") or math.isnan(float(row["estimate"])):
+        return "–"
+    if not has_interval(row):
+        return f"{_num(row['estimate'])}{unit}"
+    return f"{_num(row['estimate'])}{unit} ({_range(row['ci_lo'], row['ci_hi'])}{', ' + said if said else ''})"
 
 
 def opposing_campaigns(rows: list[dict[str, str]], campaigns_csv: Path) -> dict[str, str]:
@@ -197,24 +224,33 @@ def opposing_campaigns(rows: list[dict[str, str]], campaigns_csv: Path) -> dict[
             for i in opposed_claims(result) if pooled[i] in other}
 
 
-def claims_table(rows: list[dict[str, str]], details: bool = False, opposing: Mapping[str, str] | None = None) -> str:
-    """One row per claim; `details` adds what is compared and the reason (or the premise as measured);
-    `opposing` (claim id: text) notes beside a pooled verdict the campaigns that judged the other way."""
-    head = "| seed | claim | " + ("compared | " if details else "") + "estimate (95 % CI) | verdict |"
-    out = [head + (" reason, or the premise measured |" if details else ""), "|---" * (6 if details else 4) + "|"]
+def claims_table(rows: list[dict[str, str]], details: bool = False, opposing: Mapping[str, str] | None = None,
+                 levels: pd.DataFrame | None = None) -> str:
+    """One row per claim; `details` adds what is compared and the reason (or the premise as measured, and
+    the campaigns' consistency test); `opposing` (claim id: text) notes beside a pooled verdict the
+    campaigns that judged the other way; `levels`: the levels table (``claims-levels.csv``), else each
+    claim's conditions are read from its basis. The estimate column names the intervals' level (each row
+    its own when they differ); a claim judged at several conditions says how they combine."""
+    head, level = heading(rows, levels)
+    out = [f"| seed | claim | {'compared | ' if details else ''}{head} | verdict |"
+           + (" reason, or the premise measured |" if details else ""), "|---" * (6 if details else 4) + "|"]
     for r in rows:
+        verdict, reason = verdict_and_reason(r)
         compared = f"{plain(r.get('compared') or '–')} | " if details else ""
         premise = f"premise: {r['premise_value']}" if r.get("premise_value") else ""
-        why = f" {plain(r.get('reason') or premise)} |" if details else ""
+        het = heterogeneity_of(r)
+        why = " " + plain("; ".join(x for x in (reason or premise, het) if x)) + " |" if details else ""
         against = (opposing or {}).get(r.get("id", ""))
-        verdict = f"**{r['verdict']}**" + (f" ({against})" if against else "")
-        out.append(f"| {r['seed']} | {plain(r['claim'])} | {compared}{estimate_text(r)} | {verdict} |{why}")
+        how = combine_of(r)
+        shown = f"**{verdict}**" + (f" (combined: {plain(how)})" if how else "") + (f" ({against})" if against else "")
+        est = estimate_text(r, level, levels)
+        out.append(f"| {r['seed']} | {plain(r['claim'])} | {compared}{est} | {shown} |{why}")
     return "\n".join(out) + "\n"
 
 
 def verdict_summary(rows: list[dict[str, str]]) -> str:
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    """"5 agree, 8 disagree, 2 depend on a condition, ..." (classes: "depends on <factor>" counts once)."""
+    return counts_text(r.get("verdict", "") for r in rows)
 
 
 def _gib(n: float) -> str:
@@ -228,6 +264,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     repository) and the reference data in `reference`."""
     rows = claims_rows(root / "paper" / "generated" / "claims.csv")
     opposing = opposing_campaigns(rows, root / "paper" / "generated" / "claims-campaigns.csv")
+    levels = read_levels(root / "paper" / "generated" / "claims-levels.csv")  # absent: from each claim's basis
     built = built_experiments(root)
     facts = reference_facts(reference, built)  # the studies the committed paper was built from
     quick = reference_facts(reference, profile_experiments(reference, "quick"))  # what `make reproduce` runs
@@ -235,7 +272,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     paper = reference_facts(reference, paper_studies) if paper_studies else None
     measured = load_measured(root / "docs" / "measured.json")
     timings, sizes = measured["times"], measured["sizes"]
-    decided = [r for r in rows if r["verdict"] in DECIDED]
+    decided = [r for r in rows if is_decided(r["verdict"])]
     counts = sorted(set(facts.runs_per_campaign.values()))
     camps = (f"{counts[0]} runs each" if len(counts) == 1
              else " + ".join(map(str, facts.runs_per_campaign.values())) + " runs")
@@ -257,10 +294,10 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
            if provisional else "")
         + "The decided ones:\n")
     others = len(rows) - len(decided)
-    claims = claims_table(decided, opposing=opposing) + (
-        ("\nA campaign named beside a verdict judged that claim the other way on its own data; the pooled verdict "
-         "stands by the rule registered before the campaigns (the paper's comparison with the seeds says why). "
-         if opposing else "\n")
+    claims = claims_table(decided, opposing=opposing, levels=levels) + (
+        ("\nA campaign named beside a verdict judged that claim the other way on its own data: a consistency check, "
+         "not a decision; the pooled interval, which includes the variation between campaigns, decides (the "
+         "paper's comparison with the seeds says why). " if opposing else "\n")
         + f"The other {others} claims, with estimates and reasons: [every claim](#every-claim); the method and the "
         "verdict rule: [docs/method.md](docs/method.md) and the paper (`make paper`).\n")
     figures = " ".join(f'<img src="figures/{f}.png" alt="{f}" height="260">' for f in FIGURES) + "\n"
@@ -317,7 +354,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         "`rm -rf /var/tmp/dbmatrix /tmp/dbmatrix-ports`); `make distclean` (`.venv`); packages stay: "
         "[docs/usage.md](docs/usage.md#the-commands) lists them by role.",
     ]) + "\n"
-    every = claims_table(rows, details=True, opposing=opposing)
+    every = claims_table(rows, details=True, opposing=opposing, levels=levels)
     packages = "\n".join(f"- `{role}`: {' '.join(pk[role])}" for role in pk) + "\n"
     return {"answer": answer, "claims": claims, "figures": figures, "commands": commands, "box": box,
             "every-claim": every, "packages": packages, "registry": render_registry()}

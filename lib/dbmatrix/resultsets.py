@@ -21,7 +21,7 @@ from dbmatrix.spec.experiment import SpecError, load_spec
 from dbmatrix.study import PROFILES, Study, load_study, profile_specs
 
 RUNS_TABLE = Path("processed") / "runs.csv"
-CLAIM_COLUMNS = ["id", "claim", "study", "estimate", "ci_lo", "ci_hi", "verdict"]
+CLAIM_COLUMNS = ["id", "claim", "study", "estimate", "ci_lo", "ci_hi", "confidence", "verdict"]
 
 
 @dataclass
@@ -124,4 +124,4 @@ def claims_table(studies: list[Study], campaign: int | None = None) -> pd.DataFr
     if campaign is None:
         return table
     per = result.campaigns[result.campaigns["campaign"] == campaign][["id", "estimate", "ci_lo", "ci_hi", "verdict"]]
-    return table[["id", "claim", "study"]].merge(per, on="id", how="left").reindex(columns=CLAIM_COLUMNS)
+    return table[["id", "claim", "study", "confidence"]].merge(per, on="id", how="left").reindex(columns=CLAIM_COLUMNS)

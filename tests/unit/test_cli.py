@@ -208,3 +208,63 @@ def test_figures_without_data_says_so(tmp_path: Path, monkeypatch: pytest.Monkey
     err = capsys.readouterr().err
     assert err.startswith("dbmatrix: figures: no study has completed runs: cache-sweep-smoke (")
     assert str(tmp_path / "empty") in err and not (tmp_path / "o").exists()
+
+
+def test_verdicts_prints_each_interval_with_its_level_the_combination_and_each_condition(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`dbmatrix verdicts`: per claim the pooled estimate with its interval and level, how its conditions
+    combine ("one condition" for a claim judged at one), a "depends on" verdict with each condition's
+    verdict, the campaigns' consistency test, and the counts per class; no "premise not met" verdict."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from dbmatrix import steps
+    from dbmatrix.analyse.claims import ClaimVerdicts, flips
+    from dbmatrix.commands import studies as studies_cmd
+
+    claims = pd.DataFrame({
+        "id": ["lzFourWrites", "blockSize", "pmemTps", "raid"], "seed": ["003", "003", "003", "004"],
+        "kind": "ratio", "estimate": [1.037, float("nan"), 2.01, float("nan")],
+        "ci_lo": [1.02, float("nan"), 1.61, float("nan")], "ci_hi": [1.05, float("nan"), 2.49, float("nan")],
+        "confidence": [0.9736, 0.9736, 0.9736, float("nan")],
+        "verdict": ["not tested", "depends on compression", "agree", "not tested"],
+        "reason": ["premise uncertain: flush bytes in 54 of 144 windows", "compression none disagree; ...", "",
+                   "no NVMe here"],
+        "combine": ["", "all conditions", "primary: medium ramblock; tmpfs as sensitivity", ""],
+        "heterogeneity": ["campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)", "", "", ""],
+        "basis": "", "campaigns": [2, 2, 2, 0], "registration": "", "study": ["t", "t", "t", ""]})
+    camps = pd.DataFrame({"id": list(claims["id"]) * 2, "campaign": [1] * 4 + [2] * 4, "estimate": float("nan"),
+                          "ci_lo": float("nan"), "ci_hi": float("nan"),
+                          "verdict": ["agree", "depends on compression", "agree", ""] * 2})
+    levels = pd.DataFrame([
+        {"id": "blockSize", "level": "compression none", "campaign": 0, "estimate": 1.009, "ci_lo": 1.0,
+         "ci_hi": 1.02, "verdict": "disagree"},
+        {"id": "blockSize", "level": "compression lz4", "campaign": 0, "estimate": 1.227, "ci_lo": 1.2,
+         "ci_hi": 1.25, "verdict": "agree"},
+        {"id": "pmemTps", "level": "medium tmpfs", "campaign": 0, "estimate": 4.25, "ci_lo": 3.42, "ci_hi": 5.29,
+         "verdict": "inconclusive"},
+        {"id": "pmemTps", "level": "medium ramblock", "campaign": 0, "estimate": 2.01, "ci_lo": 1.61,
+         "ci_hi": 2.49, "verdict": "agree"}])
+    result = ClaimVerdicts(claims, camps, levels)
+    study = SimpleNamespace(has_data=lambda: True, experiment=SimpleNamespace(name="t"), store=None)
+    monkeypatch.setattr(studies_cmd, "studies_of", lambda args, for_run=True: [study])
+    monkeypatch.setattr(steps, "verdicts", lambda s: (result, flips(result)))
+    monkeypatch.setattr(steps, "campaign_lines", lambda table, s: [])
+    monkeypatch.setattr(studies_cmd, "decision_lines", lambda s: [])
+    out_csv = tmp_path / "v.csv"
+    assert main(["verdicts", "--profile", "paper", "--data", "reference", "--csv", str(out_csv)]) == 0
+    out = capsys.readouterr().out
+    assert "lzFourWrites (003): not tested\n    estimate 1.04 [1.02, 1.05] (97.4 % CI)\n    conditions: one condition" \
+        in out
+    assert "campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)" in out
+    assert "why: premise uncertain: flush bytes in 54 of 144 windows" in out
+    assert ("blockSize (003): depends on compression\n    compression none: 1.01 [1, 1.02] disagree (97.4 % CI)\n"
+            "    compression lz4: 1.23 [1.2, 1.25] agree (97.4 % CI)\n    conditions: all conditions") in out
+    assert ("pmemTps (003): agree\n    medium tmpfs: 4.25 [3.42, 5.29] inconclusive (97.4 % CI)\n    medium "
+            "ramblock: 2.01 [1.61, 2.49] agree (97.4 % CI)") in out  # the primary's interval: said once
+    assert "conditions: primary: medium ramblock; tmpfs as sensitivity" in out
+    assert "raid (004): not tested; no NVMe here" in out
+    assert "claims: 1 agree, 1 depends on a condition, 2 not tested" in out
+    assert "premise not met" not in out and "(a consistency check)" in out
+    assert (tmp_path / "v-levels.csv").is_file() and (tmp_path / "v-campaigns.csv").is_file()

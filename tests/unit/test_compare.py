@@ -179,3 +179,22 @@ def test_a_shift_shared_by_every_cell_is_decided_over_cells() -> None:
     same = compare.compare_cells(runs(a_cells), runs(a_cells))
     assert not compare.overall_ratio(same, "tps").decided  # type: ignore[union-attr]
     assert compare.overall_ratio(cells.iloc[:1], "tps") is None
+
+
+def test_every_interval_says_its_level() -> None:
+    """The cells' intervals name their level in the headings; a claim's interval names its own (the claims
+    table's confidence column, an older table's look in its basis, else 95 %)."""
+    a = pd.DataFrame({"id": ["c1", "c2"], "claim": ["one", "two"], "estimate": [1.1, 0.9], "ci_lo": [1.0, 0.8],
+                      "ci_hi": [1.2, 1.0], "verdict": ["agree", "inconclusive"],
+                      "basis": ["", "x (look 8: 98.88 % interval)"]})
+    b = a.drop(columns="basis").assign(confidence=[0.9736, 0.95], verdict=["agree", "depends on compression"])
+    c = compare.compare_sets("A", {"s": runs({("x", 1): [100.0, 101.0]})}, "B",
+                             {"s": runs({("x", 1): [99.0, 100.0]})}, a, b)
+    assert c.claims is not None
+    assert list(c.claims["confidence_a"]) == [0.95, pytest.approx(0.9888)]
+    assert list(c.claims["confidence_b"]) == [0.9736, 0.95]
+    md = compare.markdown(c)
+    assert "| tps B/A [95 % CI] |" in md and "p95 B/A [95 % CI]" in md and md.count("95 % CI of B/A") == 1
+    assert "| c1 | 1.100 [1.000, 1.200] 95 % CI | agree | 1.100 [1.000, 1.200] 97.4 % CI | agree |" in md
+    assert "0.900 [0.800, 1.000] 98.9 % CI | inconclusive |" in md and "| depends on compression | changed |" in md
+    assert json.loads(compare.to_json(c))["level"] == 0.95

@@ -433,6 +433,10 @@ def test_the_galera_verdicts_are_the_claims_tables(analysed) -> None:
     assert m["replTpsVerdict"] == table.loc["applierTps", "verdict"]
     assert m["replLatVerdict"] == table.loc["applierLatency", "verdict"]
     assert m["replPremiseMet"] == "met"
+    from dbmatrix.analyse.verdict_text import confidence_of, level_label
+    for key, cid in (("Paused", "applierPause"), ("Tps", "applierTps"), ("Lat", "applierLatency")):
+        assert m[f"repl{key}Ci"] == level_label(confidence_of(table.loc[cid]), tex=True)  # the claims' level
+    assert "95 %" not in m["replVerdictRule"] and "not tested" in m["replVerdictRule"]
     assert m["replTpsSeedChangePct"] == "$+$11.0" and m["replLatAvgSeedChangePct"] == "$-$21.3"
     assert m["replRunsFailed"] == "1" and m["replLevels"] == "1, 4, 16"
     from dbmatrix.publish.paper import render_macros

@@ -123,3 +123,37 @@ def test_levels_and_design_choice_follow_the_design() -> None:
     assert "three or more factors" in design_choice_text({"design": "fractional", "resolution": 5})
     assert "aliased with each other" in design_choice_text({"design": "fractional", "resolution": 4})
     assert "refused at plan time" in design_choice_text({"design": "crossed"})
+
+
+def test_the_claims_method_states_the_three_way_rule_from_the_registry() -> None:
+    """The paper's claims method (publish.claims_method) describes the registered rule: three outcomes on the
+    whole interval, one-sided stand-ins, premises that leave a claim not tested, conditions combined by a
+    registered rule into "depends on", campaigns as a consistency check, estimates that follow the design; its
+    numbers come from macros (no digit typed into the rule's paragraphs), none of them a placeholder."""
+    import re
+
+    from dbmatrix.analyse.claims.catalogue import CLAIMS
+    from dbmatrix.analyse.claims.verdicts import HETEROGENEITY_ALPHA
+    from dbmatrix.publish.claims_method import method_macros, render_claims_method
+    from dbmatrix.publish.placeholders import value_placeholders
+
+    m = method_macros()
+    assert not [k for k, v in m.items() if value_placeholders(v)]
+    assert m["claimsConfidence"] == "95\\,\\%" and m["claimsHeterogeneityAlpha"] == f"{HETEROGENEITY_ALPHA:g}"
+    assert m["claimsNCombinePrimary"] == str(sum(1 for c in CLAIMS if c.combine == "primary" and not c.not_tested))
+    assert m["claimsNBound"] == str(sum(1 for c in CLAIMS if c.bound and not c.not_tested))
+    text = render_claims_method()
+    for said in ("\\emph{agrees} when its whole interval lies inside the claimed region",
+                 "\\emph{disagrees} when the whole interval misses it (it lies in the zone of no effect or outside",
+                 "\\emph{inconclusive} otherwise", "judged one-sided", "cannot contradict",
+                 "leaves the claim \\emph{not tested}", "\\emph{depends on} the factor", "the \\emph{largest}",
+                 "a \\emph{primary} condition with the others as a sensitivity check", "consistency check",
+                 "the one decision", "Satterthwaite", "dataset load", "saturated", "every interval printed states "
+                 "its level", "\\claimsConfidence", "\\claimsHeterogeneityAlpha"):
+        assert said in text, said
+    assert "premise not met''" not in text and "every campaign's own estimate on that side" not in text
+    rule = [p for p in text.split("\\paragraph{")[1:] if not p.startswith(("Intervals that respect", "Identified"))]
+    typed = [p.split("}", 1)[0] for p in rule if re.search(r"\d", re.sub(r"\\[A-Za-z]+", "", p.split("\n\n")[0]))]
+    assert typed == [], f"numbers typed into the method text: {typed}"
+    assert text.count("\\begin{table}") == text.count("\\end{table}") == 1
+    assert text.count("{") - text.count("\\{") == text.count("}") - text.count("\\}")  # balanced braces

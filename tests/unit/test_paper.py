@@ -300,3 +300,95 @@ def test_claims_table_prints_per_level_numbers_and_campaign_reasons() -> None:
     tex = render_claims_table(ClaimVerdicts(table, camps, levels))
     assert "per level &" not in tex and "compression none: 2.50 [1.50, 3.50] (agree)" in tex
     assert "C1 inconcl. (compression none: 2.40 [0.40, 17.00]: its CI includes 1 (no effect)), C2 agree" in tex
+
+
+def _claims(**over: object) -> pd.DataFrame:
+    """A small claims table of the current columns: a, an agree at 97.4 %; b, a depends-on judged per
+    level; c, not tested under an uncertain premise (its estimate shown); d, an older table's
+    "premise not met"."""
+    base = {"seed": "003", "where": "slide 13", "kind": "ratio", "band_lo": 1.0, "band_hi": 1.1, "test": "direction",
+            "compared": "block 4k / 16k", "basis": "cell means", "study": "tpcc-paper", "stand_in": "tmpfs for PMEM",
+            "premise_value": "", "premise_met": "", "campaigns": 2, "registration": "fixed before data",
+            "campaign_level": "", "heterogeneity": "", "combine": "", "confidence": 0.9736, "reason": ""}
+    rows = [{**base, "id": "a", "claim": "lz4 writes", "estimate": 1.04, "ci_lo": 1.02, "ci_hi": 1.06,
+             "verdict": "agree", "heterogeneity": "campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)"},
+            {**base, "id": "b", "claim": "4\\,KB blocks", "estimate": float("nan"), "ci_lo": float("nan"),
+             "ci_hi": float("nan"), "verdict": "depends on compression", "combine": "all conditions",
+             "reason": "compression none disagree; compression lz4 agree"},
+            {**base, "id": "c", "claim": "lz4 cpu", "estimate": 2.0, "ci_lo": 1.8, "ci_hi": 2.2,
+             "verdict": "not tested", "reason": "premise uncertain: flush bytes in 54 of 144 windows",
+             "premise_value": "flush bytes in 54 of 144 windows", "premise_met": "uncertain"},
+            {**base, "id": "d", "claim": "old", "estimate": 0.5, "ci_lo": 0.4, "ci_hi": 0.6, "confidence": float("nan"),
+             "verdict": "premise not met", "reason": "lz4 shrinks the data 1.04x"}]
+    return pd.DataFrame([{**r, **over} for r in rows])
+
+
+LEVELS = pd.DataFrame([
+    {"id": "b", "level": "compression none", "campaign": 0, "estimate": 1.01, "ci_lo": 0.99, "ci_hi": 1.03,
+     "verdict": "disagree"},
+    {"id": "b", "level": "compression lz4", "campaign": 0, "estimate": 1.23, "ci_lo": 1.15, "ci_hi": 1.3,
+     "verdict": "agree"}])
+
+
+def _camps(ids: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"id": ids, "campaign": 1, "estimate": float("nan"), "ci_lo": float("nan"),
+                         "ci_hi": float("nan"), "verdict": ""})
+
+
+def test_the_claims_table_states_each_level_and_each_condition_of_a_depends_on() -> None:
+    table = _claims()
+    v = ClaimVerdicts(table, _camps(list(table["id"])), LEVELS)
+    tex = render_claims_table(v)
+    assert "Measured: estimate [97.4\\,\\% CI unless stated]" in tex  # three of four at 97.4 %
+    assert "1.04 [1.02, 1.06] &" in tex  # at the heading's level: not repeated
+    assert "0.50 [0.40, 0.60]\\newline (95\\,\\% CI)" in tex  # an older row without a level: 95 %
+    assert "compression none: 1.01 [0.99, 1.03] (disagree)\\newline compression lz4: 1.23 [1.15, 1.30] (agree)" in tex
+    assert "\\textbf{depends on compression}\\newline \\emph{combined: all conditions}" in tex
+    assert "\\textbf{premise" not in tex and "C1 premise" not in tex  # never a verdict
+    assert "\\textbf{not tested}" in tex and "2.00 [1.80, 2.20]\\newline premise uncertain: flush bytes" in tex
+    assert tex.count("\\footnote{Here: tmpfs for PMEM.}") == 4  # a premise's not tested still shows its stand-in
+    assert "disagrees} when the whole interval misses it" in tex and "consistency check" not in tex  # one campaign
+    same = render_claims_table(ClaimVerdicts(table.iloc[:2], _camps(["a", "b"]), LEVELS))
+    assert "Measured: estimate [97.4\\,\\% CI]" in same and "unless stated" not in same
+    details = render_claims_details(v)
+    assert "\\item[b] (seed 003, \\textbf{depends on compression})" in details
+    assert "; 97.4\\,\\% CIs;" in details and "conditions combined: all conditions" in details
+    assert "campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)" in details
+    assert "\\item[c] (seed 003, \\textbf{not tested}) cell means; premise uncertain: flush bytes" in details
+    assert "\\item[d] (seed 003, \\textbf{not tested})" in details
+
+
+def test_campaign_verdicts_are_a_consistency_check_and_opposites_need_disjoint_intervals() -> None:
+    from dbmatrix.publish.claims_tex import opposed_text
+
+    table = _claims()
+    two = pd.concat([_camps(list(table["id"])), _camps(list(table["id"])).assign(campaign=2)], ignore_index=True)
+    tex = render_claims_table(ClaimVerdicts(table, two, LEVELS))
+    assert "a consistency check rather than a decision" in tex and "Verdict (per campaign)" in tex
+    t = pd.DataFrame({"id": ["a", "b", "c"], "verdict": ["agree", "depends on medium", "inconclusive"]})
+    one = opposed_text(t, ["a"])
+    assert one.startswith("1 agrees in one campaign and disagrees in another; pooled agree: ")
+    assert "disjoint intervals" in one and "the one decision" in one and "precise null" not in one
+    assert opposed_text(t, ["a", "b"]).startswith("2 agree in one campaign and disagree in another; 1 pooled "
+                                                  "agree, 1 pooled depends on a condition: ")
+    assert opposed_text(t, ["c"]) == "1 agrees in one campaign and disagrees in another; pooled, it is inconclusive"
+
+
+def test_claim_macros_carry_the_level_the_combination_and_the_counts_per_class() -> None:
+    from dbmatrix.publish.build import claims_macros
+
+    table = _claims()
+    m = claims_macros(ClaimVerdicts(table, _camps(list(table["id"])), LEVELS))
+    assert (m["nClaimsAgree"], m["nClaimsDepends"], m["nClaimsNotTested"], m["nClaimsPremiseNotTested"]) == \
+        ("1", "1", "2", "2")
+    assert "nClaimsPremiseNotMet" not in m
+    assert m["claimACi"] == "97.4\\,\\% CI" and m["claimDCi"] == "95\\,\\% CI"
+    assert m["claimsCiLevels"] == "95\\,\\% to 97.4\\,\\%"
+    assert m["claimBCombine"] == "all conditions" and m["claimACombine"] == "one condition"
+    assert m["claimAResult"] == "1.04 [1.02, 1.06] (97.4\\,\\% CI; agree)"
+    assert m["claimBResult"].startswith("per level compression none: 1.01 [0.99, 1.03] (disagree)")
+    assert m["claimBResult"].endswith("(97.4\\,\\% CIs); overall depends on compression")
+    assert m["claimCResult"] == ("2.00 [1.80, 2.20] (97.4\\,\\% CI), but not tested: premise uncertain: flush "
+                                 "bytes in 54 of 144 windows")
+    assert m["claimDVerdict"] == "not tested" and m["claimDResult"].endswith("but not tested: premise not met: lz4 "
+                                                                             "shrinks the data 1.04x")

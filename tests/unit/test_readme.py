@@ -104,3 +104,48 @@ def test_a_verdict_a_campaign_judged_the_other_way_names_that_campaign(tmp_path:
     table = claims_table(rows, opposing=opposing).splitlines()
     assert table[2].endswith("| **agree** (campaign 1: disagree) |") and table[3].endswith("| **disagree** |")
     assert opposing_campaigns(rows, tmp_path / "missing.csv") == {}
+
+
+def test_each_interval_carries_its_level_and_a_depends_on_verdict_its_conditions() -> None:
+    """The estimate column names the level its intervals share, else the common one "unless stated" with
+    each other row's own; a claim judged at several conditions shows each condition's verdict and how they
+    combine; the counts give "depends on" its own class; no "premise not met" verdict is printed."""
+    from dbmatrix.readme import claims_table, estimate_text, verdict_summary
+
+    basis = ("judged at every level of compression (fixed in the claim): compression none: 1.01 [0.99, 1.03] "
+             "disagree; compression lz4: 1.23 [1.15, 1.3] agree; 2 campaigns pooled")
+    rows = [{"id": "a", "seed": "003", "claim": "x", "estimate": "1.04", "ci_lo": "1.02", "ci_hi": "1.06",
+             "verdict": "agree", "confidence": "0.9736"},
+            {"id": "b", "seed": "003", "claim": "y", "estimate": "", "ci_lo": "", "ci_hi": "", "basis": basis,
+             "verdict": "depends on compression", "confidence": "0.9736", "combine": "all conditions",
+             "heterogeneity": "campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)"},
+            {"id": "c", "seed": "000", "claim": "z", "estimate": "2.0", "ci_lo": "1.5", "ci_hi": "2.5",
+             "verdict": "not tested", "reason": "premise uncertain: CPUs 90 %", "confidence": "0.9736"},
+            {"id": "d", "seed": "000", "claim": "w", "estimate": "0.5", "ci_lo": "0.4", "ci_hi": "0.6",
+             "verdict": "premise not met", "reason": "lz4 shrinks the data 1.04x"}]  # an older table's row
+    table = claims_table(rows, details=True)
+    head = table.splitlines()[0]
+    assert "estimate (97.4 % CI unless stated)" in head
+    assert "| 1.04 (1.02–1.06) | **agree** |" in table  # at the heading's level: not repeated
+    assert "| 2 (1.5–2.5) |" in table and "0.5 (0.4–0.6, 95 % CI)" in table  # no level column: 95 %
+    assert ("compression none: 1.01 (0.99–1.03) disagree; compression lz4: 1.23 (1.15–1.3) agree | "
+            "**depends on compression** (combined: all conditions) |") in table
+    assert "campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)" in table
+    assert "premise not met" not in table.replace("premise not met: lz4", "")  # only as the reason
+    assert "| **not tested** | premise not met: lz4 shrinks the data 1.04x |" in table
+    shared = claims_table(rows[:2])
+    assert shared.splitlines()[0] == "| seed | claim | estimate (97.4 % CI) | verdict |"
+    assert verdict_summary(rows) == "1 agree, 1 depends on a condition, 2 not tested"
+    assert estimate_text(rows[0], None) == "1.04 (1.02–1.06, 97.4 % CI)"  # no heading level: its own
+    assert estimate_text({"estimate": "1.5", "ci_lo": "", "ci_hi": "", "basis": "", "reason": ""}) == "1.5"
+
+
+def test_the_largest_condition_shows_the_interval_it_was_judged_on() -> None:
+    from dbmatrix.readme import estimate_text
+
+    basis = ("judged at every level of medium (fixed in the claim): medium disk: 0.82 [0.74, 0.85] disagree; "
+             "medium ramblock: 0.86 [0.7, 0.91] disagree; 2 campaigns pooled")
+    row = {"estimate": "0.86", "ci_lo": "0.74", "ci_hi": "0.91", "basis": basis, "reason": "", "confidence": "0.95"}
+    assert estimate_text(row).startswith("judged 0.86 (0.74–0.91); medium disk: 0.82 (0.74–0.85) disagree")
+    primary = {**row, "ci_lo": "0.7", "ci_hi": "0.91"}  # the primary condition's own interval: said once
+    assert estimate_text(primary).startswith("medium disk: 0.82")

@@ -94,3 +94,28 @@ def test_cli_report_from_a_figures_out_directory(tmp_path: Path, capsys: pytest.
     assert ">003<" in page and ">EPYC<" in page
     assert cli.main(["report", "--out", str(tmp_path / "nothing"), "--html", str(html_file)]) == 2
     assert "run `dbmatrix figures`" in capsys.readouterr().err
+
+
+def test_the_claims_show_each_level_each_condition_the_combination_and_the_consistency_test() -> None:
+    claims = pd.DataFrame({
+        "id": ["a", "b", "c"], "seed": ["003"] * 3, "claim": ["x", "y", "z"], "study": ["s"] * 3,
+        "estimate": [1.04, float("nan"), 0.5], "ci_lo": [1.02, float("nan"), 0.4], "ci_hi": [1.06, float("nan"), 0.6],
+        "confidence": [0.9736, 0.9736, float("nan")],
+        "verdict": ["agree", "depends on compression", "premise not met"],  # c: an older table's verdict
+        "reason": ["", "compression none disagree; compression lz4 agree", "lz4 shrinks the data 1.04x"],
+        "combine": ["", "all conditions", ""],
+        "heterogeneity": ["campaigns differ (F = 9.1 on 1 and 20 df, p = 0.007)", "", ""], "basis": ["", "", ""]})
+    levels = pd.DataFrame([
+        {"id": "b", "level": "compression none", "campaign": 0, "estimate": 1.01, "ci_lo": 0.99, "ci_hi": 1.03,
+         "verdict": "disagree"},
+        {"id": "b", "level": "compression lz4", "campaign": 0, "estimate": 1.23, "ci_lo": 1.15, "ci_hi": 1.3,
+         "verdict": "agree"}])
+    page = report.render(report.ReportInputs({}, claims, [], [], levels))
+    assert "<th>estimate (97.4 % CI unless stated)</th>" in page
+    assert ">1.04 [1.02, 1.06]<" in page and "0.5 [0.4, 0.6]<br><small>95 % CI</small>" in page
+    assert "compression none: 1.01 [0.99, 1.03] disagree<br>compression lz4: 1.23 [1.15, 1.3] agree" in page
+    assert '<td class="depends">depends on compression<small>combined: all conditions</small></td>' in page
+    assert "<small>campaigns differ (F = 9.1 on 1 and 20 df, p = 0.007)</small>" in page
+    assert "1 agree, 1 depends on a condition, 1 not tested" in page
+    assert "premise not met</td>" not in page and "premise not met: lz4 shrinks the data 1.04x" in page
+    assert "95 % CI low" in report.render(inputs())  # the cells' intervals: the analysis' level, stated

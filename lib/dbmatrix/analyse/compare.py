@@ -1,5 +1,5 @@
 """Two result sets side by side (``dbmatrix compare A B``): per matched cell the ratio B/A of throughput and
-of p95 latency with a 95 % interval, per claim the two verdicts.
+of p95 latency with an interval at :data:`LEVEL`, per claim the two verdicts, each interval with its level.
 
 Pure: it takes processed tables (``runs.csv`` rows, the claims table) and returns tables; reading
 directories and printing are the command line's.
@@ -8,7 +8,7 @@ directories and printing are the command line's.
 never on a run or experiment name, so a quick run matches the reference's cells with the same levels.
 A cell measured on one side only is listed as such, never dropped.
 
-**Interval.** The ratio is that of the geometric means of the runs (B over A), and its 95 % interval
+**Interval.** The ratio is that of the geometric means of the runs (B over A), and its interval
 Welch's t on the log values, as the claims' own rule for two cells (:mod:`dbmatrix.analyse.claims`):
 throughput and latency are positive and act multiplicatively, so the log scale gives a positive,
 asymmetric interval, and Welch does not assume both sides equally noisy. Runs are the replicates
@@ -37,9 +37,10 @@ from scipy import stats
 
 from dbmatrix.analyse.campaign_model import campaigns_of
 from dbmatrix.analyse.stats import welch_log_ratio
+from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, confidence_of, level_label
 from dbmatrix.spec.factors import FACTORS
 
-LEVEL = 0.95
+LEVEL = DEFAULT_CONFIDENCE  # the cells' intervals (every output states it: level_label)
 METRICS: dict[str, dict[str, Any]] = {
     # column in runs.csv: label, and whether a higher value is better
     "tps": {"label": "throughput (tps)", "higher_is_better": True},
@@ -184,13 +185,21 @@ def regressions(cells: pd.DataFrame, pct: float) -> pd.DataFrame:
 
 
 def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFrame:
-    """Per claim (either side): its text, each side's estimate, interval and verdict, and ``changed``
-    (the verdicts differ). A table has the claims table's ``id``, ``claim``, ``estimate``, ``ci_lo``,
-    ``ci_hi``, ``verdict`` columns."""
-    cols = ["id", "claim", "estimate", "ci_lo", "ci_hi", "verdict"]
+    """Per claim (either side): its text, each side's estimate, interval, the interval's level
+    (``confidence_a``/``_b``: the table's ``confidence`` column, else the level its basis names, else
+    :data:`~dbmatrix.analyse.verdict_text.DEFAULT_CONFIDENCE`) and verdict, and ``changed`` (the verdicts
+    differ). A table has the claims table's ``id``, ``claim``, ``estimate``, ``ci_lo``, ``ci_hi``, ``verdict``
+    columns (``confidence`` and ``basis`` where it has them)."""
+    cols = ["id", "claim", "estimate", "ci_lo", "ci_hi", "confidence", "verdict"]
     empty = pd.DataFrame(columns=cols)
-    a = empty if a is None else a.reindex(columns=cols)
-    b = empty if b is None else b.reindex(columns=cols)
+
+    def side(t: pd.DataFrame | None) -> pd.DataFrame:
+        if t is None:
+            return empty
+        levels = [confidence_of(r) for _, r in t.iterrows()]
+        return t.assign(confidence=levels).reindex(columns=cols) if len(t) else t.reindex(columns=cols)
+
+    a, b = side(a), side(b)
     m = a.merge(b, on="id", how="outer", suffixes=("_a", "_b"))
     order = list(dict.fromkeys([*a["id"], *b["id"]]))  # A's order, then B's own claims
     m = m.set_index("id").loc[order].reset_index()
@@ -198,15 +207,15 @@ def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFra
     for s in ("a", "b"):
         m[f"verdict_{s}"] = m[f"verdict_{s}"].fillna("").astype(str).replace("", "-")
     m["changed"] = m["verdict_a"] != m["verdict_b"]
-    return m[["id", "claim", "estimate_a", "ci_lo_a", "ci_hi_a", "verdict_a", "estimate_b", "ci_lo_b", "ci_hi_b",
-              "verdict_b", "changed"]].reset_index(drop=True)
+    return m[["id", "claim", "estimate_a", "ci_lo_a", "ci_hi_a", "confidence_a", "verdict_a", "estimate_b",
+              "ci_lo_b", "ci_hi_b", "confidence_b", "verdict_b", "changed"]].reset_index(drop=True)
 
 
-def basis_note(a_runs: pd.DataFrame, b_runs: pd.DataFrame) -> str:
+def basis_note(a_runs: pd.DataFrame, b_runs: pd.DataFrame, level: float = LEVEL) -> str:
     """What the intervals rest on, said in the output."""
     ka, kb = len(campaigns_of(a_runs)), len(campaigns_of(b_runs))
-    note = ("95 % CI of B/A, the ratio of geometric means of the runs: Welch t on log values (2 runs a side: "
-            "1-2 df, wide by design); one run on one side: the other side's spread assumed; one run each: "
+    note = (f"{level_label(level)} of B/A, the ratio of geometric means of the runs: Welch t on log values (2 runs "
+            "a side: 1-2 df, wide by design); one run on one side: the other side's spread assumed; one run each: "
             "no interval. Decided = the interval excludes 1.")
     if ka > 1 or kb > 1:
         note += (f" Runs of several campaigns (A {ka}, B {kb}) are pooled as runs: the intervals leave out the "
@@ -220,6 +229,7 @@ class Comparison:
 
     a_label: str
     b_label: str
+    level: float = LEVEL  # the cells' intervals
     cells: dict[str, pd.DataFrame] = field(default_factory=dict)  # study -> compare_cells table
     notes: dict[str, str] = field(default_factory=dict)  # study -> basis note
     only: dict[str, str] = field(default_factory=dict)  # study -> "A only" / "B only" (not compared)
@@ -241,6 +251,18 @@ def _num(x: Any, digits: int = 1) -> str:
     except (TypeError, ValueError):
         return "-"
     return "-" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def _claim_cell(r: pd.Series, s: str) -> str:
+    """One side's estimate of a claim with its interval and the interval's level ("-" without one)."""
+    est, lo, hi = (r.get(f"{k}_{s}") for k in ("estimate", "ci_lo", "ci_hi"))
+    if est is None or pd.isna(est):
+        return "-"
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return f"{_num(est, 3)} (no CI)"
+    conf = r.get(f"confidence_{s}")
+    level = level_label(float(conf) if conf is not None and pd.notna(conf) else DEFAULT_CONFIDENCE)
+    return f"{_num(est, 3)} [{_num(lo, 3)}, {_num(hi, 3)}] {level}"
 
 
 def _ratio_cell(r: pd.Series, m: str) -> str:
@@ -276,8 +298,9 @@ def markdown(c: Comparison, fail_above: float | None = None) -> str:
             if o is not None:
                 word = change_word(o, meta["higher_is_better"])
                 out.append(f"All matched cells, {meta['label']}: B/A {o.ratio:.3f} [{o.lo:.3f}, {o.hi:.3f}] "
-                           f"({o.basis}){'' if word == 'undecided' else ': ' + word}.")
-        out += ["", "| cell | runs A/B | tps A | tps B | tps B/A [95 % CI] | p95 ms A | p95 ms B | p95 B/A [95 % CI] |",
+                           f"{level_label(c.level)} ({o.basis}){'' if word == 'undecided' else ': ' + word}.")
+        ci = level_label(c.level)
+        out += ["", f"| cell | runs A/B | tps A | tps B | tps B/A [{ci}] | p95 ms A | p95 ms B | p95 B/A [{ci}] |",
                 "|---|---|---|---|---|---|---|---|"]
         for _, r in t.iterrows():
             cell = r["cell_id"] if r["side"] == "both" else f"{r['cell_id']} ({r['side']})"
@@ -288,10 +311,10 @@ def markdown(c: Comparison, fail_above: float | None = None) -> str:
     if c.claims is not None and not c.claims.empty:
         changed = int(c.claims["changed"].sum())
         out += ["## Claims", "", f"{len(c.claims)} claims, {changed} with a different verdict in B.", "",
-                "| claim | A estimate [CI] | A verdict | B estimate [CI] | B verdict | |", "|---|---|---|---|---|---|"]
+                "| claim | A estimate [CI] and its level | A verdict | B estimate [CI] and its level | B verdict | |",
+                "|---|---|---|---|---|---|"]
         for _, r in c.claims.iterrows():
-            ea = f"{_num(r['estimate_a'], 3)} [{_num(r['ci_lo_a'], 3)}, {_num(r['ci_hi_a'], 3)}]"
-            eb = f"{_num(r['estimate_b'], 3)} [{_num(r['ci_lo_b'], 3)}, {_num(r['ci_hi_b'], 3)}]"
+            ea, eb = _claim_cell(r, "a"), _claim_cell(r, "b")
             out.append(f"| {r['id']} | {ea} | {r['verdict_a']} | {eb} | {r['verdict_b']} | "
                        f"{'changed' if r['changed'] else ''} |")
         out.append("")
@@ -312,7 +335,7 @@ def _jsonable(df: pd.DataFrame | None) -> list[dict[str, Any]]:
 def to_json(c: Comparison, fail_above: float | None = None) -> str:
     overall = {s: {m: o.__dict__ for m in METRICS if (o := overall_ratio(t, m)) is not None}
                for s, t in c.cells.items()}
-    body: dict[str, Any] = {"a": c.a_label, "b": c.b_label, "level": LEVEL, "only": c.only, "notes": c.notes,
+    body: dict[str, Any] = {"a": c.a_label, "b": c.b_label, "level": c.level, "only": c.only, "notes": c.notes,
                             "cells": {s: _jsonable(t) for s, t in c.cells.items()}, "overall": overall,
                             "claims": _jsonable(c.claims)}
     if fail_above is not None:

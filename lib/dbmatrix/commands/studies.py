@@ -119,8 +119,11 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 
 def cmd_verdicts(args: argparse.Namespace) -> int:
-    """Per claim: each campaign's verdict and the pooled one, and how many claims flip between campaigns."""
+    """Per claim: each campaign's verdict (a consistency check) and the pooled one (the decision), how many
+    claims flip between campaigns, then per claim its interval with its level, how its conditions combine,
+    each condition's verdict and the campaigns' consistency test (:func:`claim_lines`)."""
     from dbmatrix import steps
+    from dbmatrix.analyse.verdict_text import counts_text
 
     studies = studies_of(args, for_run=False)
     if not any(s.has_data() for s in studies):
@@ -131,9 +134,11 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     ks = result.campaign_numbers()
     camps = table.set_index("id")["campaigns"]
     width = max(len(i) for i in flips["id"])
-    print(f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{'C' + str(k):<17}" for k in ks) + "pooled")
+    col = max([17, *(len(str(v)) + 2 for v in result.campaigns["verdict"])])
+    print("per claim: each campaign's own verdict (a consistency check) and the pooled verdict (the decision)")
+    print(f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{'C' + str(k):<{col}}" for k in ks) + "pooled")
     for _, r in flips.iterrows():
-        per = "".join(f"{result.campaign_verdict(r['id'], k) or '-':<17}" for k in ks)
+        per = "".join(f"{result.campaign_verdict(r['id'], k) or '-':<{col}}" for k in ks)
         flag = "  <- flips" if r["flip"] else ""
         registration = table.set_index("id")["registration"].get(r["id"], "")
         flag += f"  ({registration})" if registration in ("revised after data", "added after data") else ""
@@ -146,6 +151,13 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
           f"; agree in one campaign, disagree in another: {', '.join(opposed) if opposed else 'none'}")
     opposite = flips.loc[flips["contradicted"], "id"].tolist()
     print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
+    print()
+    print("per claim: the pooled estimate with its interval and level, how its conditions combine, each "
+          "condition's verdict, the campaigns' consistency test")
+    for line in claim_lines(result):
+        print(line)
+    print(f"claims: {counts_text(table['verdict'].fillna('').astype(str))}")
+    print()
     for line in steps.campaign_lines(table, studies):
         print(line)
     for line in decision_lines(studies):
@@ -154,8 +166,57 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         table.to_csv(args.csv, index=False)
         per_campaign = Path(args.csv).with_name(Path(args.csv).stem + "-campaigns.csv")
         result.campaigns.to_csv(per_campaign, index=False)
-        print(f"claims table: {args.csv}; per campaign: {per_campaign}")
+        levels = Path(args.csv).with_name(Path(args.csv).stem + "-levels.csv")
+        result.levels.to_csv(levels, index=False)
+        print(f"claims table: {args.csv}; per campaign: {per_campaign}; per condition: {levels}")
     return 0
+
+
+def claim_lines(result: Any) -> list[str]:
+    """Per claim of a :class:`~dbmatrix.analyse.claims.ClaimVerdicts`: "id (seed): verdict", then its
+    estimate with its interval and level, each condition's estimate, interval and verdict (where it was
+    judged at several), how its conditions combine, the campaigns' consistency test and the reason. A claim
+    no study tested: one line with the reason."""
+    from dbmatrix.analyse.verdict_text import (
+        combine_of,
+        conditions,
+        confidence_of,
+        has_interval,
+        heterogeneity_of,
+        is_premise_reason,
+        level_label,
+        verdict_and_reason,
+    )
+
+    def num(x: float) -> str:
+        return f"{x:.3g}"
+
+    out: list[str] = []
+    for _, r in result.claims.iterrows():
+        verdict, reason = verdict_and_reason(r)
+        head = f"{r['id']} ({r['seed']}): {verdict}"
+        if verdict == "not tested" and not is_premise_reason(reason):
+            out.append(f"{head}; {reason}" if reason else head)
+            continue
+        out.append(head)
+        unit = " pts" if str(r.get("kind")) == "difference" else ""
+        level = level_label(confidence_of(r))
+        conds = conditions(r, result.levels)
+        ends = (float(r["ci_lo"]), float(r["ci_hi"])) if has_interval(r) else None
+        if ends is not None and all((c.ci_lo, c.ci_hi) != ends for c in conds):  # a condition's: shown below
+            said = "judged" if conds else "estimate"  # judged: the largest condition's interval of its own
+            out.append(f"    {said} {num(float(r['estimate']))}{unit} [{num(ends[0])}, {num(ends[1])}] ({level})")
+        elif not conds and not math.isnan(float(r.get("estimate", math.nan))):
+            out.append(f"    estimate {num(float(r['estimate']))}{unit} (measured, no interval)")
+        for c in conds:
+            shown = c.text(num, unit)
+            out.append(f"    {shown}" + (f" ({level})" if not math.isnan(c.ci_lo) else ""))
+        out.append(f"    conditions: {combine_of(r) or 'one condition'}")
+        if heterogeneity_of(r):
+            out.append(f"    {heterogeneity_of(r)}")
+        if reason:
+            out.append(f"    why: {reason}")
+    return out
 
 
 def decision_lines(studies: Sequence[Any]) -> list[str]:

@@ -24,6 +24,17 @@ from dbmatrix.analyse.figure_data import (
 from dbmatrix.analyse.host_facts import merge_host_facts
 from dbmatrix.analyse.kinds import get_kind, kind_of, kinds
 from dbmatrix.analyse.tables import steady_params, write_csv
+from dbmatrix.analyse.verdict_text import (
+    DEFAULT_CONFIDENCE,
+    class_counts,
+    combine_of,
+    confidence_of,
+    is_premise_reason,
+    level_label,
+    level_pct,
+    shows_interval,
+    verdict_and_reason,
+)
 from dbmatrix.paths import git_state
 from dbmatrix.publish import claims_tex, decisions_tex, method_text, paper
 from dbmatrix.publish import figures as plots
@@ -99,8 +110,15 @@ def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None)
                          "premiseFcPausedPct": f"{FC_PAUSED.threshold:g}",
                          "premiseCompressesX": f"{COMPRESSES.threshold:g}",
                          "premiseSaturatedPct": f"{SATURATED.threshold * 100:g}"}
+    counts = class_counts(table["verdict"].fillna("").astype(str))  # "depends on <factor>": class "depends"
     for v in VERDICTS:
-        m[paper.macro_name("n", "claims", v)] = str(int((table["verdict"] == v).sum()))
+        m[paper.macro_name("n", "claims", v)] = str(counts.get(v, 0))
+    untested = [verdict_and_reason(r) for _, r in table.iterrows()]
+    m["nClaimsPremiseNotTested"] = str(sum(1 for v, why in untested if v == "not tested" and is_premise_reason(why)))
+    shown = sorted({round(confidence_of(r), 6) for _, r in table.iterrows() if shows_interval(r, verdicts.levels)})
+    m["claimsCiLevels"] = (f"{level_pct(shown[0])}\\,\\%" if len(shown) == 1 else
+                           f"{level_pct(shown[0])}\\,\\% to {level_pct(shown[-1])}\\,\\%" if shown else
+                           f"{level_pct(DEFAULT_CONFIDENCE)}\\,\\%")
     camps = pd.to_numeric(table["campaigns"], errors="coerce").fillna(0) if "campaigns" in table else pd.Series()
     m["nCampaigns"] = str(int(camps.max())) if len(camps) else "0"
     m["nClaimsSeveralCampaigns"] = str(int((camps > 1).sum()))
@@ -166,19 +184,24 @@ def tpcc_passages(m: dict[str, str]) -> dict[str, str]:
 
 
 def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str, str]:
-    """Per claim row: ``\\claim<Id>Verdict``, ``...Measured``, ``...Est``/``Lo``/``Hi``, ``...Pct``,
-    ``...Study``, ``...Premise``, ``...Band``, ``...Result``."""
+    """Per claim row: ``\\claim<Id>Verdict``, ``...Measured``, ``...Est``/``Lo``/``Hi``, ``...Ci`` (its
+    intervals' level, "97.4\\,\\% CI"), ``...Combine`` (how its conditions combine), ``...Pct``, ``...Study``,
+    ``...Premise``, ``...Band``, ``...Result``."""
     m: dict[str, str] = {}
     for _, r in table.iterrows():
         base = "claim" + r["id"][:1].upper() + r["id"][1:]
         kind = r["kind"]
-        m[base + "Verdict"] = r["verdict"]
+        verdict, reason = verdict_and_reason(r)
+        m[base + "Verdict"] = verdict
         # per level where the claim was judged per level; empty (an error where the text uses it) without one
         m[base + "Measured"] = claims_tex.measured_text(verdicts, r)
         for k in ("estimate", "ci_lo", "ci_hi"):
             name = {"estimate": "Est", "ci_lo": "Lo", "ci_hi": "Hi"}[k]
             m[base + name] = paper.claim_measured({"kind": kind, "estimate": r[k], "ci_lo": math.nan,
                                                    "ci_hi": math.nan})
+        ci = level_label(confidence_of(r), tex=True)
+        m[base + "Ci"] = ci
+        m[base + "Combine"] = paper.latex_escape(combine_of(r) or "one condition")
         est = r["estimate"]
         m[base + "Pct"] = "--" if pd.isna(est) or kind != "ratio" else fmt_num((est - 1) * 100, 0)
         m[base + "Study"] = paper.latex_escape(str(r["study"] or "--"))
@@ -187,12 +210,21 @@ def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str,
         why = claims_tex.why_not(r)
         measured = m[base + "Measured"]
         per_level = not verdicts.levels_of(str(r["id"])).empty
-        # why_not says "premise not met: ..." itself, and a study without the seed's level "not tested in ..."
-        names_verdict = why and (r["verdict"] != "not tested" or why.startswith("not tested"))
-        m[base + "Result"] = ((f"{measured}, but {why}" if measured and not per_level else why) if names_verdict else
-                              f"{r['verdict']} ({why})" if why else
-                              f"per level {measured}; overall {r['verdict']}" if measured and per_level else
-                              f"{measured} ({r['verdict']})" if measured else str(r["verdict"]))
+        with_ci = shows_interval(r, verdicts.levels)  # a measured quantity (per pair) has no interval
+        if verdict == "not tested" and is_premise_reason(reason):  # the estimate shown, no verdict
+            result = f"{measured} ({ci}), but not tested: {why}" if measured and with_ci else (
+                f"{measured}, but not tested: {why}" if measured else f"not tested: {why}")
+        elif verdict == "not identified":
+            result = f"{measured}, but {why}" if measured and not per_level else why
+        elif verdict == "not tested":  # a study without the seed's level says "not tested in ..." itself
+            result = why if why.startswith("not tested") else f"not tested ({why})" if why else verdict
+        elif measured and per_level:
+            result = f"per level {measured} ({ci}s); overall {verdict}"
+        elif measured:
+            result = f"{measured} ({ci}; {verdict})" if with_ci else f"{measured} ({verdict})"
+        else:
+            result = verdict
+        m[base + "Result"] = result
     return m
 
 
@@ -234,7 +266,7 @@ def write_tables(st: StudyTables, generated_dir: Path, primary: bool) -> list[Pa
         table = cells_table(a)
         write_text_atomic(generated_dir / "table-cells.tex", render_table(
             table,
-            caption="Per-cell throughput: mean over repetitions with its 95\\,\\% Student-t CI; "
+            caption="Per-cell throughput: mean over repetitions with its \\ciPct\\,\\% Student-t CI; "
                     "p95 from histograms merged across repetitions.",
             label="tab:cells", empty="no cells", precision=1,
             column_format="l" * (len(table.columns) - 5) + "rrcrr", wide=len(table.columns) >= 8))
@@ -246,7 +278,7 @@ def write_tables(st: StudyTables, generated_dir: Path, primary: bool) -> list[Pa
             label="tab:effects", empty="no factor varies in the completed runs", column_format="lrrrrr"))
         write_text_atomic(generated_dir / "table-pairwise.tex", render_table(
             pairwise_table(a),
-            caption="Declared comparisons: ratio a/b of geometric-mean throughput with its 95\\,\\% CI "
+            caption="Declared comparisons: ratio a/b of geometric-mean throughput with its \\ciPct\\,\\% CI "
                     "(Welch on log throughput between cells that differ only in the compared factor; in a "
                     "fractional design the factorial model's contrast, averaged over the factors named), "
                     "Holm-adjusted p over all comparisons of the study, Hedges' g (two-sample tests); "
@@ -259,7 +291,7 @@ def write_tables(st: StudyTables, generated_dir: Path, primary: bool) -> list[Pa
         name = f"table-{st.prefix}-cells.tex"
         write_text_atomic(generated_dir / name, render_table(
             table, caption=f"Per-cell results of \\texttt{{{paper.latex_escape(st.name)}}}: mean throughput "
-                           "over repetitions with its 95\\,\\% Student-t CI; p95 from merged histograms.",
+                           "over repetitions with its \\ciPct\\,\\% Student-t CI; p95 from merged histograms.",
             label=f"tab:{st.prefix}cells", empty="no cells", precision=1,
             column_format="l" * (len(table.columns) - 5) + "rrcrr"))
         written.append(generated_dir / name)
@@ -409,7 +441,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
         "nStudies": str(len(studies)),
         "studyList": ", ".join(f"\\texttt{{{paper.latex_escape(s.name)}}}" for s in studies),
-        "nFigures": str(len(out.figures)), "ciPct": "95",
+        "nFigures": str(len(out.figures)), "ciPct": level_pct(DEFAULT_CONFIDENCE),
     })
     if primary is None:
         raise RuntimeError(f"profile {profile}: no standalone study with data; the paper needs one")
@@ -420,6 +452,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         written += [f for done in hooked[st.name] for f in done.written]
     write_csv(verdicts.claims, generated_dir / "claims.csv")
     write_csv(verdicts.campaigns, generated_dir / "claims-campaigns.csv")
+    write_csv(verdicts.levels, generated_dir / "claims-levels.csv")  # each condition's own verdict, pooled (0)
     write_csv(further.claims, generated_dir / "further.csv")
     write_csv(costs, generated_dir / "decisions.csv")
     write_csv(cost_sum, generated_dir / "decisions-summary.csv")
@@ -436,7 +469,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
                                 f"(expected in {paper_src})")
     write_text_atomic(generated_dir / "figures.tex",
                       paper.render_inputs(fragments, "The figures drawn from this build's data."))
-    written += [generated_dir / n for n in ("claims.csv", "claims-campaigns.csv", "further.csv", "table-further.tex",
+    written += [generated_dir / n for n in ("claims.csv", "claims-campaigns.csv", "claims-levels.csv", "further.csv",
+                                            "table-further.tex",
                                             "table-claims.tex", "decisions.csv", "decisions-summary.csv",
                                             "table-decisions.tex",
                                             "claims-details.tex", "claims-method.tex", "table-setup.tex",

@@ -2,10 +2,12 @@
 
 One row per claim, on full-width pages (``longtable`` after ``\\onecolumn``, so it may run over pages):
 the seed's statement and where it says it, the band of values it asserts, what was compared here, the
-estimate with its 95 % CI (one line per level where the claim names levels to be judged at; one value per
-pair, without a CI, for a measured quantity such as a dataset size), the verdict, each campaign's verdict
-with the reason where it differs from the pooled one, and a footnote per stand-in (where this study's
-condition stands in for the seed's).
+estimate with its interval at the level the table's heading names, or the row's own where it differs (one
+line per condition, with that condition's verdict, where the claim is judged at several; one value per pair,
+without a CI, for a measured quantity such as a dataset size), the verdict ("depends on <factor>" where the
+decided conditions differ) with how the claim's conditions combine, each campaign's verdict (a consistency
+check) with the reason where it differs from the pooled one, and a footnote per stand-in (where this
+study's condition stands in for the seed's).
 """
 
 from __future__ import annotations
@@ -16,10 +18,21 @@ from collections.abc import Mapping
 import pandas as pd
 
 from dbmatrix.analyse.claims import ClaimVerdicts
+from dbmatrix.analyse.verdict_text import (
+    class_of,
+    combine_of,
+    common_level,
+    confidence_of,
+    heterogeneity_of,
+    is_premise_reason,
+    level_label,
+    stated,
+    verdict_and_reason,
+)
 from dbmatrix.publish.paper import claim_measured, latex_escape
 
-SHORT = {"agree": "agree", "disagree": "disagree", "inconclusive": "inconcl.", "premise not met": "premise",
-         "not identified": "not ident.", "not tested": "not tested", "": "no estimate"}
+SHORT = {"agree": "agree", "disagree": "disagree", "inconclusive": "inconcl.", "not identified": "not ident.",
+         "not tested": "not tested", "": "no estimate"}  # "depends on <factor>" prints as it is
 PER_PAIR = ("per pair (", "pairs differ (")  # the reason of a measured quantity judged pair by pair
 
 
@@ -71,8 +84,6 @@ def campaign_reason(row: Mapping[str, object], est: float, lo: float, hi: float,
         return f"{shown}: its CI reaches outside the band"
     if pooled == "inconclusive":
         p_lo, p_hi = float(row.get("ci_lo", math.nan)), float(row.get("ci_hi", math.nan))  # type: ignore[arg-type]
-        if str(row.get("reason") or "").startswith("campaigns differ"):
-            return f"{shown}; the campaigns differ, so the pooled verdict is inconclusive"
         if math.isfinite(p_lo) and test == "direction" and p_lo <= null <= p_hi:
             return (f"{shown}; the pooled CI, which includes the variation between campaigns, "
                     f"includes {_f(null, kind)}")
@@ -92,7 +103,7 @@ def _per_campaign(verdicts: ClaimVerdicts, r: Mapping[str, object]) -> str:
         own = c["verdict"] if isinstance(c["verdict"], str) else ""
         k = int(c["campaign"])
         text = f"C{k} {SHORT.get(own, own)}"
-        if own != pooled and pooled != "premise not met":
+        if own != pooled:
             why = []
             if not levels.empty:
                 pooled_lv = levels[levels["campaign"] == 0].set_index("level")["verdict"]
@@ -116,11 +127,16 @@ def measured_text(verdicts: ClaimVerdicts, r: Mapping[str, object], sep: str = "
     levels = verdicts.levels_of(str(r["id"]))
     if not levels.empty:
         pooled = levels[levels["campaign"] == 0]
-        return sep.join(
-            f"{latex_escape(str(lv['level']))}: "
-            + (claim_measured({"kind": r["kind"], "estimate": lv["estimate"], "ci_lo": lv["ci_lo"],
-                               "ci_hi": lv["ci_hi"]}) if pd.notna(lv["estimate"]) else "not estimable")
-            + f" ({SHORT.get(str(lv['verdict']), lv['verdict'])})" for _, lv in pooled.iterrows())
+        lines = [f"{latex_escape(str(lv['level']))}: "
+                 + (claim_measured({"kind": r["kind"], "estimate": lv["estimate"], "ci_lo": lv["ci_lo"],
+                                    "ci_hi": lv["ci_hi"]}) if pd.notna(lv["estimate"]) else "not estimable")
+                 + f" ({SHORT.get(str(lv['verdict']), lv['verdict'])})" for _, lv in pooled.iterrows()]
+        own = claim_measured(r)
+        ends = {(float(lv["ci_lo"]), float(lv["ci_hi"])) for _, lv in pooled.iterrows()}
+        lo, hi = (pd.to_numeric(r.get(k), errors="coerce") for k in ("ci_lo", "ci_hi"))
+        if own != "--" and pd.notna(lo) and (float(lo), float(hi)) not in ends:
+            lines.insert(0, f"judged: {own}")  # "the largest condition": an interval of its own
+        return sep.join(lines)
     reason = str(r.get("reason") or "")
     if reason.startswith(PER_PAIR):  # measured once per pair: each value, no interval
         return latex_escape(reason.split(": ", 1)[-1]).replace("; ", sep)
@@ -133,17 +149,23 @@ def _stand_in(r: Mapping[str, object]) -> str:
 
 
 def why_not(r: Mapping[str, object]) -> str:
-    """Why a claim has no verdict from an estimate: not tested (the reason), premise not met (the value),
-    not identified (the alias)."""
-    verdict = str(r["verdict"])
-    reason = str(r.get("reason") or "")
+    """Why a claim has no verdict from an estimate: not tested (the reason; a premise not met or uncertain
+    named with its measured value), not identified (the alias). An older table's "premise not met" reads
+    as not tested with the premise."""
+    verdict, reason = verdict_and_reason(r)
     if verdict == "not tested":
+        if is_premise_reason(reason):
+            return latex_escape(reason)
         return latex_escape(reason.split(": ", 1)[-1] if reason.count(":") == 1 else reason)
-    if verdict == "premise not met":
-        return "premise not met: " + latex_escape(reason)
     if verdict == "not identified":
         return "not identified by the design: " + latex_escape(reason)
     return ""
+
+
+def _combined_cell(r: Mapping[str, object]) -> str:
+    """How the claim's conditions combine, under its verdict ("" for a claim judged at one condition)."""
+    how = combine_of(r)
+    return f"\\newline \\emph{{combined: {latex_escape(how)}}}" if how else ""
 
 
 # ------------------------------------------------------------------------------------ standing of the verdicts
@@ -170,25 +192,22 @@ def opposed_claims(result: ClaimVerdicts) -> list[str]:
 def opposed_text(table: pd.DataFrame, opposed: list[str]) -> str:
     """What the pooled verdict made of the claims whose campaigns' verdicts oppose each other.
 
-    A pooled agree needs every campaign's *estimate* in the band, not every campaign's verdict: the
-    opposing campaign's disagree can then only be a precise null (its interval inside the margin of no
-    effect, its estimate in a direction claim's band) that the pooled interval, reaching past the margin, no
-    longer shows. A pooled disagree by a precise null stands whatever the campaigns' estimates. (The rule as
-    registered before campaign 1: kept, not tightened after the data showed such a case.)"""
+    Under the three-way rule one campaign's agree and another's disagree need disjoint intervals: the
+    campaigns differ (the heterogeneity test beside each claim says by how much). Their own verdicts are
+    consistency checks; the pooled interval, which includes the variation between campaigns, is the one
+    decision."""
     n = len(opposed)
     verb = "s" if n == 1 else ""
     said = f"{n} agree{verb} in one campaign and disagree{verb} in another"
-    pooled = table.set_index("id")["verdict"].reindex(opposed).astype(str)
-    counts = {v: int((pooled == v).sum()) for v in ("agree", "disagree")}
-    why = {"agree": "a pooled agree asks every campaign's estimate, not its verdict, to lie in the band, and the "
-                    "disagreeing campaign's interval lies inside the margin of no effect (a precise null) where the "
-                    "pooled interval reaches past it",
-           "disagree": "the pooled interval lies inside the margin of no effect (a precise null), which the "
-                       "agreeing campaign's interval does not"}
-    parts = [f"{k} pooled {v}" if n > 1 else f"pooled {v}" for v, k in counts.items() if k]
+    pooled = table.set_index("id")["verdict"].reindex(opposed).fillna("").astype(str).map(class_of)
+    counts = {v: int((pooled == v).sum()) for v in ("agree", "disagree", "depends")}
+    words = {"agree": "agree", "disagree": "disagree", "depends": "depends on a condition"}
+    parts = [f"{k} pooled {words[v]}" if n > 1 else f"pooled {words[v]}" for v, k in counts.items() if k]
     if not parts:
         return f"{said}; pooled, {'it is' if n == 1 else 'they are'} inconclusive"
-    return f"{said}; {', '.join(parts)}: " + "; ".join(why[v] for v, k in counts.items() if k)
+    return (f"{said}; {', '.join(parts)}: opposite verdicts need disjoint intervals, so those campaigns differ; "
+            "the campaigns' own verdicts are consistency checks, and the pooled interval, which includes the "
+            "variation between campaigns, is the one decision")
 
 
 def standing(table: pd.DataFrame) -> tuple[bool, str]:
@@ -229,10 +248,13 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
         return f"% Generated by dbmatrix; do not edit.\n% {label}: no claims\n"
     indicative, said = standing(table)
     several = len(verdicts.campaign_numbers()) > 1
+    rows = [r for _, r in table.iterrows()]
+    level, every = common_level(rows, verdicts.levels)
+    ci = level_label(level, tex=True) + ("" if every else " unless stated")
     cols = ("p{4.3cm}", "p{1.5cm}", "p{2.9cm}", "p{3.7cm}", "p{3.6cm}")
     spec = "".join(f">{{\\raggedright\\arraybackslash}}{c}" for c in cols)
     head = (("Finding (after seed, where) & Band" if further else "Claim (seed, where) & Seed's band")
-            + " & Compared here & Measured: estimate [95\\,\\% CI] & "
+            + f" & Compared here & Measured: estimate [{ci}] & "
             "Verdict" + (" (per campaign)" if several else "") + " \\\\")
     head_word, _, rest = said.partition(": ")
     standing_text = f"\\textbf{{{latex_escape(head_word)}:}} {latex_escape(rest)} " if indicative and rest else ""
@@ -244,16 +266,21 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
         caption = standing_text + (
             "The seeds' claims beside this build's measurements, each stated in the seed's direction. Seed's "
             "band: the values of the estimate (a ratio a/b, a difference a$-$b in points, or a share) the claim "
-            "asserts; ``no effect'', ``about'' and ``$\\le$'' bands are met when the whole CI lies inside, the "
-            "others when the CI excludes no effect and the estimate lies inside; a CI inside the margin of no "
-            "effect disagrees with a claim of an effect (Section~\\ref{sec:method}). Measured: the estimate with "
-            "its 95\\,\\% CI"
+            "asserts. A claim \\emph{agrees} when its whole interval lies in the claimed region (the band, "
+            "beyond the margin of no effect for a claimed effect), \\emph{disagrees} when the whole interval "
+            "misses it, and is \\emph{inconclusive} otherwise; a stand-in that bounds the real medium is judged "
+            "on one side only; a claim judged at several conditions combines them by the rule named under its "
+            "verdict, and \\emph{depends on} a factor when its decided conditions differ; a premise not met or "
+            "uncertain leaves it \\emph{not tested}, its estimate shown (Section~\\ref{sec:method}). Measured: "
+            f"the estimate with its interval, at the level the heading names ({ci})"
+            + ("" if every else " or the one stated below it (a study run until decided is judged at its last "
+               "look's level)")
             + (", pooled over the campaigns (Section~\\ref{sec:method}); under the verdict each campaign's own "
-               "(C1, C2, \\dots), with the reason where it differs from the pooled one" if several
-               else " (within one campaign)")
-            + "; a claim the seed states per level of a factor is judged at each level, one line per level; a "
-            "measured quantity (a dataset size) is given per pair, without a CI. Footnotes name what stands in "
-            "here for the seed's condition; the basis of each estimate and "
+               "(C1, C2, \\dots), a consistency check rather than a decision, with the reason where it differs "
+               "from the pooled one" if several else " (within one campaign)")
+            + "; a claim judged at several conditions gives one line per condition with that condition's "
+            "verdict; a measured quantity (a dataset size) is given per pair, without a CI. Footnotes name what "
+            "stands in here for the seed's condition; the basis of each estimate and "
             "the premises' measured values are in Section~\\ref{sec:claims-detail}; the seeds' own words and "
             "conditions are in \\texttt{docs/registry.md}. Our own further findings follow in "
             "\\optref{tab:further}{Table}{their own table}.")
@@ -264,17 +291,21 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
              f"\\caption{{{caption}}}\\label{{{label}}}\\\\", "\\toprule", head, "\\midrule", "\\endfirsthead",
              f"\\multicolumn{{5}}{{l}}{{\\emph{{Table~\\ref{{{label}}}, continued}}}}\\\\", "\\toprule", head,
              "\\midrule", "\\endhead", "\\bottomrule", "\\endfoot"]
-    for _, r in table.iterrows():
-        verdict = str(r["verdict"])
+    for r in rows:
+        verdict, reason = verdict_and_reason(r)
+        premise = is_premise_reason(reason)
         claim = f"{r['claim']} ({latex_escape(str(r['seed']))}, {latex_escape(str(r['where']))})"
         stand_in = _stand_in(r)
-        if stand_in and verdict != "not tested":
+        if stand_in and (verdict != "not tested" or premise):
             claim += f"\\footnote{{Here: {latex_escape(stand_in)}.}}"
         compared = latex_escape(str(r.get("compared") or "")) or "\\emph{nothing}"
-        measured = measured_text(verdicts, r, sep="\\newline ") or why_not(r) or "no estimate"
-        if verdict in ("premise not met", "not identified") and measured != why_not(r):
+        measured = measured_text(verdicts, r, sep="\\newline ")
+        if measured and (own := stated(r, level, tex=True)):
+            measured += f"\\newline ({own})"
+        measured = measured or why_not(r) or "no estimate"
+        if (verdict == "not identified" or premise) and measured != why_not(r):
             measured += "\\newline " + why_not(r)
-        cell = f"\\textbf{{{verdict}}}"
+        cell = f"\\textbf{{{latex_escape(verdict)}}}" + _combined_cell(r)
         if str(r.get("registration") or "") in ("revised after data", "added after data"):
             cell += f"\\newline \\emph{{{r['registration']}}}"  # analyse.claims.registration
         per = _per_campaign(verdicts, r)
@@ -311,12 +342,12 @@ def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None
     ks = verdicts.campaign_numbers()
     several = len(set(table["study"]) - {""}) > 1 if "study" in table else False
     for _, r in table.iterrows():
-        verdict = str(r["verdict"])
+        verdict, reason = verdict_and_reason(r)
         origin = "ours, after seed" if r["id"] in ours else "seed"
         head = (f"\\item[{latex_escape(str(r['id']))}] ({origin} {latex_escape(str(r['seed']))}, "
-                f"\\textbf{{{verdict}}})")
-        if verdict == "not tested":
-            lines.append(f"{head} {latex_escape(str(r.get('reason') or ''))}.")
+                f"\\textbf{{{latex_escape(verdict)}}})")
+        if verdict == "not tested" and not is_premise_reason(reason):
+            lines.append(f"{head} {latex_escape(reason)}.")
             continue
         parts = [latex_escape(str(r.get("basis") or ""))]
         if several and r.get("study"):
@@ -328,14 +359,19 @@ def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None
             met = {"yes": "met", "no": "not met", "uncertain": "uncertain"}.get(str(r.get("premise_met")),
                                                                                  "not checked")
             parts.append(f"premise {met}: {latex_escape(premise)}")
+        if measured_text(verdicts, r):
+            parts.append(f"{level_label(confidence_of(r), tex=True)}s")
+        if combine_of(r):
+            parts.append(f"conditions combined: {latex_escape(combine_of(r))}")
         if len(ks) > 1 and verdicts.levels_of(str(r["id"])).empty:
-            parts.append("per campaign: " + ", ".join(
+            parts.append("per campaign (a consistency check): " + ", ".join(
                 f"C{int(c['campaign'])} " + (claim_measured({"kind": r["kind"], "estimate": c["estimate"],
                                                             "ci_lo": c["ci_lo"], "ci_hi": c["ci_hi"]})
                                              if pd.notna(c["estimate"]) else "no estimate")
                 + f" ({c['verdict'] or 'no verdict'})" for _, c in verdicts.of(r["id"]).iterrows()))
-        reason = str(r.get("reason") or "")
-        if reason and verdict != "premise not met":
+        if heterogeneity_of(r):
+            parts.append(latex_escape(heterogeneity_of(r)))
+        if reason:
             parts.append(latex_escape(reason))
         lines.append(f"{head} " + "; ".join(p for p in parts if p) + ".")
     lines += ["\\end{description}", ""]

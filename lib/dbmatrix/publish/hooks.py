@@ -14,7 +14,7 @@ import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables, level_text
 from dbmatrix.publish.figure_check import Finding
-from dbmatrix.publish.paper_inputs import fmt_num, render_table
+from dbmatrix.publish.paper_inputs import CELL_CI, fmt_num, render_table
 from dbmatrix.publish.replication import publish_replication
 from dbmatrix.store import write_text_atomic
 
@@ -74,7 +74,7 @@ def tpcc_table_tex(st: StudyTables, ctx: HookContext) -> HookOutput:
     t = st.extra.get("tpcc-cells", pd.DataFrame())
     pct = lambda x: "--" if pd.isna(x) else f"{100 * x:.1f}"  # noqa: E731
     show = pd.DataFrame({"Cell": t["cell_id"], "n": t["n"], "tpmC": t["tpmC"].round(0),
-                         "95 % CI": [("--" if pd.isna(lo) else f"{lo:.0f}--{hi:.0f}")
+                         CELL_CI: [("--" if pd.isna(lo) else f"{lo:.0f}--{hi:.0f}")
                                      for lo, hi in zip(t["ci_lo"], t["ci_hi"])],
                          "TPS": t["tps"].round(0), "hit %": t["hit_ratio"].map(pct),
                          "data hit %": t["data_hit_ratio"].map(pct),
@@ -82,7 +82,7 @@ def tpcc_table_tex(st: StudyTables, ctx: HookContext) -> HookOutput:
     path = ctx.generated_dir / "table-tpcc.tex"
     write_text_atomic(path, render_table(
         show, caption="TPC-C: New-Order transactions per minute (tpmC) per cell, geometric mean over "
-                      "repetitions with its 95\\,\\% CI (Student-t on log tpmC with the variance pooled over the "
+                      "repetitions with its \\ciPct\\,\\% CI (Student-t on log tpmC with the variance pooled over the "
                       "cells, as the factorial model has it); all transactions per second; the cache hit "
                       "ratio over the window from the engine's status counters (all blocks, and data blocks "
                       "alone); the loaded tables' on-disk size.",

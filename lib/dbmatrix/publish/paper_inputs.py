@@ -17,6 +17,7 @@ from dbmatrix.analyse.stats import (
     level_key,
 )
 from dbmatrix.analyse.tables import UNTESTED, Analysis, MiB
+from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, level_label
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
 from dbmatrix.publish.placeholders import NOT_APPLICABLE
@@ -55,6 +56,7 @@ def _headline_row(a: Analysis) -> pd.Series | None:
                       "ci_hi": low["ci_hi"], "held": None, "pooled_over": None})
 
 
+CELL_CI = level_label(DEFAULT_CONFIDENCE)  # the cells' and declared comparisons' intervals (the analysis' level)
 CACHE_BASIS_TEXT = {"logical": "logical (uncompressed)", "physical": "physical (on-disk)"}
 
 
@@ -327,10 +329,10 @@ def seed_verdict(row: pd.Series) -> str:
     if pd.isna(lo) or pd.isna(hi):
         return "not testable (too few repetitions for an interval)"
     if hi < 1:
-        return "consistent with the seed: the smaller cache is slower, and the 95\\,\\% CI excludes 1"
+        return "consistent with the seed: the smaller cache is slower, and the \\ciPct\\,\\% CI excludes 1"
     if lo > 1:
-        return "contrary to the seed: the smaller cache is faster, and the 95\\,\\% CI excludes 1"
-    return "inconclusive: the 95\\,\\% CI of the ratio includes 1"
+        return "contrary to the seed: the smaller cache is faster, and the \\ciPct\\,\\% CI excludes 1"
+    return "inconclusive: the \\ciPct\\,\\% CI of the ratio includes 1"
 
 
 def _term_label(term: str) -> str:
@@ -350,7 +352,7 @@ def cells_table(a: Analysis) -> pd.DataFrame:
     table = pd.DataFrame({factor_label(f): c[f] for f in shown})
     table["n"] = c["n"]
     table["TPS"] = c["mean"].round(0)
-    table["95 % CI"] = c.apply(ci, axis=1)
+    table[CELL_CI] = c.apply(ci, axis=1)
     table["CV %"] = (c["cv"] * 100).round(1)
     table["p95 ms"] = c["p95_ms"].round(2)
     return table.reset_index(drop=True)
@@ -374,7 +376,7 @@ def pairwise_table(a: Analysis) -> pd.DataFrame:
     fractional design the factorial model's contrast, "Held at" naming the factors averaged over),
     Holm-adjusted p, Hedges g (two-sample tests only)."""
     p = a.pairwise
-    cols = ["Comparison", "Held at", "n", "TPS a", "TPS b", "Ratio", "95 % CI", "p (Holm)", "g"]
+    cols = ["Comparison", "Held at", "n", "TPS a", "TPS b", "Ratio", CELL_CI, "p (Holm)", "g"]
     if p.empty:
         return pd.DataFrame(columns=cols)
     factor_cols = [f for f in FACTORS if f in p.columns]
@@ -397,7 +399,7 @@ def pairwise_table(a: Analysis) -> pd.DataFrame:
         "n": p.apply(lambda r: f"{int(r['n_a'])}/{int(r['n_b'])}", axis=1),
         "TPS a": p["mean_a"].round(0), "TPS b": p["mean_b"].round(0),
         "Ratio": p["ratio"].map(lambda v: NOT_APPLICABLE if pd.isna(v) else f"{v:.2f}"),
-        "95 % CI": p.apply(lambda r: NOT_APPLICABLE if pd.isna(r["ci_lo"]) else f"{r['ci_lo']:.2f}--{r['ci_hi']:.2f}",
+        CELL_CI: p.apply(lambda r: NOT_APPLICABLE if pd.isna(r["ci_lo"]) else f"{r['ci_lo']:.2f}--{r['ci_hi']:.2f}",
                            axis=1),
         "p (Holm)": p["p_holm"].map(_fmt_p),
         "g": p["hedges_g"].map(lambda v: NOT_APPLICABLE if pd.isna(v) else f"{v:.1f}"),

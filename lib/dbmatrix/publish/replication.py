@@ -26,6 +26,7 @@ from dbmatrix.analyse.replication import (
     pressured_setting,
     seed_position,
 )
+from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, confidence_of, level_label, verdict_and_reason
 from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
 from dbmatrix.spec.experiment import Experiment
@@ -82,7 +83,8 @@ MACRO_NAMES = tuple(
                           "PausedNodeSpread", "Premise", "PremiseMet", "Campaigns", "Setting", "CalmSetting",
                           "CalMedium", "CalLimit", "CalCandidates", "CalTarget", "CalChosen", "CalPausedChosen",
                           "CalReached", "CalRuns", "CalWindowS", "Calibrated", "FollowersText",
-                          "CalibrationText", "CalmText", "BottleneckText", "FitsText")]
+                          "CalibrationText", "CalmText", "BottleneckText", "FitsText", "PausedCi", "TpsCi",
+                          "LatCi")]
     + [f"replCalm{m}{n}" for m in ("Paused", "Tps", "LatAvg") for n in ("Low", "High")]
     + [f"replCalm{k}{b}" for k in ("PausedDiff", "TpsChangePct", "LatAvgChangePct") for b in ("", "Lo", "Hi")]
     + [f"repl{m}{n}{b}" for m in ("Paused", "Tps", "LatPctl", "LatAvg", "RecvQueue", "FcSent", "CertDeps")
@@ -97,9 +99,11 @@ MACRO_NAMES = tuple(
 # The seed's claims in this section -> their ids in the claims registry (dbmatrix.analyse.claims.CLAIMS).
 CLAIM_IDS = {"paused": "applierPause", "tps": "applierTps", "lat": "applierLatency"}
 VERDICT_RULE = ("the rule of the claims table (Method): a premise checked first (flow control must pause "
-                f"the nodes at least {FC_PAUSED.threshold:g} % of the time with one applier, as the seed's did), "
-                "then the 95 % CI against the claimed band, and with several campaigns every campaign on the same "
-                "side")
+                f"the nodes at least {FC_PAUSED.threshold:g} % of the time with one applier, as the seed's did; "
+                "not met or uncertain: not tested), then the whole interval, at the level stated beside it, "
+                "against the claimed region beyond the margin of no effect (inside: agree; missing it: disagree; "
+                "otherwise inconclusive), pooled over the campaigns, each campaign's own estimate a consistency "
+                "check")
 
 
 def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None = None,
@@ -187,7 +191,13 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
             if claim == "lat":  # the claim: 1 applier / 16; this section: 16 / 1
                 est, lo, hi = 1 / est, 1 / hi, 1 / lo
         cap = claim.capitalize()
-        m[f"repl{cap}Verdict"] = str(judged.loc[cid, "verdict"]) if cid in judged.index else "not tested"
+        # the interval's level: the claims table's (a study run until decided: its last look's), else the
+        # effects table's own interval (the analysis' default level)
+        conf = confidence_of(judged.loc[cid]) if cid in judged.index and pd.notna(judged.loc[cid, "estimate"]) \
+            else DEFAULT_CONFIDENCE
+        m[f"repl{cap}Ci"] = level_label(conf, tex=True)
+        m[f"repl{cap}Verdict"] = (verdict_and_reason(judged.loc[cid])[0] if cid in judged.index
+                                  else "not tested")
         m[f"repl{cap}SeedPosition"] = seed_position(lo, hi, float(c["value"]))
         if claim == "paused":
             m.update(replPausedDiff=_signed(est), replPausedDiffLo=_signed(lo),
@@ -202,7 +212,8 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
     if "applierPause" in judged.index:
         j = judged.loc["applierPause"]
         m["replPremise"] = paper.latex_escape(str(j.get("premise_value") or "--"))
-        m["replPremiseMet"] = {"yes": "met", "no": "not met"}.get(str(j.get("premise_met")), "not checked")
+        m["replPremiseMet"] = {"yes": "met", "no": "not met", "uncertain": "uncertain"}.get(
+            str(j.get("premise_met")), "not checked")
         m["replCampaigns"] = str(int(j.get("campaigns") or 0))
     m.update(_prose(m))
     p95 = eff[(eff["metric"] == "lat_p95_ratio") & (eff["level_a"] == high) & (eff["level_b"] == low)]
@@ -373,8 +384,8 @@ HEAD_WORDS = {"follower_medium": "followers"}
 
 def settings_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The paper's small table, one column per setting (applier level, with the other varied levels) and
-    one row per figure: n, then mean [95 % CI] of the paused share, throughput, p95 and average latency
-    and the average receive queue."""
+    one row per figure: n, then mean [Student-t CI, at ``replCiPct``] of the paused share, throughput, p95
+    and average latency and the average receive queue."""
     s = tables.get("settings", pd.DataFrame())
     rows = [("n", None, 0), ("FC paused %", "fc_paused_pct", 1), ("TPS", "tps", 0), ("p95 ms", "lat_p95_ms", 2),
             ("Avg. latency ms", "lat_avg_ms", 2), ("Recv. queue", "recv_queue_avg", 1)]
@@ -432,7 +443,7 @@ def publish_replication(st: StudyTables, figures_dir: Path, generated_dir: Path,
         tex = "% Generated by dbmatrix; do not edit.\n% tab:replication: no completed galera runs\n"
     else:
         tex = paper.render_table(
-            table, caption="Galera: per applier setting (columns), mean and Student-t 95\\,\\% CI over "
+            table, caption="Galera: per applier setting (columns), mean and Student-t \\replCiPct\\,\\% CI over "
                            "repetitions of the flow-control paused share (mean over nodes), throughput, p95 and "
                            "average latency, and the average receive queue (largest over nodes).",
             label="tab:replication", column_format="l" + "r" * (len(table.columns) - 1))

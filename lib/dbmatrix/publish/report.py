@@ -22,23 +22,39 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import paths
+from dbmatrix.analyse.verdict_text import (
+    DEFAULT_CONFIDENCE,
+    class_of,
+    combine_of,
+    conditions,
+    counts_text,
+    has_interval,
+    heading,
+    heterogeneity_of,
+    level_label,
+    read_levels,
+    stated,
+    verdict_and_reason,
+)
 from dbmatrix.store import write_text_atomic
 
 TITLE = "dbmatrix report"
-CELL_COLUMNS = [("cell_id", "cell"), ("n", "runs"), ("mean", "mean tps"), ("ci_lo", "95 % CI low"),
-                ("ci_hi", "95 % CI high"), ("p95_ms", "p95 ms"), ("n_not_steady", "not steady")]
+CELL_LEVEL = level_label(DEFAULT_CONFIDENCE)  # the cells' intervals: the analysis' default level
+CELL_COLUMNS = [("cell_id", "cell"), ("n", "runs"), ("mean", "mean tps"), ("ci_lo", f"{CELL_LEVEL} low"),
+                ("ci_hi", f"{CELL_LEVEL} high"), ("p95_ms", "p95 ms"), ("n_not_steady", "not steady")]
 HOST_FIELDS = [("host", "host"), ("boot_id", "boot"), ("os_pretty", "OS"), ("kernel", "kernel"),
                ("cpu_model", "CPU"), ("online_cpus", "CPUs"), ("mem_total_bytes", "memory"),
                ("mariadb_version", "MariaDB"), ("sysbench_version", "sysbench"), ("galera_version", "Galera"),
                ("fio_version", "fio")]
-VERDICT_CLASS = {"agree": "agree", "disagree": "disagree", "inconclusive": "inconclusive"}
+VERDICT_CLASS = {"agree": "agree", "disagree": "disagree", "depends": "depends", "inconclusive": "inconclusive"}
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:12.5px}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.agree{background:#e3f4e3}.disagree{background:#f9dede}.inconclusive{background:#fdf5d8}
+.agree{background:#e3f4e3}.disagree{background:#f9dede}.inconclusive{background:#fdf5d8}.depends{background:#e4ecf9}
+td small{display:block;color:#555}
 figure{display:inline-block;margin:0 1em 1.5em 0;max-width:48%;vertical-align:top}
 figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:12px;color:#555}
 dl{display:grid;grid-template-columns:max-content auto;gap:2px 1em}dt{font-weight:600}dd{margin:0}
@@ -70,6 +86,7 @@ class ReportInputs:
     claims: pd.DataFrame
     studies: list[StudySection]
     figures: list[Figure]
+    levels: pd.DataFrame | None = None  # claims-levels.csv: each condition's estimate and verdict (None: basis)
 
 
 def _e(x: Any) -> str:
@@ -116,23 +133,47 @@ def plain(latex: str) -> str:
     return re.sub(r"\\[a-zA-Z]+|[$\\{}]", "", t)
 
 
-def _claims_html(claims: pd.DataFrame) -> str:
+def _interval(est: Any, lo: Any, hi: Any) -> str:
+    if est is None or pd.isna(est):
+        return ""
+    return f"{_fmt(est)}" + ("" if lo is None or hi is None or pd.isna(lo) or pd.isna(hi)
+                             else f" [{_fmt(lo)}, {_fmt(hi)}]")
+
+
+def _claims_html(claims: pd.DataFrame, levels: pd.DataFrame | None = None) -> str:
+    """One row per claim: its estimate with its interval (at the level the heading names, else its own
+    stated), each condition's estimate and verdict where it was judged at several, the verdict ("depends
+    on <factor>" its own class) with how its conditions combine, the reason and the campaigns' consistency
+    test."""
     if claims.empty:
         return '<p class="note">No claims table (run <code>dbmatrix figures</code>).</p>'
+    rows_in = [r for _, r in claims.iterrows()]
+    head, level = heading(rows_in, levels)
     rows = []
-    for _, r in claims.iterrows():
-        verdict = str(r.get("verdict", ""))
-        est = "" if pd.isna(r.get("estimate")) else (
-            f"{_fmt(r['estimate'])} [{_fmt(r.get('ci_lo'))}, {_fmt(r.get('ci_hi'))}]")
+    for r in rows_in:
+        verdict, reason = verdict_and_reason(r)
+        conds = conditions(r, levels)
+        lines = [_e(c.text(_fmt)) for c in conds]
+        own = _interval(r.get("estimate"), r.get("ci_lo"), r.get("ci_hi"))
+        if own and not conds:
+            lines.insert(0, _e(own))
+        elif own and has_interval(r) and all((c.ci_lo, c.ci_hi) != (float(r["ci_lo"]), float(r["ci_hi"]))
+                                             for c in conds):
+            lines.insert(0, _e(f"judged: {own}"))  # the largest condition's interval
+        if lines and (said := stated(r, level)):
+            lines.append(f"<small>{_e(said)}</small>")
+        how = combine_of(r)
+        cell = _e(verdict) + (f"<small>combined: {_e(how)}</small>" if how else "")
+        het = heterogeneity_of(r)
+        why = _e(reason) + (f"<small>{_e(het)}</small>" if het else "")
         claim = plain(str(r.get("claim", "")))
         rows.append([(_e(r.get("id")), ""), (_e(r.get("seed")), ""), (_e(claim), ""), (_e(r.get("study", "")), ""),
-                     (_e(est), "num"), (_e(verdict), VERDICT_CLASS.get(verdict, "")),
-                     (_e(r.get("reason")), "")])
-    counts = claims["verdict"].value_counts().to_dict() if "verdict" in claims.columns else {}
-    summary = ", ".join(f"{v} {k}" for k, v in counts.items())
-    return (f'<p>{len(claims)} claims: {_e(summary)}.</p>'
-            + _table(["claim", "seed", "what the seed says", "study", "estimate [95 % CI]", "verdict", "reason"],
-                     rows, "claims"))
+                     ("<br>".join(lines), "num"), (cell, VERDICT_CLASS.get(class_of(verdict), "")), (why, "")])
+    summary = counts_text(claims["verdict"].fillna("").astype(str)) if "verdict" in claims.columns else ""
+    return (f'<p>{len(claims)} claims: {_e(summary)}. A claim judged at several conditions shows each with its own '
+            "verdict; with several campaigns the pooled interval decides and the campaigns' own estimates are a "
+            "consistency check (its test under the reason).</p>"
+            + _table(["claim", "seed", "what the seed says", "study", head, "verdict", "reason"], rows, "claims"))
 
 
 def _cells_html(s: StudySection) -> str:
@@ -167,7 +208,7 @@ def render(inputs: ReportInputs, title: str = TITLE) -> str:
              f"<h1>{_e(title)}</h1>",
              '<p class="note">How storage configuration shapes MySQL-family OLTP performance: the seeds\' claims '
              "beside what these runs measured. One file: figures embedded, no server needed.</p>",
-             "<h2 id=\"claims\">Claims and verdicts</h2>", _claims_html(inputs.claims),
+             "<h2 id=\"claims\">Claims and verdicts</h2>", _claims_html(inputs.claims, inputs.levels),
              "<h2 id=\"figures\">Figures</h2>"]
     for f in inputs.figures:
         b64 = base64.b64encode(f.png).decode("ascii")
@@ -178,7 +219,7 @@ def render(inputs: ReportInputs, title: str = TITLE) -> str:
     for s in inputs.studies:
         parts += [f"<h2 id=\"study-{_e(s.name)}\">Study {_e(s.name)}</h2>",
                   f'<p class="note">{_e(s.n_runs)} runs from {_e(s.results_dir)}; throughput per cell with its '
-                  "95 % interval (as the analysis computed it, processed/cells.csv).</p>",
+                  f"{_e(CELL_LEVEL)} (as the analysis computed it, processed/cells.csv).</p>",
                   _cells_html(s), "<h3>Hosts</h3>", _hosts_html(s.hosts)]
     parts += ["<h2 id=\"provenance\">Provenance</h2>", f"<dl>{prov}</dl>",
               '<p class="note">Versions of MariaDB, sysbench, Galera and fio are the hosts\' (above), as recorded '
@@ -228,7 +269,7 @@ def load_inputs(out: str | Path | None = None) -> ReportInputs:
     stems = [s for s in order if s in drawn] + sorted(s for s in drawn if s not in order)
     figures = [Figure(stem, str(drawn[stem]), (figs / f"{stem}.png").read_bytes())
                for stem in stems if (figs / f"{stem}.png").is_file()]
-    return ReportInputs(prov, claims, studies, figures)
+    return ReportInputs(prov, claims, studies, figures, read_levels(gen / "claims-levels.csv"))
 
 
 def write_report(path: str | Path, out: str | Path | None = None) -> Path:
