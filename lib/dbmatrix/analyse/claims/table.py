@@ -21,6 +21,7 @@ from dbmatrix.analyse.claims.verdicts import (
     Condition,
     combine,
     combine_words,
+    depends_word,
     fmt,
     heterogeneity_text,
     is_primary,
@@ -96,7 +97,6 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck], conf
     in every campaign), the levels combined by the claim's rule (:func:`dbmatrix.analyse.claims.verdicts.
     combine`), pooled and per campaign; premises applied to the combined verdicts and the level rows.
     NotIdentified when the design does not identify the comparison at a level."""
-    from dbmatrix.spec.factors import factor_word
 
     parts: list[str] = []
     conds: list[Condition] = []
@@ -143,7 +143,7 @@ def _per_levels(claim: Claim, ev: Evidence, checks: Sequence[PremiseCheck], conf
     if rows and len(notes) == len(rows):  # no level could be estimated: the study cannot test the claim
         raise NotTestable(notes[0] if len(set(notes)) == 1 else "; ".join(
             f"{r['level']}: {r['note']}" for r in rows))
-    words = ", ".join(factor_word(f) for f in claim.per if f in ev.runs.columns)
+    words = ", ".join(depends_word(f) for f in claim.per if f in ev.runs.columns)
     v, why, judged = combine(claim, conds, words)
     v, why = with_premises(v, why, checks)
     camp_v = []

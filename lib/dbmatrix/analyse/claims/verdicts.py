@@ -23,6 +23,13 @@ VERDICTS = ("agree", "disagree", "depends", "inconclusive", "not identified", "n
 TESTS = ("direction", "about", "within")
 DECIDED = ("agree", "disagree", "depends")  # classes more runs do not change by noise alone
 DEPENDS = "depends on"  # "depends on <factor words>": decided conditions that differ (class "depends")
+# the factor's name in a "depends on" verdict where its short word (the tables' "block 4k") reads badly alone
+DEPENDS_WORDS = {"block_size": "block size", "cache_pct": "cache size"}
+
+
+def depends_word(factor: str) -> str:
+    """'block size' for block_size in "depends on block size"; the factor's word otherwise."""
+    return DEPENDS_WORDS.get(factor, factor_word(factor))
 UNBOUNDED = "unbounded"
 MEASURED_SPLIT = "pairs differ (measured, no CI)"  # an older rule's reason (kept for logs that have it)
 PER_PAIR = "per pair (measured, no CI)"  # the reason of a measured quantity judged per pair
@@ -283,8 +290,9 @@ def combine_words(claim: Claim, others: Sequence[str] = ()) -> str:
 
 def _pair_words(claim: Claim, labels: Sequence[str]) -> str:
     """The dataset factors a measured quantity's pairs differ in (from the pairs' labels)."""
-    words = [factor_word(f) for f in DATASET_FACTORS if f != claim.factor and f not in claim.at]
-    hit = [w for w in words if any(p.startswith(w + " ") for lab in labels for p in lab.split(", "))]
+    factors = [f for f in DATASET_FACTORS if f != claim.factor and f not in claim.at]
+    hit = [depends_word(f) for f in factors
+           if any(p.startswith(factor_word(f) + " ") for lab in labels for p in lab.split(", "))]
     return ", ".join(hit) or "the pair"
 
 
