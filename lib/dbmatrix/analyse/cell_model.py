@@ -126,7 +126,7 @@ def _interval(est: float, var: float, df: float, confidence: float) -> tuple[flo
 
 
 def _pct(var: float) -> str:
-    return "--" if not math.isfinite(var) else f"{100 * math.sqrt(max(var, 0.0)):.2g} %"
+    return f"{100 * math.sqrt(max(var, 0.0)):.2g} %"
 
 
 def _design_text(cells: pd.DataFrame, w: np.ndarray, free: Sequence[str]) -> str:
@@ -272,7 +272,9 @@ def _several(means: pd.DataFrame, m: np.ndarray, cells: pd.DataFrame, w: np.ndar
     run_var, _ = run_ms
     n_bar = float(np.mean(means["n_runs"])) if "n_runs" in means.columns else 1.0
     s_u2 = ms_a - run_var / n_bar if math.isfinite(run_var) else math.nan
-    words += (f"; components (SD, log scale): load {_pct(s_l2)}, campaign x cell {_pct(s_u2)}, runs {_pct(run_var)}"
+    shown = [f"{name} {_pct(v)}" for name, v in (("load", s_l2), ("campaign x cell", s_u2), ("runs", run_var))
+             if math.isfinite(v)]  # a level the design does not have (one load, one run per cell) is left out
+    words += ((f"; components (SD, log scale): {', '.join(shown)}" if shown else "")
               + (f"; {len(flagged)} outlying cell{'s' if len(flagged) > 1 else ''} left out of the pooled "
                  "variance (Cochran's C)" if flagged else ""))
     return est, var, df, words, het
