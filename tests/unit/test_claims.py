@@ -395,3 +395,19 @@ def test_opposed_text_says_what_the_pooled_verdict_made_of_opposed_campaigns() -
     both = opposed_text(t, ["a", "b", "c"])
     assert both.startswith("3 agree in one campaign and disagree in another; 1 pooled agree, 1 pooled disagree: ")
     assert opposed_text(t, ["c"]) == "1 agrees in one campaign and disagrees in another; pooled, it is inconclusive"
+
+
+def test_steady_runs_are_judged_on_the_unsaturated_runs_only() -> None:
+    """steadyRuns says 'unless the system saturates': runs whose host CPUs were busy 90 % of the window or more
+    are left out before the share is taken (here 6 saturated drifting runs and 6 unsaturated stable ones: the
+    share is 1, not 0.5), and a build without CPU counts cannot tell them apart (not testable)."""
+    from dbmatrix.analyse.claims.estimators import estimate
+
+    claim = next(c for c in CLAIMS if c.id == "steadyRuns")
+    runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(12)], "host": "h", "window_s": 45.0,
+                         "host_cpu_busy_s": [88.0] * 6 + [60.0] * 6,  # 2 CPUs: 98 % and 67 % busy
+                         "steady": [False] * 6 + [True] * 6, "steady_reason": [""] * 12})
+    e = estimate(claim, Evidence("x", "storage", runs, {}, host_cpus={"h": 2}))
+    assert e.estimate == 1.0 and "6 of 12 kept" in e.basis and e.n == 6
+    with pytest.raises(contrasts.NotTestable, match="saturated runs cannot be told apart"):
+        estimate(claim, Evidence("x", "storage", runs, {}))

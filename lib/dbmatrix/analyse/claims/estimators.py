@@ -84,6 +84,8 @@ def unsaturated(ev: Evidence) -> tuple[pd.DataFrame, str]:
     cpus = runs["host"].map(lambda h: ev.host_cpus.get(str(h), float("nan"))).astype(float)
     share = (pd.to_numeric(runs["host_cpu_busy_s"], errors="coerce")
              / pd.to_numeric(runs["window_s"], errors="coerce") / cpus)
+    if share.isna().all():
+        raise NotTestable("no run has its host's CPU count and CPU time, so saturated runs cannot be told apart")
     keep = share < SATURATED_SHARE
     unknown = int(share.isna().sum())
     words = (f"unsaturated runs only (host CPUs under {SATURATED_SHARE:.0%} busy): {int(keep.sum())} of "

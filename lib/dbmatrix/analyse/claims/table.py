@@ -286,6 +286,7 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
         if c.kind == "share":  # stability is a property of every standalone run of the build
             pool = [Evidence("+".join(e.experiment for e in pool), "pooled",
                              pd.concat([e.runs for e in pool], ignore_index=True),
+                             host_cpus={h: n for e in pool for h, n in e.host_cpus.items()},
                              campaign_records=[r for e in pool for r in e.campaign_records])] if pool else []
         reasons: list[str] = []
         unidentified: tuple[Evidence, NotIdentified, list[PremiseCheck]] | None = None
