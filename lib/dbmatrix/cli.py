@@ -203,6 +203,7 @@ def _checked_line(checks: list) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from dbmatrix.allocation_plan import allocation_lines
     from dbmatrix.claim_plan import claim_plan_lines, refuse_unidentified
     from dbmatrix.run.matrix import campaign_lines, format_duration, summarize_study
 
@@ -215,7 +216,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _plan_one(study)
         if study.experiment.name in checks:
             print(_checked_line(checks[study.experiment.name]))
-        for line in [*campaign_lines(study, plan_note=True), *claim_plan_lines(study)]:
+        for line in [*campaign_lines(study, plan_note=True), *claim_plan_lines(study),
+                     *(allocation_lines(study) if args.profile == "paper" else [])]:
             print(line)
     if len(studies) > 1:
         total = sum(summarize_study(s).estimated_wall_s for s in studies)

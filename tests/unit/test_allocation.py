@@ -51,3 +51,26 @@ def test_components_of_a_simulated_study_give_its_allocation() -> None:
     a = allocate("tpcc", "tps", comp, run_cost_s=50.0, campaign_cost_s=2.7, cells=24)
     assert a.runs_per_cell == 1 and a.campaign_s() == pytest.approx(24 * 52.7)
     assert any("Kalibera-Jones" in line and "= 1 run(s) per cell per campaign" in line for line in a.lines())
+
+
+def test_pilot_costs_from_campaign_records() -> None:
+    from dbmatrix.allocation_plan import pilot_costs
+
+    rec = {"ok": 10, "sessions": [{"started_utc": "2026-11-27T10:00:00+00:00", "ended_utc": "2026-11-27T10:10:00+00:00"}],
+           "datasets": [{"prepare_s": 40.0}, {"prepare_s": 60.0, "reused": True}]}
+    run_s, camp_s = pilot_costs([rec, rec], cells=5)
+    assert run_s == pytest.approx((1200 - 80) / 20) and camp_s == pytest.approx(40 / 5)
+    assert all(math.isnan(x) for x in pilot_costs([], 5))
+
+
+def test_the_paper_plan_prints_the_allocation_from_the_committed_reference() -> None:
+    """dbmatrix plan --profile paper: the TPC-C study's pilot (the committed reference, two campaigns) gives one
+    run per cell per campaign; scale-out's campaign level estimates at zero, which the formula cannot use."""
+    from dbmatrix.allocation_plan import allocation_lines
+    from dbmatrix.study import load_studies
+
+    lines = {s.experiment.name: allocation_lines(s) for s in load_studies("paper", for_run=True)}
+    tpcc = "\n".join(lines["tpcc-paper"])
+    assert "runs 6.33 %" in tpcc and "dataset load x campaign 4.25 %" in tpcc
+    assert "= 1 run(s) per cell per campaign; 24 cells" in tpcc and "the spec runs 3 per cell" in tpcc
+    assert "unbounded" in "\n".join(lines["scaleout-paper"])

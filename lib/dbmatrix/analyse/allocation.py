@@ -62,7 +62,13 @@ class Allocation:
         def sd(v: float) -> str:
             return "--" if not math.isfinite(v) else f"{100 * math.sqrt(max(v, 0.0)):.2f} %"
 
-        raw = "inf" if not math.isfinite(self.raw) else f"{self.raw:.2f}"
+        formula = (f"  Kalibera-Jones: r = ceil(sqrt(({self.campaign_cost_s:.1f} / {self.run_cost_s:.0f}) x "
+                   f"({sd(c.run)}^2 / {sd(c.campaign_level())}^2)))")
+        if not math.isfinite(self.raw):
+            result = f"{formula}: unbounded (the campaign level estimates at 0)"
+        else:
+            result = (f"{formula} = ceil({self.raw:.2f}) = {self.runs_per_cell} run(s) per cell per campaign; "
+                      f"{self.cells} cells: about {self.campaign_s() / 60:.0f} min per campaign")
         return [
             f"{self.study} ({self.metric}, log scale; pilot of {c.campaigns} campaign(s), "
             f"{c.runs_per_cell:.3g} runs per cell per campaign):",
@@ -71,9 +77,7 @@ class Allocation:
             f"T2^2 = {sd(c.campaign_level())}^2",
             f"  costs: a run {self.run_cost_s:.0f} s, a campaign per cell {self.campaign_cost_s:.1f} s (its share "
             "of the dataset loads and set-up)",
-            f"  Kalibera-Jones: r = ceil(sqrt(({self.campaign_cost_s:.1f} / {self.run_cost_s:.0f}) x "
-            f"({sd(c.run)}^2 / {sd(c.campaign_level())}^2))) = ceil({raw}) = {self.runs_per_cell} run(s) per "
-            f"cell per campaign; {self.cells} cells: about {self.campaign_s() / 60:.0f} min per campaign",
+            result,
         ]
 
 
