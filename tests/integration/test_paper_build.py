@@ -81,7 +81,7 @@ def test_the_paper_builds_and_names_its_runs(built: dict[str, object], data: Pat
     assert placeholders.check_text(text) == [] and placeholders.check_log(log) == []  # (build_paper checks too)
     bbl = pdf.with_suffix(".bbl").read_text()  # bibtex ran: the five seeds and the methods are cited
     for key in ("seedNdb", "seedGreatsql", "seedGalera", "seedPmem", "seedNvmeLayout", "white1997", "laird1982",
-                "holm1979", "sysbench"):
+                "holm1979", "henderson1953", "satterthwaite1946", "sysbench"):
         assert f"{{{key}}}" in bbl, key
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout
     assert "dbmatrix data" in info and "git" in info

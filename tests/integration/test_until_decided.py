@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 DECIDED = Claim("testWideAtOne", "999", "test", "any buffer pool effect at 1 thread", "tps", (1e-9, 1e9),
                 test="within", factor="cache_pct", a="max", b="min", at={"threads": 1}, sources=("storage", "threads"))
 OPEN = Claim("testNarrowAtTwo", "999", "test", "a buffer pool effect of exactly 0 at 2 threads", "tps",
-             (0.9999, 1.0001), test="about", factor="cache_pct", a="max", b="min", at={"threads": 2},
+             (0.9999, 1.0001), test="within", factor="cache_pct", a="max", b="min", at={"threads": 2},
              sources=("storage", "threads"))
 UNTESTABLE = Claim("testMyrocks", "999", "test", "a MyRocks claim", "tps", (1.0, 2.0), factor="cache_pct",
                    a="max", b="min", at={"engine": "myrocks"}, sources=("storage", "threads"))
