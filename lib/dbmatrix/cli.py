@@ -1,4 +1,10 @@
-"""`dbmatrix` command line: thin wrappers over the same calls the notebooks make."""
+"""`dbmatrix` command line: thin wrappers over the same calls the notebooks make.
+
+Conventions: options are taken only when spelled out (no abbreviations: ``--profil`` is an error, exit 2);
+``dbmatrix --version`` prints the package version and the repository's commit; a bare ``dbmatrix`` prints
+this help on stdout and exits 0; ``plan``, ``status`` and ``verdicts`` take ``--json`` (one JSON document on
+stdout with what the text shows).
+"""
 
 from __future__ import annotations
 
@@ -210,6 +216,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     studies = _studies(args, access=True)
     refuse_unidentified(studies)
     checks = _preflight(studies, skip=args.no_host_check)
+    if args.as_json:
+        return _plan_json(args, studies, checks)
     for i, study in enumerate(studies):
         if i:
             print()
@@ -223,6 +231,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
         total = sum(summarize_study(s).estimated_wall_s for s in studies)
         print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all "
               "(one campaign)")
+    return 0
+
+
+def _plan_json(args: argparse.Namespace, studies: list, checks: dict[str, list]) -> int:
+    """`plan --json`: :func:`dbmatrix.commands.documents.plan_doc` per study, and the profile's total."""
+    from dbmatrix.allocation_plan import allocation_lines
+    from dbmatrix.commands.documents import emit, plan_doc
+    from dbmatrix.run.matrix import summarize_study
+
+    docs = []
+    for study in studies:
+        name = study.experiment.name
+        lines = {"hosts": [_host_line(h) for h in study.inventory.hosts],
+                 "checked": [_checked_line(checks[name])] if name in checks else [],
+                 "allocation": allocation_lines(study) if args.profile == "paper" else [],
+                 "slurm": _allocation_lines(study)}
+        docs.append(plan_doc(study, checks.get(name), lines))
+    emit({"profile": args.profile, "studies": docs,
+          "estimated_wall_s": sum(summarize_study(s).estimated_wall_s for s in studies)})
     return 0
 
 
@@ -268,12 +295,66 @@ def _campaign_arg(value: str) -> str | int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser without abbreviations (``--profil`` is not ``--profile``); its subparsers are of
+    this class too (argparse makes them of the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
+def version_text() -> str:
+    """``dbmatrix <version>``, then the repository the commands use and its git commit (``+ uncommitted
+    changes`` when dirty) when it is a git checkout, and where the code comes from when that is elsewhere."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = f"dbmatrix {version('dbmatrix')}"
+    except PackageNotFoundError:
+        text = "dbmatrix (not installed)"
+    root = paths.repo_root()
+    state = paths.git_state(root) if paths.is_checkout(root) else {"commit": None}
+    if state["commit"]:
+        text += f"\nrepository {root} at commit {state['commit']}" + (" + uncommitted changes"
+                                                                      if state["dirty"] else "")
+    code = Path(__file__).resolve().parents[1]
+    if code != (root / "lib").resolve():
+        text += f"\ncode from {code}"
+    return text
+
+
+class _Version(argparse.Action):
+    """--version: print :func:`version_text` (git is asked only when the option is given) and exit 0."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(version_text())
+        parser.exit(0)
+
+
+def profile_help() -> str:
+    """The --profile help: every profile notebooks/params/ holds, read when the parser is built."""
+    names = paths.profiles()
+    return f"one of {', '.join(names) or '(none found)'} (notebooks/params/<profile>.yaml; default: quick)"
+
+
+def json_arg(sp: argparse.ArgumentParser, what: str) -> None:
+    sp.add_argument("--json", dest="as_json", action="store_true",
+                    help=f"print {what} as one JSON document on stdout instead of text")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dbmatrix", description=__doc__)
+    p = Parser(prog="dbmatrix", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action=_Version, help="print the version and the repository's git commit")
     sub = p.add_subparsers(dest="command", required=True)
+    profiles = profile_help()
 
     def study_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--profile", default="quick", help="smoke, quick or full (notebooks/params/*.yaml)")
+        sp.add_argument("--profile", default="quick", help=profiles)
         sp.add_argument("--spec", help="one experiment spec YAML (default: every spec the profile lists)")
         sp.add_argument("--inventory", help="inventory YAML (default: localhost)")
         sp.add_argument("--results", help="one study's results directory (needs --spec when the profile "
@@ -296,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-host-check", action="store_true",
                     help="do not connect: skip the hosts' check of the server options and of free space "
                          "(media sizes the inventory states are still checked)")
+    json_arg(sp, "the plan")
     sp.set_defaults(func=cmd_plan)
     sp = sub.add_parser("run", help="run (or resume) the matrix")
     study_args(sp)
@@ -317,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_run)
     sp = sub.add_parser("status", help="done, failed and pending runs")
     study_args(sp)
+    json_arg(sp, "each study's status")
     sp.set_defaults(func=cmd_status)
     sp = sub.add_parser("setup", help="install OS packages on this machine or the inventory's hosts")
     sp.add_argument("--roles", default="server", help="comma list of: server, paper, test")
@@ -354,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     study_args(sp)
     sp.add_argument("--csv", help="also write the claims table to this CSV file (and each campaign's "
                     "estimates and verdicts beside it, <name>-campaigns.csv, and each condition's, <name>-levels.csv)")
+    json_arg(sp, "the claims, their verdicts and the counts")
     sp.set_defaults(func=cmd_verdicts)
     sp = sub.add_parser("compare", help="B against A: per cell the ratio B/A with its CI (its level stated), per "
                                         "claim both verdicts with their intervals' levels; --fail-above for CI")
@@ -364,7 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--study", help="compare this experiment only (needed with --campaigns)")
     sp.add_argument("--campaigns", nargs=2, type=int, metavar=("KA", "KB"),
                     help="two campaigns of --study, in the result set A names (default: the study's data)")
-    sp.add_argument("--profile", default="quick", help="where to look for the experiments' specs first (claims)")
+    sp.add_argument("--profile", default="quick", help=f"where to look for the experiments' specs first (claims): "
+                                                        f"{profiles}")
     sp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
     sp.add_argument("--out", help="write to this file (csv: the claims beside it, <name>-claims.csv)")
     sp.add_argument("--fail-above", type=float, metavar="PCT",
@@ -389,6 +474,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command (exit 2 on a usage, spec or host error). A bare ``dbmatrix`` prints the help on stdout
+    and returns 0: it is asking what there is, not an error; options without a command are still exit 2."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        build_parser().print_help()
+        return 0
     args = build_parser().parse_args(argv)
     configure_logging(log_mode(args))
     try:

@@ -1,5 +1,11 @@
 """Where things are: the repository, the data layout, and the output root that tests redirect.
 
+The repository (:func:`repo_root`: specs, params, the committed reference, figures/, paper/) is the checkout the
+current directory lies in: the nearest directory at or above it holding ``lib/dbmatrix/`` and a pyproject.toml
+whose ``[project] name`` is ``dbmatrix``, so two checkouts sharing one ``.venv`` each read their own tree.
+Outside any checkout it is the one the package is installed from. `DBMATRIX_REPO` names it outright and wins
+over both.
+
 Data layout (under ``data/``)::
 
     reference/<experiment>/   the committed reference dataset (a real quick run); never written by runs
@@ -19,17 +25,59 @@ figures --out DIR``) takes precedence over both for figures and paper inputs: ``
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 
+PROJECT = "dbmatrix"  # the [project] name in pyproject.toml that marks a checkout of this repository
+
+
+def is_checkout(path: Path) -> bool:
+    """Whether `path` is the top of a checkout of this project: it holds ``lib/dbmatrix/`` and a
+    pyproject.toml whose ``[project] name`` is ``dbmatrix``."""
+    pyproject = path / "pyproject.toml"
+    if not (path / "lib" / PROJECT).is_dir():
+        return False
+    try:
+        st = pyproject.stat()
+    except OSError:
+        return False
+    return _names_project(str(pyproject), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _names_project(pyproject: str, mtime_ns: int, size: int) -> bool:
+    """Whether this version (path, mtime, size) of a pyproject.toml names this project: parsed once per
+    version, so an edited or replaced file is read again."""
+    try:
+        with open(pyproject, "rb") as f:
+            return tomllib.load(f).get("project", {}).get("name") == PROJECT
+    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+        return False
+
+
+def checkout_of(start: Path) -> Path | None:
+    """The nearest checkout of this project at or above `start`, or None."""
+    start = start.resolve()
+    return next((d for d in (start, *start.parents) if is_checkout(d)), None)
+
 
 def repo_root() -> Path:
+    """The repository the commands read and write: `DBMATRIX_REPO` if set, else the checkout the current
+    directory lies in (the nearest one up from it), else the checkout the package is installed from.
+    Looked up on every call, since tests change directory and environment (only the parse of each
+    pyproject.toml version is cached)."""
     env = os.environ.get("DBMATRIX_REPO")
     if env:
         return Path(env).resolve()
-    return Path(__file__).resolve().parents[2]
+    try:
+        here = checkout_of(Path.cwd())
+    except OSError:  # the current directory was removed
+        here = None
+    return here or Path(__file__).resolve().parents[2]
 
 
 def output_root() -> Path:
@@ -80,6 +128,11 @@ def generated_dir(out: str | os.PathLike[str] | None = None) -> Path:
 
 def params_file(profile: str) -> Path:
     return repo_root() / "notebooks" / "params" / f"{profile}.yaml"
+
+
+def profiles() -> list[str]:
+    """Every profile of the repository: the names of notebooks/params/<profile>.yaml, sorted."""
+    return sorted(p.stem for p in (repo_root() / "notebooks" / "params").glob("*.yaml"))
 
 
 def has_completed_runs(results: Path) -> bool:

@@ -43,12 +43,27 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def umask() -> int:
+    """The process's umask, read without changing it (/proc/self/status; else set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
 def write_text_atomic(path: Path, text: str | bytes) -> None:
-    """Write via a temporary file in the same directory and rename over the target."""
+    """Write via a temporary file in the same directory and rename over the target. The file gets the mode
+    a plain open() would give (0666 less the umask), not the temporary file's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = "wb" if isinstance(text, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, mode) as f:
             f.write(text)
             f.flush()

@@ -51,9 +51,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """One self-contained HTML file of the build `dbmatrix figures` wrote (:mod:`dbmatrix.publish.report`)."""
+    """One self-contained HTML file of the build `dbmatrix figures` wrote (:mod:`dbmatrix.publish.report`),
+    with the user's umask; --html into a folder that does not exist is an error (the default, data/report.html
+    under the output root, makes its folder)."""
     from dbmatrix.publish.report import write_report
 
+    if args.html:  # the user's own path: a missing folder is a typo more often than a wish
+        folder = Path(args.html).parent
+        if not folder.is_dir():
+            raise SpecError(f"report --html: folder {folder} does not exist"
+                            + ("" if not folder.exists() else " (it is not a folder)") + "; create it first")
     target = args.html or str(paths.output_root() / "data" / "report.html")
     try:
         path = write_report(target, args.out)

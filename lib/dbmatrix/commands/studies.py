@@ -19,6 +19,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import campaign_lines, format_duration, study_status, time_accounting
     from dbmatrix.study import data_source
 
+    if getattr(args, "as_json", False):
+        from dbmatrix.commands.documents import emit, status_doc
+
+        emit({"profile": args.profile, "studies": [status_doc(s, args.data) for s in studies_of(args)]})
+        return 0
     for study in studies_of(args):
         src = data_source(study.experiment, args.data)
         print(f"{study.experiment.name}: figures and paper read {paths.display_path(src.path)} "
@@ -131,6 +136,13 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
             f"{s.experiment.name} ({s.store.root})" for s in studies))
     result, flips = steps.verdicts(studies)
     table = result.claims
+    if getattr(args, "as_json", False):
+        from dbmatrix.commands import documents
+
+        doc = documents.verdicts_doc(result, flips, studies, steps.campaign_lines(table, studies),
+                                     documents.decisions_doc(studies))
+        documents.emit({**doc, "files": _verdict_csvs(args.csv, result)})
+        return 0
     ks = result.campaign_numbers()
     camps = table.set_index("id")["campaigns"]
     width = max(len(i) for i in flips["id"])
@@ -163,13 +175,22 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     for line in decision_lines(studies):
         print(line)
     if args.csv:
-        table.to_csv(args.csv, index=False)
-        per_campaign = Path(args.csv).with_name(Path(args.csv).stem + "-campaigns.csv")
-        result.campaigns.to_csv(per_campaign, index=False)
-        levels = Path(args.csv).with_name(Path(args.csv).stem + "-levels.csv")
-        result.levels.to_csv(levels, index=False)
-        print(f"claims table: {args.csv}; per campaign: {per_campaign}; per condition: {levels}")
+        files = _verdict_csvs(args.csv, result)
+        print(f"claims table: {files['claims']}; per campaign: {files['campaigns']}; per condition: {files['levels']}")
     return 0
+
+
+def _verdict_csvs(csv: str | None, result: Any) -> dict[str, str]:
+    """--csv FILE: the claims table in FILE, each campaign's rows in <name>-campaigns.csv and each
+    condition's in <name>-levels.csv beside it; which files were written (none without --csv)."""
+    if not csv:
+        return {}
+    per_campaign = Path(csv).with_name(Path(csv).stem + "-campaigns.csv")
+    levels = Path(csv).with_name(Path(csv).stem + "-levels.csv")
+    result.claims.to_csv(csv, index=False)
+    result.campaigns.to_csv(per_campaign, index=False)
+    result.levels.to_csv(levels, index=False)
+    return {"claims": str(csv), "campaigns": str(per_campaign), "levels": str(levels)}
 
 
 def claim_lines(result: Any) -> list[str]:
