@@ -15,6 +15,20 @@ BUILD_PROFILE := $(if $(filter command line environment environment override,$(o
 # data/reference/<experiment>), runs (your data/runs/<experiment>), a data root DIR (DIR/<experiment>), or
 # empty = auto: your runs once they hold a complete campaign, else the committed reference.
 DATA ?=
+# Where a build's figures, paper inputs and paper go. The committed build is the paper profile on the committed
+# reference (`make figures` / `make paper` with neither PROFILE nor DATA, or PROFILE=paper DATA=reference): it
+# writes the tracked figures/ and paper/, and does so byte for byte (no commit in them: that is in the
+# untracked paper/generated/build.json and build-macros.tex). Every other build (make reproduce, PROFILE=...,
+# DATA=...) goes under build/<profile>[-<data>]/ (gitignored: DBMATRIX_BUILD_DIR), so it never changes a
+# tracked file. BUILD_DATA: the data choice of figures/paper (reference for the committed build, else DATA).
+PROFILE_GIVEN := $(filter command line environment environment override,$(origin PROFILE))
+BUILD_DATA := $(or $(DATA),$(if $(PROFILE_GIVEN),,reference))
+COMMITTED_BUILD := $(and $(filter paper,$(BUILD_PROFILE)),$(filter reference,$(BUILD_DATA)))
+BUILD_OUT := $(if $(COMMITTED_BUILD),.,build/$(BUILD_PROFILE)$(if $(DATA),-$(notdir $(DATA))))
+BUILD_ENV := $(if $(COMMITTED_BUILD),,DBMATRIX_BUILD_DIR=$(CURDIR)/$(BUILD_OUT))
+BUILD_DATA_ARG := $(if $(BUILD_DATA),--data $(BUILD_DATA))
+# make reproduce's build (whatever PROFILE's origin): build/<profile>[-<data>]/
+REPRO_OUT := build/$(PROFILE)$(if $(DATA),-$(notdir $(DATA)))
 # CAMPAIGN: which campaign (one run of the whole matrix on one boot) reproduce/run measure: auto = a new
 # campaign when the latest one is complete, else resume it; last = resume the latest; new; or a number.
 CAMPAIGN ?= auto
@@ -36,7 +50,8 @@ OS_SERVER := $(VENV)/.os-server
 OS_PAPER := $(VENV)/.os-paper
 OS_TEST := $(VENV)/.os-test
 SMOKE_ROOT := data/smoke
-GEN := paper/generated
+GEN := $(BUILD_OUT)/paper/generated
+PAPER_PDF := $(BUILD_OUT)/paper/main.pdf
 DATA_ARG := $(if $(DATA),--data $(DATA))
 
 .PHONY: help setup setup-paper smoke reproduce run figures paper readme test test-unit test-browser lint lab \
@@ -80,14 +95,17 @@ $(VENV)/.os-%: $(PY_STAMP) lib/dbmatrix/hosts/setup.py
 # New runs go to data/runs/<experiment>/ (resumable), never into the committed data/reference/.
 # The paper profile measures first with repetitions until decided (the notebooks then analyse that campaign:
 # --campaign last, so they do not start another), every other profile through the notebooks as always.
+# The build (figures, paper inputs, the paper) goes to $(REPRO_OUT)/, never to the tracked figures/ and paper/.
 reproduce: $(PY_STAMP) $(OS_SERVER) $(OS_PAPER)
 ifeq ($(PROFILE),paper)
 	$(BIN)/dbmatrix run --profile paper --campaign $(CAMPAIGN) --until-decided --budget $(BUDGET) $(DATA_ARG)
-	$(BIN)/dbmatrix notebooks --profile paper --campaign last $(DATA_ARG)
+	DBMATRIX_BUILD_DIR=$(CURDIR)/$(REPRO_OUT) $(BIN)/dbmatrix notebooks --profile paper --campaign last $(DATA_ARG)
 else
-	$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
+	DBMATRIX_BUILD_DIR=$(CURDIR)/$(REPRO_OUT) $(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) \
+	  $(DATA_ARG)
 endif
 	$(MAKE) --no-print-directory paper PROFILE=$(PROFILE)
+	@echo "reproduce: runs in data/runs/, figures in $(REPRO_OUT)/figures/, the paper $(REPRO_OUT)/paper/main.pdf"
 
 run: $(PY_STAMP) $(OS_SERVER)
 ifeq ($(PROFILE),paper)
@@ -112,30 +130,31 @@ smoke: $(PY_STAMP) $(OS_SERVER)
 # `dbmatrix analyse` imports, function-local imports included) and FIGURE_CODE (what notebook 30 imports,
 # the notebook and the profile's parameters), so a new import is a new dependency without editing this file.
 STUDY_STAMPS :=
-FIGURE_GOALS := figures paper $(GEN)/provenance.json paper/main.pdf
+FIGURE_GOALS := figures paper $(GEN)/provenance.json $(PAPER_PDF)
 ifneq ($(filter $(FIGURE_GOALS),$(MAKECMDGOALS)),)
 include $(GEN)/sources.mk
 endif
 
 $(GEN)/sources.mk: FORCE | $(PY_STAMP)
 	@mkdir -p $(@D)
-	@$(BIN)/dbmatrix sources --profile $(BUILD_PROFILE) $(DATA_ARG) --make > $@.tmp
+	@$(BIN)/dbmatrix sources --profile $(BUILD_PROFILE) $(BUILD_DATA_ARG) --make > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "data sources changed: $@"; fi
 
 # Notebook 30 draws every figure, the claims table and the paper's generated inputs; provenance.json is
 # written last, so it stands for all of them.
 $(GEN)/provenance.json: $(GEN)/sources.mk $(STUDY_STAMPS) $(FIGURE_CODE) | $(PY_STAMP)
-	$(BIN)/dbmatrix notebooks --profile $(BUILD_PROFILE) --only 30 $(DATA_ARG)
+	$(BUILD_ENV) $(BIN)/dbmatrix notebooks --profile $(BUILD_PROFILE) --only 30 $(BUILD_DATA_ARG)
 
 figures: $(GEN)/provenance.json
+	@echo "figures: $(BUILD_OUT)/figures/, paper inputs $(GEN)/ ($(if $(COMMITTED_BUILD),the committed build,a build of your own))"
 
-paper: paper/main.pdf
+paper: $(PAPER_PDF)
 
 # LaTeX only (no root, no MariaDB): `make setup-paper` installs it, or install latexmk and TeX Live yourself.
-paper/main.pdf: $(GEN)/provenance.json $(wildcard paper/*.tex) $(wildcard paper/*.bib) | $(PY_STAMP)
+$(PAPER_PDF): $(GEN)/provenance.json $(wildcard paper/*.tex) $(wildcard paper/*.bib) | $(PY_STAMP)
 	@command -v latexmk >/dev/null || { echo "make paper needs LaTeX (latexmk, TeX Live): make setup-paper" \
 	  "(apt-get/dnf as root) or install them yourself"; exit 2; }
-	$(BIN)/dbmatrix paper
+	$(BUILD_ENV) $(BIN)/dbmatrix paper
 
 # The README's generated blocks (claims and verdicts, counts, measured times, requirements) from the
 # committed data: run after the claims table, the reference or docs/measured.json change; a unit test fails
@@ -187,3 +206,7 @@ clean-host: $(PY_STAMP)
 
 distclean: clean
 	rm -rf $(VENV) $(SMOKE_ROOT)
+
+# `make print-VAR`: a variable's value as make computes it (tests check where builds go: make print-BUILD_OUT).
+print-%:
+	@echo '$($*)'

@@ -15,6 +15,9 @@ Data layout (under ``data/``)::
 Which of them figures and paper inputs read is the data choice (:mod:`dbmatrix.datachoice`: ``--data
 auto|reference|runs|DIR``, ``make figures DATA=…``), applied in :func:`dbmatrix.study.data_source`.
 
+`DBMATRIX_BUILD_DIR` moves one build's figures/, paper/generated/ and paper/ (not its runs) elsewhere: ``make
+reproduce`` and every ``make figures``/``make paper`` other than the committed build (the paper profile on the
+committed reference) build under ``build/<profile>/``, so a user's build never changes tracked files.
 `DBMATRIX_OUTPUT_ROOT` replaces the repository as the home of data/runs, data/notebooks, figures/ and
 paper/generated/, so tests never touch the repository; the committed reference stays where it is
 (read-only for tests too; `DBMATRIX_REFERENCE` points it at a copy, as the notebook tests do, whose
@@ -111,14 +114,22 @@ def notebooks_dir(profile: str) -> Path:
     return output_root() / "data" / "notebooks" / profile
 
 
+def build_root() -> Path:
+    """Where figures, paper inputs and the paper of a build go: `DBMATRIX_BUILD_DIR` (a user's build, e.g.
+    ``build/quick`` from ``make reproduce``, which must not overwrite the committed build), else the output
+    root (the committed build: the repository's tracked figures/ and paper/generated/)."""
+    env = os.environ.get("DBMATRIX_BUILD_DIR")
+    return Path(env).resolve() if env else output_root()
+
+
 def figures_dir(out: str | os.PathLike[str] | None = None) -> Path:
-    """``<out>/figures`` (``dbmatrix figures --out DIR``), else ``figures/`` under the output root."""
-    return (Path(out).resolve() if out else output_root()) / "figures"
+    """``<out>/figures`` (``dbmatrix figures --out DIR``), else ``figures/`` under the build root."""
+    return (Path(out).resolve() if out else build_root()) / "figures"
 
 
 def paper_dir(out: str | os.PathLike[str] | None = None) -> Path:
-    """``<out>/paper``, else ``paper/`` under the output root (where the paper is built)."""
-    return (Path(out).resolve() if out else output_root()) / "paper"
+    """``<out>/paper``, else ``paper/`` under the build root (where the paper is built)."""
+    return (Path(out).resolve() if out else build_root()) / "paper"
 
 
 def generated_dir(out: str | os.PathLike[str] | None = None) -> Path:

@@ -188,13 +188,17 @@ def test_make_rebuilds_only_what_is_stale(tmp_path: Path) -> None:
     t0 = time.monotonic()
     first = make("paper", "PROFILE=quick")  # the staleness rules; the default profile is checked last
     assert "dbmatrix analyse" in first and "dbmatrix notebooks --profile quick --only 30" in first
-    assert "dbmatrix paper" in first and (repo / "paper" / "main.pdf").is_file()
+    # a build of another profile goes to build/quick/, never into the tracked figures/ and paper/
+    build = repo / "build" / "quick"
+    assert "dbmatrix paper" in first and (build / "paper" / "main.pdf").is_file()
+    assert not (repo / "paper" / "main.pdf").exists() and not (repo / "figures").exists()
+    assert not (repo / "paper" / "generated").exists()
     assert "dbmatrix setup" not in first, "make paper needs the venv and LaTeX, no OS package role"
     assert (repo / "data" / "notebooks" / "quick" / "30-figures.ipynb").is_file()
     assert not (repo / "data" / "runs").exists(), "make paper never writes runs"
     built_s = time.monotonic() - t0
-    products = sorted([*(repo / "figures").iterdir(), *(repo / "paper" / "generated").iterdir(),
-                       repo / "paper" / "main.pdf"])
+    products = sorted([*(build / "figures").iterdir(), *(build / "paper" / "generated").iterdir(),
+                       build / "paper" / "main.pdf"])
     mtimes = {p: p.stat().st_mtime_ns for p in products}
 
     again = make("paper", "PROFILE=quick")
@@ -209,9 +213,12 @@ def test_make_rebuilds_only_what_is_stale(tmp_path: Path) -> None:
 
     other = make("-n", "figures", "DATA=data/reference", "PROFILE=quick")
     assert "dbmatrix notebooks --profile quick --only 30 --data data/reference" in other
-    assert "SOURCES_DATA := data/reference" in (repo / "paper" / "generated" / "sources.mk").read_text()
+    assert "SOURCES_DATA := data/reference" in (repo / "build" / "quick-reference" / "paper" / "generated" /
+                                                 "sources.mk").read_text()
     # without PROFILE, figures and paper draw the paper profile: the committed build
-    assert "dbmatrix notebooks --profile paper --only 30" in make("-n", "figures")
+    committed = make("-n", "figures")
+    assert "dbmatrix notebooks --profile paper --only 30 --data reference" in committed
+    assert "DBMATRIX_BUILD_DIR" not in committed
     print(f"make paper from a fresh copy: {built_s:.1f} s")
 
 

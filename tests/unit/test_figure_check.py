@@ -93,7 +93,7 @@ def test_the_build_fails_on_a_finding(tmp_path: Path, monkeypatch: pytest.Monkey
     settings, runs = _galera()
     fig, _ = figures_replication.paused_per_setting(settings, runs)
     found: list[Finding] = []
-    figures.save_figure(fig, tmp_path, "x", commit=None, data_sha="d", title="t", check=found)
+    figures.save_figure(fig, tmp_path, "x", data_sha="d", title="t", check=found)
     assert [f.kind for f in found] == ["overlap"]
     err = build.FigureCheckError(found)
     assert "1 finding(s)" in str(err) and "x: overlap: a | b (synthetic)" in str(err)

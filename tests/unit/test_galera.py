@@ -485,8 +485,8 @@ def test_settings_table(analysed) -> None:
 def test_figures_have_stable_bytes(analysed, tmp_path: Path) -> None:
     store, _, _ = analysed
     tables = replication.load_replication(store)
-    a = plots_replication.draw_all(tables, tmp_path / "a", commit="abc", data_sha="123")
-    b = plots_replication.draw_all(tables, tmp_path / "b", commit="abc", data_sha="123")
+    a = plots_replication.draw_all(tables, tmp_path / "a", data_sha="123")
+    b = plots_replication.draw_all(tables, tmp_path / "b", data_sha="123")
     assert [p.name for p in a] == ["replication-paused.pdf", "replication-paused.png",
                                    "replication-throughput-latency.pdf", "replication-throughput-latency.png",
                                    "replication-recv-queue.pdf", "replication-recv-queue.png"]

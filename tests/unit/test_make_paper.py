@@ -38,9 +38,10 @@ def test_reproduce_of_the_paper_profile_runs_then_analyses_that_campaign() -> No
     text = (paths.repo_root() / "Makefile").read_text()
     block = text.split("\nreproduce:", 1)[1].split("\nrun:", 1)[0]
     assert ("ifeq ($(PROFILE),paper)\n\t$(BIN)/dbmatrix run --profile paper --campaign $(CAMPAIGN) --until-decided "
-            "--budget $(BUDGET) $(DATA_ARG)\n\t$(BIN)/dbmatrix notebooks --profile paper --campaign last "
-            "$(DATA_ARG)\nelse\n\t$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) "
-            "$(DATA_ARG)\nendif\n\t$(MAKE) --no-print-directory paper") in block
+            "--budget $(BUDGET) $(DATA_ARG)\n\tDBMATRIX_BUILD_DIR=$(CURDIR)/$(REPRO_OUT) $(BIN)/dbmatrix notebooks "
+            "--profile paper --campaign last $(DATA_ARG)\nelse\n\tDBMATRIX_BUILD_DIR=$(CURDIR)/$(REPRO_OUT) "
+            "$(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) \\\n\t  $(DATA_ARG)\nendif\n"
+            "\t$(MAKE) --no-print-directory paper") in block  # its build in build/<profile>/ (REPRO_OUT)
 
 
 def _help(*args: str, env: dict[str, str] | None = None) -> str:

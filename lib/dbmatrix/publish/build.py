@@ -381,8 +381,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     if not studies:
         raise RuntimeError(f"profile {profile}: no study has processed tables (run the analysis first)")
     paper_src = paper_src or repo_root() / "paper"
-    commit = git_state().get("commit")
-    out = draw_figures(studies, figures_dir, commit=commit, opts=opts)
+    out = draw_figures(studies, figures_dir, opts=opts)
     macros: dict[str, str] = {}
     evidence = claims_evidence(studies)
     verdicts = evaluate(evidence)
@@ -485,7 +484,11 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     write_text_atomic(generated_dir / "provenance.tex", paper.render_provenance(info, not_run))
     written.append(generated_dir / "provenance.tex")
     out.written = out.written + written
-    provenance = {"profile": profile, "data": data_root, "git_commit": commit, "data_sha": build_sha,
+    # the commit (and whether the tree was dirty) in an untracked sidecar: the tracked outputs carry no commit,
+    # so the committed build's bytes change only when its data or its drawing do
+    write_text_atomic(generated_dir / "build.json", json.dumps(
+        {"git": git_state(), "profile": profile, "data": data_root}, indent=2, sort_keys=True) + "\n")
+    provenance = {"profile": profile, "data": data_root, "data_sha": build_sha,
                   "studies": info, "not_run": list(not_run), "figures": dict(sorted(out.figures.items())),
                   "skipped_figures": out.skipped, "figure_findings": [str(f) for f in out.findings]}
     write_text_atomic(generated_dir / "provenance.json", json.dumps(provenance, indent=2, sort_keys=True) + "\n")

@@ -89,22 +89,23 @@ def data_hash(*frames: pd.DataFrame) -> str:
     return h.hexdigest()[:16]
 
 
-def save_figure(fig: Figure, out_dir: Path, stem: str, *, commit: str | None, data_sha: str,
+def save_figure(fig: Figure, out_dir: Path, stem: str, *, data_sha: str,
                 title: str, check: list[Finding] | None = None, emulated: Iterable[str] = ()) -> list[Path]:
-    """Write `stem`.pdf and `stem`.png with provenance and no timestamps. With a `check` list, the figure
-    check's findings on the drawn figure (:func:`dbmatrix.publish.figure_check.check_figure`; `emulated`:
-    the emulated media it may name) are appended to it first."""
+    """Write `stem`.pdf and `stem`.png with the data's digest and no timestamp or commit, so the same data
+    drawn by the same code gives the same bytes (the commit of a build is in its untracked sidecar,
+    ``paper/generated/build.json``: a commit stamp would change every tracked image at every commit). With a
+    `check` list, the figure check's findings on the drawn figure
+    (:func:`dbmatrix.publish.figure_check.check_figure`; `emulated`: the emulated media it may name) are
+    appended to it first."""
     if check is not None:
         check += check_figure(fig, stem, emulated=emulated)
     out_dir.mkdir(parents=True, exist_ok=True)
     pdf, png = out_dir / f"{stem}.pdf", out_dir / f"{stem}.png"
     fig.savefig(pdf, metadata={
         "CreationDate": None, "ModDate": None, "Title": title,
-        "Subject": f"dbmatrix data sha256:{data_sha}", "Keywords": f"git:{commit or 'unknown'}",
-        "Creator": "dbmatrix",
+        "Subject": f"dbmatrix data sha256:{data_sha}", "Creator": "dbmatrix",
     })
-    fig.savefig(png, metadata={"Software": "dbmatrix", "Description": f"git:{commit or 'unknown'} "
-                                                                       f"data:{data_sha}"})
+    fig.savefig(png, metadata={"Software": "dbmatrix", "Description": f"data:{data_sha}"})
     if fig.canvas.manager is not None:  # drawn through pyplot by a caller: let pyplot forget it
         import matplotlib.pyplot as plt
 

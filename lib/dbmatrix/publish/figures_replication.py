@@ -186,19 +186,19 @@ def recv_queue_series(samples: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
     return fig, {"runs": runs}
 
 
-def draw_all(tables: dict[str, pd.DataFrame], out_dir: Path, *, commit: str | None, data_sha: str,
+def draw_all(tables: dict[str, pd.DataFrame], out_dir: Path, *, data_sha: str,
              check: list[Finding] | None = None) -> list[Path]:
     """Every replication figure as PDF and PNG under `out_dir` (the figure check's findings appended to
     `check` when given)."""
     settings, runs, samples = (tables.get(k, pd.DataFrame()) for k in ("settings", "runs", "samples"))
     written = []
     fig, _ = paused_per_setting(settings, runs)
-    written += save_figure(fig, out_dir, STEMS["paused"], commit=commit, data_sha=data_sha, check=check,
+    written += save_figure(fig, out_dir, STEMS["paused"], data_sha=data_sha, check=check,
                            title="Galera: flow-control paused share per applier setting")
     fig, _ = throughput_latency_per_setting(settings, runs)
-    written += save_figure(fig, out_dir, STEMS["throughput"], commit=commit, data_sha=data_sha, check=check,
+    written += save_figure(fig, out_dir, STEMS["throughput"], data_sha=data_sha, check=check,
                            title="Galera: throughput and p95 latency per applier setting")
     fig, _ = recv_queue_series(samples)
-    written += save_figure(fig, out_dir, STEMS["queue"], commit=commit, data_sha=data_sha, check=check,
+    written += save_figure(fig, out_dir, STEMS["queue"], data_sha=data_sha, check=check,
                            title="Galera: receive queue per node over the measured window")
     return written

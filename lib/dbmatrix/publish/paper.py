@@ -92,12 +92,30 @@ def prepare_paper_dir(target: Path | None = None) -> Path:
     return target
 
 
+def build_macros(git: Mapping[str, object]) -> dict[str, str]:
+    """The macros of the build itself (not of its data): the commit the paper is built at, ``-dirty`` when
+    the tree had uncommitted changes; outside a git checkout (a copy, a tarball) it says so."""
+    commit = str(git.get("commit") or "")[:12]
+    return {"gitCommit": (commit + ("-dirty" if git.get("dirty") else "")) if commit else
+            "none (not a git checkout)"}
+
+
+def write_build_macros(generated: Path) -> Path:
+    """``generated/build-macros.tex`` (untracked): :func:`build_macros` at this checkout's state, written when
+    the paper is built, so the generated inputs the repository tracks carry no commit."""
+    path = generated / "build-macros.tex"
+    generated.mkdir(parents=True, exist_ok=True)
+    write_macros(build_macros(paths.git_state()), path)
+    return path
+
+
 def build_paper(target: Path | None = None, epoch: int = 1_700_000_000) -> Path:
     """latexmk the paper (pdflatex and bibtex, as often as needed); SOURCE_DATE_EPOCH keeps the PDF's
     dates fixed. Fails (:class:`~dbmatrix.publish.placeholders.PlaceholderError`, naming the macros and
     places) when a generated macro the text uses has no value, when LaTeX leaves a reference, citation or
     control sequence undefined, or when the PDF's text holds a placeholder ("--", "n/a", "??", "nan")."""
     d = prepare_paper_dir(target)
+    write_build_macros(d / "generated")
     found = check_sources(d)
     if found:
         raise PlaceholderError(found)

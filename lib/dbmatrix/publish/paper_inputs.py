@@ -18,7 +18,6 @@ from dbmatrix.analyse.stats import (
 )
 from dbmatrix.analyse.tables import UNTESTED, Analysis, MiB
 from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, level_label
-from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
 from dbmatrix.publish.placeholders import NOT_APPLICABLE
 from dbmatrix.spec.experiment import FACTORS, WORKLOAD_SCHEMAS, Experiment
@@ -105,7 +104,6 @@ def paper_macros(a: Analysis, exp: Experiment, host_record: dict[str, Any], prof
         "kernelVersion": paper.latex_escape(str(facts.get("kernel", "unknown"))),
         "dataHash": data_sha,
         # outside a git checkout (a copy, a tarball) there is no commit to name: say so, not "unknown"
-        "gitCommit": str(git_state().get("commit") or "")[:12] or "none (not a git checkout)",
         "threadsUsed": ", ".join(str(t) for t in exp.factors["threads"]),
         "dataPhysMiB": fmt_num(runs["data_physical_bytes"].median() / MiB, 0),
         "dataLogicalMiB": fmt_num(runs["data_logical_bytes"].median() / MiB, 0),

@@ -176,7 +176,7 @@ class Published:
     findings: list[Finding] = field(default_factory=list)  # the figure check's, of every figure drawn
 
 
-def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: str | None,
+def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *,
                  opts: dict[str, Any] | None = None) -> Published:
     """Every figure of :data:`FIGURES` from the first study that has its data; stale figure files (of
     figures this data no longer gives) are removed so that figures/ holds exactly what the paper shows."""
@@ -191,7 +191,7 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *, commit: s
             except plots.FigureDataError as exc:
                 out.skipped.append(f"{fd.stem} from {st.name}: {exc}")
                 continue
-            out.written += plots.save_figure(fig, figures_dir, fd.stem, commit=commit,
+            out.written += plots.save_figure(fig, figures_dir, fd.stem,
                                              data_sha=plots.data_hash(*frames), title=fd.title,
                                              check=out.findings, emulated=emulated_media(st))
             out.figures[fd.stem] = st.name

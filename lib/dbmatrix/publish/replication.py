@@ -27,7 +27,6 @@ from dbmatrix.analyse.replication import (
     seed_position,
 )
 from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, confidence_of, level_label, verdict_and_reason
-from dbmatrix.paths import git_state
 from dbmatrix.publish import paper
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import write_text_atomic
@@ -430,8 +429,7 @@ def publish_replication(st: StudyTables, figures_dir: Path, generated_dir: Path,
     store, exp = st.store, st.experiment
     tables = load_replication(store)
     sha = plots.data_hash(tables["runs"], tables["settings"], tables["samples"])
-    commit = git_state().get("commit")
-    written = plots_replication.draw_all(tables, figures_dir, commit=commit, data_sha=sha, check=check)
+    written = plots_replication.draw_all(tables, figures_dir, data_sha=sha, check=check)
     macros = replication_macros(tables, exp, _host_facts(st.host_record(), tables), claims)
     settings = tables.get("settings", pd.DataFrame())
     if "n" in settings and not settings.empty:  # for the figures' captions (paper/replication.tex)

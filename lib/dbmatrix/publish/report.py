@@ -253,6 +253,11 @@ def load_inputs(out: str | Path | None = None) -> ReportInputs:
     if not prov_file.is_file():
         raise FileNotFoundError(f"report: {prov_file} does not exist; run `dbmatrix figures` (or make figures) first")
     prov = json.loads(prov_file.read_text())
+    build_file = gen / "build.json"  # the build's commit: an untracked sidecar (the tracked provenance has none)
+    if build_file.is_file() and "git_commit" not in prov:
+        git = json.loads(build_file.read_text()).get("git") or {}
+        if git.get("commit"):
+            prov["git_commit"] = str(git["commit"]) + (" (uncommitted changes)" if git.get("dirty") else "")
     claims_file = gen / "claims.csv"
     claims = pd.read_csv(claims_file, dtype={"seed": str}) if claims_file.is_file() else pd.DataFrame()
     studies = []
