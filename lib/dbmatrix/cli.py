@@ -19,9 +19,10 @@ from typing import Any, TextIO
 from dbmatrix import paths
 from dbmatrix.commands.common import HostProblems, log_mode, print_host_error
 from dbmatrix.commands.common import studies_of as _studies
+from dbmatrix.commands.compare import add_compare_parser
 from dbmatrix.commands.hosts import cmd_media, cmd_setup
 from dbmatrix.commands.notebooks import cmd_notebooks, cmd_paper
-from dbmatrix.commands.reports import cmd_compare, cmd_readme, cmd_report
+from dbmatrix.commands.reports import cmd_readme, cmd_report
 from dbmatrix.commands.studies import cmd_analyse, cmd_figures, cmd_sources, cmd_status, cmd_verdicts
 from dbmatrix.hosts.remote import HostError, RunInterrupted
 from dbmatrix.spec.experiment import SpecError
@@ -439,24 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "estimates and verdicts beside it, <name>-campaigns.csv, and each condition's, <name>-levels.csv)")
     json_arg(sp, "the claims, their verdicts and the counts")
     sp.set_defaults(func=cmd_verdicts)
-    sp = sub.add_parser("compare", help="B against A: per cell the ratio B/A with its CI (its level stated), per "
-                                        "claim both verdicts with their intervals' levels; --fail-above for CI")
-    sp.add_argument("a", nargs="?", help="result set A: a study's results directory (with processed/), a "
-                                         "data root holding several, or the words reference / runs "
-                                         "(default: reference)")
-    sp.add_argument("b", nargs="?", help="result set B (default: runs, i.e. data/runs)")
-    sp.add_argument("--study", help="compare this experiment only (needed with --campaigns)")
-    sp.add_argument("--campaigns", nargs=2, type=int, metavar=("KA", "KB"),
-                    help="two campaigns of --study, in the result set A names (default: the study's data)")
-    sp.add_argument("--profile", default="quick", help=f"where to look for the experiments' specs first (claims): "
-                                                        f"{profiles}")
-    sp.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown")
-    sp.add_argument("--out", help="write to this file (csv: the claims beside it, <name>-claims.csv)")
-    sp.add_argument("--fail-above", type=float, metavar="PCT",
-                    help="exit 1 when a decided regression (throughput down, p95 latency up: the interval "
-                         "excludes 1) is worse than PCT %% by its point estimate")
-    sp.add_argument("--no-claims", action="store_true", help="cells only (the claims take a few seconds)")
-    sp.set_defaults(func=cmd_compare)
+    add_compare_parser(sub, profiles)
     sp = sub.add_parser("report", help="one self-contained HTML file: figures, claims, cells with intervals, "
                                        "provenance, host facts (from what `dbmatrix figures` wrote)")
     sp.add_argument("--out", help="read DIR/figures and DIR/paper/generated, as `figures --out DIR` wrote them "

@@ -249,10 +249,11 @@ def test_publishing_reads_processed_outputs_only() -> None:
 def test_compare_and_report_read_processed_outputs_only() -> None:
     """`dbmatrix compare` and `dbmatrix report` read processed tables (runs.csv, cells.csv, the claims),
     never the raw run records; the comparison itself opens no file."""
-    files = [LIB / "resultsets.py", LIB / "analyse" / "compare.py", LIB / "publish" / "report.py"]
+    pure = [LIB / "analyse" / f"{m}.py" for m in ("compare", "compare_model", "compare_text")]
+    files = [LIB / "resultsets.py", *pure, LIB / "publish" / "report.py"]
     offenders = [f"{p.relative_to(LIB)} {r}" for p in files for r in raw_reads(p.read_text())]
     assert offenders == [], "\n".join(offenders)
-    io = [u for u in _io_uses(LIB / "analyse" / "compare.py") if not u.startswith("imports dbmatrix.")]
+    io = [f"{p.name} {u}" for p in pure for u in _io_uses(p) if not u.startswith("imports dbmatrix.")]
     assert io == []
 
 

@@ -1,91 +1,53 @@
-"""Two result sets side by side (``dbmatrix compare A B``): per matched cell the ratio B/A of throughput and
-of p95 latency with an interval at :data:`LEVEL`, per claim the two verdicts, each interval with its level.
+"""Two result sets of the same studies side by side (``dbmatrix compare A B``): per matched cell the change
+B/A of throughput and of p95 latency with an interval that holds the campaign level, per claim the two
+verdicts; and the gate ``--fail-above PCT``.
 
 Pure: it takes processed tables (``runs.csv`` rows, the claims table) and returns tables; reading
-directories and printing are the command line's.
+directories, choosing like-for-like sets and printing are :mod:`dbmatrix.resultsets` and the command's;
+the text is :mod:`dbmatrix.analyse.compare_text`.
 
-**Matching.** Cells match on their factor columns (engine, cache_pct, ...; those present on both sides),
-never on a run or experiment name, so a quick run matches the reference's cells with the same levels.
-A cell measured on one side only is listed as such, never dropped.
+**Like for like.** Both sides hold the same studies (experiments): :func:`compare_sets` refuses others. Cells
+match on their factor columns, never on a run name; a cell measured on one side only is listed, not dropped.
 
-**Interval.** The ratio is that of the geometric means of the runs (B over A), and its interval
-Welch's t on the log values, as the claims' own rule for two cells (:mod:`dbmatrix.analyse.claims`):
-throughput and latency are positive and act multiplicatively, so the log scale gives a positive,
-asymmetric interval, and Welch does not assume both sides equally noisy. Runs are the replicates
-(per-second samples are autocorrelated and are not). With 2 runs a side the Welch t has 1-2 degrees of
-freedom (t(0.975, 1) = 12.7): the interval is wide, by design, not a defect. With one run on one side its
-spread is taken from the other side (equal spread assumed, df of the other side; :data:`BASIS_ONE_SIDE`);
-with one run on each side there is no interval and the cell is undecided. Runs of several campaigns are
-pooled as runs, so the interval leaves out the variation between campaigns (:func:`basis_note` says so).
+**Interval.** The change of a cell is the ratio of B's to A's geometric mean (over campaigns, of each
+campaign's runs), its variance from the runs and from the campaign level (dataset load x campaign and
+campaign x cell components, each side's own when it has two campaigns, else the reference's:
+:mod:`dbmatrix.analyse.compare_model`), df by Satterthwaite. The intervals of a comparison hold together:
+each is at the level that makes all of them (every cell x metric with an interval, every study) hold at
+:data:`LEVEL` (Bonferroni), so an unchanged study crosses a threshold by chance in at most 5 % of
+comparisons however many cells it has.
 
-**Decided** means the interval excludes 1. A **regression** is a decided change for the worse (throughput
-down, latency up); ``--fail-above PCT`` fails on a regression whose point estimate exceeds PCT %
-(:func:`regressions`).
+**The gate.** ``--fail-above PCT`` fails on a cell whose interval lies wholly beyond PCT % for the worse
+(throughput below 1 - PCT/100 of A's, p95 latency above 1 + PCT/100): "worse by more than PCT %" must be
+shown by the interval, not by the point estimate. A shift of every cell together (the mean over cells) is
+reported, not gated: a campaign's own shift is part of it, and one campaign a side cannot tell them apart.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from dbmatrix.analyse.campaign_model import campaigns_of
-from dbmatrix.analyse.stats import welch_log_ratio
-from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, confidence_of, level_label
+from dbmatrix.analyse import compare_model as cm
+from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, confidence_of
 from dbmatrix.spec.factors import FACTORS
 
-LEVEL = DEFAULT_CONFIDENCE  # the cells' intervals (every output states it: level_label)
+LEVEL = DEFAULT_CONFIDENCE  # all of a comparison's cell intervals together
 METRICS: dict[str, dict[str, Any]] = {
     # column in runs.csv: label, and whether a higher value is better
-    "tps": {"label": "throughput (tps)", "higher_is_better": True},
-    "p95_ms": {"label": "p95 latency (ms)", "higher_is_better": False},
+    "tps": {"label": "throughput (tps)", "short": "tps", "higher_is_better": True},
+    "p95_ms": {"label": "p95 latency (ms)", "short": "p95", "higher_is_better": False},
 }
-BASIS_WELCH = "Welch t on log values"
-BASIS_ONE_SIDE = "one run on one side: the other side's spread assumed"
-BASIS_NONE = "one run on each side: no interval"
+WORSE, BETTER = "worse", "better"
 
 
-@dataclass(frozen=True)
-class RatioCI:
-    """B/A (ratio of geometric means) with its interval, the t's degrees of freedom and how it was made."""
-
-    ratio: float
-    lo: float
-    hi: float
-    df: float
-    basis: str
-
-    @property
-    def decided(self) -> bool:
-        return not math.isnan(self.lo) and (self.lo > 1.0 or self.hi < 1.0)
-
-
-def ratio_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> RatioCI:
-    """The ratio B/A of geometric means with its `level` interval (see the module's text)."""
-    xa = np.asarray([x for x in a if x is not None and x > 0 and np.isfinite(x)], dtype=float)
-    xb = np.asarray([x for x in b if x is not None and x > 0 and np.isfinite(x)], dtype=float)
-    la, lb = np.log(xa), np.log(xb)
-    na, nb = len(la), len(lb)
-    if na == 0 or nb == 0:
-        return RatioCI(math.nan, math.nan, math.nan, math.nan, "no runs on a side")
-    d = float(lb.mean() - la.mean())
-    if na >= 2 and nb >= 2:  # the analysis' own Welch test on logs (the ratio of its first argument to its second)
-        w = welch_log_ratio(xb, xa, confidence=level)
-        return RatioCI(w["ratio"], w["ci_lo"], w["ci_hi"], w["df"], BASIS_WELCH)
-    if na >= 2 or nb >= 2:
-        other = la if na >= 2 else lb
-        v = float(other.var(ddof=1))
-        se2, df, basis = v * (1 / na + 1 / nb), float(len(other) - 1), BASIS_ONE_SIDE
-    else:
-        return RatioCI(math.exp(d), math.nan, math.nan, math.nan, BASIS_NONE)
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2)
-    return RatioCI(math.exp(d), math.exp(d - half), math.exp(d + half), df, basis)
+class NotComparable(ValueError):
+    """The two sides do not hold the same studies."""
 
 
 def factor_columns(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
@@ -97,91 +59,143 @@ def _ok(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["status"] == "ok"] if "status" in runs.columns else runs
 
 
-def _key(df: pd.DataFrame, cols: list[str]) -> pd.Series:
-    return df[cols].astype(str).agg("|".join, axis=1) if cols else pd.Series("", index=df.index)
+def change_word(lo: float, hi: float, pct: float, higher_is_better: bool) -> str:
+    """worse / better when the interval [lo, hi] of B/A lies wholly beyond `pct` % that way, else ''."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return ""
+    if hi < 1 - pct / 100 or lo > 1 + pct / 100:
+        return WORSE if (hi < 1) == higher_is_better else BETTER
+    return ""
 
 
-def change_word(r: RatioCI, higher_is_better: bool) -> str:
-    """better / worse when decided, else undecided."""
-    if not r.decided:
-        return "undecided"
-    return "better" if (r.ratio > 1) == higher_is_better else "worse"
+Models = dict[str, tuple[cm.SideModel, cm.SideModel]]  # metric -> the two sides' variance models
 
 
-def compare_cells(a_runs: pd.DataFrame, b_runs: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS),
-                  level: float = LEVEL) -> pd.DataFrame:
-    """One row per cell of either side: its factor levels, ``side`` (both, A only, B only), the runs per
-    side and, for each metric found on both sides, the means, the ratio B/A with its interval, ``df``,
-    ``basis``, ``decided`` and ``change`` (better, worse, undecided). Matched cells first, in A's order."""
+def study_cells(a_runs: pd.DataFrame, b_runs: pd.DataFrame, reference: pd.DataFrame | None = None,
+                metrics: Sequence[str] = tuple(METRICS)) -> tuple[pd.DataFrame, Models]:
+    """One row per cell of either side, matched cells first in A's order: its factor levels, ``side`` (both,
+    A only, B only), runs per side ``n_a``/``n_b`` and, per metric on both sides, the geometric means
+    ``{m}_a``/``{m}_b`` and the change ``{m}_d`` (log B/A) with ``{m}_var`` and ``{m}_df``. And per metric
+    the two sides' variance models (where each side's campaign level comes from)."""
     a, b = _ok(a_runs), _ok(b_runs)
     cols = factor_columns(a, b)
-    a = a.assign(_key=_key(a, cols))
-    b = b.assign(_key=_key(b, cols))
+    ka, kb = cm.cell_key(a, cols), cm.cell_key(b, cols)
+    keys = list(dict.fromkeys([*ka, *kb]))
+    in_a, in_b = set(ka), set(kb)
+    both = [k for k in keys if k in in_a and k in in_b]
     present = [m for m in metrics if m in a.columns and m in b.columns]
-    keys = list(dict.fromkeys([*a["_key"], *b["_key"]]))
-    both = [k for k in keys if k in set(a["_key"]) and k in set(b["_key"])]
+    changes, models, means = {}, {}, {}
+    for m in present:
+        ch, ma, mb = cm.cell_changes(a, b, m, cols, reference)
+        changes[m], models[m] = ch, (ma, mb)
+        means[m] = [_geomeans(side, m, cols) for side in (a, b)]
     rows = []
-    for k in both + [k for k in keys if k not in both]:
-        ga, gb = a[a["_key"] == k], b[b["_key"] == k]
+    for k in both + [k for k in keys if k not in in_a or k not in in_b]:
+        ga, gb = a[(ka == k).to_numpy()], b[(kb == k).to_numpy()]
         first = ga.iloc[0] if len(ga) else gb.iloc[0]
         side = "both" if len(ga) and len(gb) else ("A only" if len(ga) else "B only")
         row: dict[str, Any] = {"cell_id": first.get("cell_id", k), **{c: first[c] for c in cols},
                                "side": side, "n_a": len(ga), "n_b": len(gb)}
         for m in present:
-            va, vb = ga[m].dropna().astype(float), gb[m].dropna().astype(float)
-            row[f"{m}_a"] = float(va.mean()) if len(va) else math.nan
-            row[f"{m}_b"] = float(vb.mean()) if len(vb) else math.nan
-            if side == "both":
-                r = ratio_interval(list(va), list(vb), level)
-                row.update({f"{m}_ratio": r.ratio, f"{m}_lo": r.lo, f"{m}_hi": r.hi, f"{m}_df": r.df,
-                            f"{m}_basis": r.basis, f"{m}_decided": r.decided,
-                            f"{m}_change": change_word(r, METRICS[m]["higher_is_better"])})
-            else:
-                row.update({f"{m}_ratio": math.nan, f"{m}_lo": math.nan, f"{m}_hi": math.nan, f"{m}_df": math.nan,
-                            f"{m}_basis": "", f"{m}_decided": False, f"{m}_change": ""})
+            row[f"{m}_a"], row[f"{m}_b"] = (float(g.get(k, math.nan)) for g in means[m])
+            ch = changes[m]
+            hit = k in ch.index
+            row[f"{m}_d"] = float(ch.at[k, "d"]) if hit else math.nan
+            row[f"{m}_var"] = float(ch.at[k, "var"]) if hit else math.nan
+            row[f"{m}_df"] = float(ch.at[k, "df"]) if hit else math.nan
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), models
 
 
-ALL_CELLS = "all matched cells"
+def _geomeans(runs: pd.DataFrame, m: str, cols: Sequence[str]) -> pd.Series:
+    """Per cell key: exp of the mean over campaigns of the campaign's mean log (the side's estimate)."""
+    data = cm.positive(runs, m)
+    return np.exp(cm.per_cell(data, m, cols)["mean"]) if not data.empty else pd.Series(dtype=float)
 
 
-def overall_ratio(cells: pd.DataFrame, metric: str, level: float = LEVEL) -> RatioCI | None:
-    """The typical change over the matched cells: the geometric mean of their ratios B/A, with a t
-    interval over cells (each cell one observation, n-1 df). A shift shared by every cell, too small to
-    decide in any one cell from its few runs, is decided here. None with fewer than two cells."""
-    col = f"{metric}_ratio"
-    if col not in cells.columns:
-        return None
-    r = cells[col].astype(float)
-    logs = np.log(r[np.isfinite(r) & (r > 0)].to_numpy())
-    if len(logs) < 2:
-        return None
-    d, se = float(logs.mean()), float(logs.std(ddof=1)) / math.sqrt(len(logs))
-    half = float(stats.t.ppf(0.5 + level / 2, len(logs) - 1)) * se
-    return RatioCI(math.exp(d), math.exp(d - half), math.exp(d + half), float(len(logs) - 1),
-                   f"geometric mean of {len(logs)} cell ratios, t over cells")
+def intervals_in(cells: pd.DataFrame) -> int:
+    """How many cell x metric changes have an interval (the family the gate's level is shared over)."""
+    return sum(int((np.isfinite(cells[f"{m}_var"].astype(float)) & (cells["side"] == "both")).sum())
+               for m in METRICS if f"{m}_var" in cells.columns)
 
 
-def regressions(cells: pd.DataFrame, pct: float) -> pd.DataFrame:
-    """Decided changes for the worse whose point estimate exceeds `pct` % (throughput below 1 - pct/100
-    of A's, latency above 1 + pct/100): one row per cell and metric, and one for all matched cells
-    (:func:`overall_ratio`, cell_id :data:`ALL_CELLS`)."""
+def with_intervals(cells: pd.DataFrame, level: float, pct: float) -> pd.DataFrame:
+    """`cells` with, per metric, ``{m}_ratio``, ``{m}_lo``/``{m}_hi`` at `level`, the percent change
+    ``{m}_pct`` (``_pct_lo``/``_pct_hi``) and ``{m}_change`` (:func:`change_word` at `pct` %)."""
+    out = cells.copy()
+    for m, meta in METRICS.items():
+        if f"{m}_d" not in out.columns:
+            continue
+        bounds = [cm.interval(d, v, df, level) for d, v, df in
+                  zip(out[f"{m}_d"].astype(float), out[f"{m}_var"].astype(float), out[f"{m}_df"].astype(float))]
+        out[f"{m}_ratio"] = np.exp(out[f"{m}_d"].astype(float))
+        out[f"{m}_lo"] = [math.exp(lo) if math.isfinite(lo) else math.nan for lo, _ in bounds]
+        out[f"{m}_hi"] = [math.exp(hi) if math.isfinite(hi) else math.nan for _, hi in bounds]
+        for s in ("", "_lo", "_hi"):
+            out[f"{m}_pct{s}"] = (out[f"{m}_{'ratio' if not s else s[1:]}"] - 1) * 100
+        out[f"{m}_change"] = [change_word(lo, hi, pct, meta["higher_is_better"])
+                              for lo, hi in zip(out[f"{m}_lo"], out[f"{m}_hi"])]
+    return out
+
+
+def worst_change(cells: pd.DataFrame) -> pd.Series:
+    """Per cell the largest change for the worse by point estimate, in % (throughput down, p95 up)."""
+    parts = []
+    for m, meta in METRICS.items():
+        if f"{m}_pct" in cells.columns:
+            p = cells[f"{m}_pct"].astype(float)
+            parts.append(-p if meta["higher_is_better"] else p)
+    if not parts:
+        return pd.Series(math.nan, index=cells.index)
+    return pd.concat(parts, axis=1).max(axis=1)
+
+
+REGRESSION_COLUMNS = ["cell_id", "metric", "ratio", "lo", "hi", "pct", "worse_pct"]
+
+
+def regressions(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells x metrics whose interval lies wholly beyond the threshold for the worse, the worst first
+    (``worse_pct``: the change for the worse by point estimate, in %)."""
     rows = []
     for m, meta in METRICS.items():
-        if f"{m}_ratio" not in cells.columns:
+        if f"{m}_change" not in cells.columns:
             continue
-        found = [(str(r["cell_id"]), RatioCI(float(r[f"{m}_ratio"]), float(r[f"{m}_lo"]), float(r[f"{m}_hi"]),
-                                             float(r[f"{m}_df"]), str(r[f"{m}_basis"])))
-                 for _, r in cells[cells[f"{m}_decided"].astype(bool)].iterrows()]
-        if (overall := overall_ratio(cells, m)) is not None and overall.decided:
-            found.append((ALL_CELLS, overall))
-        for cell_id, ci in found:
-            worse = (1 - ci.ratio) * 100 if meta["higher_is_better"] else (ci.ratio - 1) * 100
-            if worse > pct:
-                rows.append({"cell_id": cell_id, "metric": m, "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi,
-                             "worse_pct": worse})
-    return pd.DataFrame(rows, columns=["cell_id", "metric", "ratio", "lo", "hi", "worse_pct"])
+        for _, r in cells[cells[f"{m}_change"] == WORSE].iterrows():
+            pct = float(r[f"{m}_pct"])
+            rows.append({"cell_id": r["cell_id"], "metric": m, "ratio": r[f"{m}_ratio"], "lo": r[f"{m}_lo"],
+                         "hi": r[f"{m}_hi"], "pct": pct, "worse_pct": -pct if meta["higher_is_better"] else pct})
+    out = pd.DataFrame(rows, columns=REGRESSION_COLUMNS)
+    return out.sort_values("worse_pct", ascending=False, kind="stable").reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Overall:
+    """The mean change over a study's matched cells (a ratio B/A) with its interval: reported, not gated."""
+
+    ratio: float
+    lo: float
+    hi: float
+    df: float
+    campaign_shift: float | None  # how far the reference's own campaigns moved over all cells (a ratio), if known
+
+
+def overall(a_runs: pd.DataFrame, b_runs: pd.DataFrame, cells: pd.DataFrame, metric: str, models: Models,
+            reference: pd.DataFrame | None, level: float = LEVEL) -> Overall | None:
+    """:func:`compare_model.overall_change` over the matched cells with a change of `metric`."""
+    if f"{metric}_d" not in cells.columns or metric not in models:
+        return None
+    a, b = _ok(a_runs), _ok(b_runs)
+    cols = factor_columns(a, b)
+    both = cells[(cells["side"] == "both") & np.isfinite(cells[f"{metric}_d"].astype(float))]
+    found = cm.overall_change(a, b, metric, cols, list(cm.cell_key(both, cols)), *models[metric])
+    if found is None:
+        return None
+    d, var, df = found
+    lo, hi = cm.interval(d, var, df, level)
+    shift = cm.campaign_shift(reference, metric)
+    return Overall(math.exp(d), math.exp(lo) if math.isfinite(lo) else math.nan,
+                   math.exp(hi) if math.isfinite(hi) else math.nan, df,
+                   math.exp(shift) if shift is not None else None)
 
 
 def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFrame:
@@ -211,161 +225,75 @@ def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFra
               "ci_lo_b", "ci_hi_b", "confidence_b", "verdict_b", "changed"]].reset_index(drop=True)
 
 
-def basis_note(a_runs: pd.DataFrame, b_runs: pd.DataFrame, level: float = LEVEL) -> str:
-    """What the intervals rest on, said in the output."""
-    ka, kb = len(campaigns_of(a_runs)), len(campaigns_of(b_runs))
-    note = (f"{level_label(level)} of B/A, the ratio of geometric means of the runs: Welch t on log values (2 runs "
-            "a side: 1-2 df, wide by design); one run on one side: the other side's spread assumed; one run each: "
-            "no interval. Decided = the interval excludes 1.")
-    if ka > 1 or kb > 1:
-        note += (f" Runs of several campaigns (A {ka}, B {kb}) are pooled as runs: the intervals leave out the "
-                 "variation between campaigns.")
-    return note
-
-
 @dataclass
 class Comparison:
-    """One study's comparison (or a whole build's, study by study): cells, claims and labels."""
+    """A comparison of the same studies: per study its cells (with intervals), the sources of the campaign
+    level and the mean change; the claims; the gate's threshold and the intervals' shared level."""
 
     a_label: str
     b_label: str
-    level: float = LEVEL  # the cells' intervals
-    cells: dict[str, pd.DataFrame] = field(default_factory=dict)  # study -> compare_cells table
-    notes: dict[str, str] = field(default_factory=dict)  # study -> basis note
-    only: dict[str, str] = field(default_factory=dict)  # study -> "A only" / "B only" (not compared)
+    level: float = LEVEL  # all cell intervals together
+    fail_above: float | None = None  # the gate's threshold in %, None: no gate (changes at 0 %)
+    cells: dict[str, pd.DataFrame] = field(default_factory=dict)  # study -> cells (with_intervals)
+    sources: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)  # study -> metric -> (A, B)
+    overall: dict[str, dict[str, Overall]] = field(default_factory=dict)  # study -> metric -> mean change
     claims: pd.DataFrame | None = None
+    claims_note: str = ""  # why the claims are not compared, when they are not
+    n_intervals: int = 0
+    notes: list[str] = field(default_factory=list)  # what was left out or may differ (shown first)
+    references: dict[str, str] = field(default_factory=dict)  # study -> whose campaigns a one-campaign side uses
 
-    def regressions(self, pct: float) -> pd.DataFrame:
-        frames = [regressions(t, pct).assign(study=s) for s, t in self.cells.items()]
+    @property
+    def cell_level(self) -> float:
+        """Each cell interval's level: all :attr:`n_intervals` of them hold together at :attr:`level`."""
+        return cm.family_level(self.level, self.n_intervals)
+
+    def matched(self, study: str) -> int:
+        t = self.cells.get(study)
+        return 0 if t is None or t.empty else int((t["side"] == "both").sum())
+
+    def unmatched_studies(self) -> list[str]:
+        return [s for s in self.cells if self.matched(s) == 0]
+
+    def regressions(self) -> pd.DataFrame:
+        """Every study's :func:`regressions` (a ``study`` column); empty without a gate."""
+        frames = [regressions(t).assign(study=s) for s, t in self.cells.items() if not t.empty]
         frames = [f for f in frames if not f.empty]
-        return pd.concat(frames, ignore_index=True) if frames else regressions(pd.DataFrame(), pct).assign(study=[])
+        if self.fail_above is None or not frames:
+            return pd.DataFrame(columns=[*REGRESSION_COLUMNS, "study"])
+        return pd.concat(frames, ignore_index=True).sort_values("worse_pct", ascending=False, kind="stable")
 
     def cells_table(self) -> pd.DataFrame:
         frames = [t.assign(study=s) for s, t in self.cells.items()]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _num(x: Any, digits: int = 1) -> str:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "-"
-    return "-" if math.isnan(v) else f"{v:.{digits}f}"
-
-
-def _claim_cell(r: pd.Series, s: str) -> str:
-    """One side's estimate of a claim with its interval and the interval's level ("-" without one)."""
-    est, lo, hi = (r.get(f"{k}_{s}") for k in ("estimate", "ci_lo", "ci_hi"))
-    if est is None or pd.isna(est):
-        return "-"
-    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
-        return f"{_num(est, 3)} (no CI)"
-    conf = r.get(f"confidence_{s}")
-    level = level_label(float(conf) if conf is not None and pd.notna(conf) else DEFAULT_CONFIDENCE)
-    return f"{_num(est, 3)} [{_num(lo, 3)}, {_num(hi, 3)}] {level}"
-
-
-def _ratio_cell(r: pd.Series, m: str) -> str:
-    ratio = r.get(f"{m}_ratio")
-    if ratio is None or pd.isna(ratio):
-        return "-"
-    lo, hi = r.get(f"{m}_lo"), r.get(f"{m}_hi")
-    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and not pd.isna(lo) else " [no CI]"
-    flag = {"better": " better", "worse": " **worse**"}.get(str(r.get(f"{m}_change")), "")
-    return f"{ratio:.3f}{ci}{flag}"
-
-
-def markdown(c: Comparison, fail_above: float | None = None) -> str:
-    """The comparison as markdown: per study a cells table, then the claims table."""
-    out = [f"# Compare A = {c.a_label} with B = {c.b_label}", ""]
-    for study, note in sorted(c.only.items()):
-        out.append(f"- study {study}: {note} (not compared)")
-    if c.only:
-        out.append("")
-    for study, t in c.cells.items():
-        out += [f"## {study}", ""]
-        if t.empty:
-            out += ["no cells", ""]
-            continue
-        both = t[t["side"] == "both"]
-        worse = sum(int((both.get(f"{m}_change", pd.Series(dtype=str)) == "worse").sum()) for m in METRICS)
-        better = sum(int((both.get(f"{m}_change", pd.Series(dtype=str)) == "better").sum()) for m in METRICS)
-        out.append(f"{len(both)} cells matched, {int((t['side'] == 'A only').sum())} in A only, "
-                   f"{int((t['side'] == 'B only').sum())} in B only; decided: {better} better, {worse} worse "
-                   "(cell x metric).")
-        for m, meta in METRICS.items():
-            o = overall_ratio(t, m)
-            if o is not None:
-                word = change_word(o, meta["higher_is_better"])
-                out.append(f"All matched cells, {meta['label']}: B/A {o.ratio:.3f} [{o.lo:.3f}, {o.hi:.3f}] "
-                           f"{level_label(c.level)} ({o.basis}){'' if word == 'undecided' else ': ' + word}.")
-        ci = level_label(c.level)
-        out += ["", f"| cell | runs A/B | tps A | tps B | tps B/A [{ci}] | p95 ms A | p95 ms B | p95 B/A [{ci}] |",
-                "|---|---|---|---|---|---|---|---|"]
-        for _, r in t.iterrows():
-            cell = r["cell_id"] if r["side"] == "both" else f"{r['cell_id']} ({r['side']})"
-            out.append(f"| {cell} | {r['n_a']}/{r['n_b']} | {_num(r.get('tps_a'))} | {_num(r.get('tps_b'))} | "
-                       f"{_ratio_cell(r, 'tps')} | {_num(r.get('p95_ms_a'), 2)} | {_num(r.get('p95_ms_b'), 2)} | "
-                       f"{_ratio_cell(r, 'p95_ms')} |")
-        out += ["", c.notes.get(study, ""), ""]
-    if c.claims is not None and not c.claims.empty:
-        changed = int(c.claims["changed"].sum())
-        out += ["## Claims", "", f"{len(c.claims)} claims, {changed} with a different verdict in B.", "",
-                "| claim | A estimate [CI] and its level | A verdict | B estimate [CI] and its level | B verdict | |",
-                "|---|---|---|---|---|---|"]
-        for _, r in c.claims.iterrows():
-            ea, eb = _claim_cell(r, "a"), _claim_cell(r, "b")
-            out.append(f"| {r['id']} | {ea} | {r['verdict_a']} | {eb} | {r['verdict_b']} | "
-                       f"{'changed' if r['changed'] else ''} |")
-        out.append("")
-    if fail_above is not None:
-        reg = c.regressions(fail_above)
-        out.append(f"Regressions beyond {fail_above:g} % (decided, throughput down or p95 up): "
-                   + (", ".join(f"{r.study} {r.cell_id} {r.metric} {r.ratio:.3f} ({r.worse_pct:.1f} % worse)"
-                                for r in reg.itertuples()) if not reg.empty else "none"))
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _jsonable(df: pd.DataFrame | None) -> list[dict[str, Any]]:
-    if df is None or df.empty:
-        return []
-    return json.loads(df.to_json(orient="records"))
-
-
-def to_json(c: Comparison, fail_above: float | None = None) -> str:
-    overall = {s: {m: o.__dict__ for m in METRICS if (o := overall_ratio(t, m)) is not None}
-               for s, t in c.cells.items()}
-    body: dict[str, Any] = {"a": c.a_label, "b": c.b_label, "level": c.level, "only": c.only, "notes": c.notes,
-                            "cells": {s: _jsonable(t) for s, t in c.cells.items()}, "overall": overall,
-                            "claims": _jsonable(c.claims)}
-    if fail_above is not None:
-        body["fail_above_pct"] = fail_above
-        body["regressions"] = _jsonable(c.regressions(fail_above))
-    return json.dumps(body, indent=2, sort_keys=True) + "\n"
-
-
-def to_csv(c: Comparison) -> str:
-    """The cells of every study, one row per cell (a ``study`` column)."""
-    return c.cells_table().to_csv(index=False)
-
-
-def compare_sets(a_label: str, a_runs: dict[str, pd.DataFrame], b_label: str, b_runs: dict[str, pd.DataFrame],
-                 a_claims: pd.DataFrame | None = None, b_claims: pd.DataFrame | None = None) -> Comparison:
-    """Two result sets, experiment by experiment (runs per experiment name); one experiment on each side
-    under different names (a quick run against a smoke run) is compared as one. Claims not tested on
-    either side are left out."""
-    c = Comparison(a_label, b_label)
-    if len(a_runs) == 1 and len(b_runs) == 1 and set(a_runs) != set(b_runs):
-        (ea, ra), (eb, rb) = next(iter(a_runs.items())), next(iter(b_runs.items()))
-        pairs = {f"{ea} vs {eb}": (ra, rb)}
-    else:
-        pairs = {e: (r, b_runs[e]) for e, r in a_runs.items() if e in b_runs}
-        c.only = {**{e: "A only" for e in a_runs if e not in b_runs},
-                  **{e: "B only" for e in b_runs if e not in a_runs}}
-    for name, (ra, rb) in pairs.items():
-        c.cells[name] = compare_cells(ra, rb)
-        c.notes[name] = basis_note(ra, rb)
-    if a_claims is not None or b_claims is not None:
+def compare_sets(a_label: str, a_runs: Mapping[str, pd.DataFrame], b_label: str, b_runs: Mapping[str, pd.DataFrame],
+                 a_claims: pd.DataFrame | None = None, b_claims: pd.DataFrame | None = None, *,
+                 references: Mapping[str, pd.DataFrame | None] | None = None, fail_above: float | None = None,
+                 level: float = LEVEL, claims_note: str = "", notes: Sequence[str] = (),
+                 reference_labels: Mapping[str, str] | None = None) -> Comparison:
+    """The same studies on both sides (runs per experiment name; else :class:`NotComparable`), each study's
+    cells with intervals at the shared level, the mean change per metric and the claims side by side (claims
+    not tested on either side left out). `references`: per study the runs whose campaigns give a
+    one-campaign side its campaign level."""
+    if set(a_runs) != set(b_runs):
+        raise NotComparable(f"A holds {', '.join(sorted(a_runs)) or 'no study'}, B holds "
+                            f"{', '.join(sorted(b_runs)) or 'no study'}")
+    c = Comparison(a_label, b_label, level=level, fail_above=fail_above, claims_note=claims_note,
+                   notes=list(notes), references=dict(reference_labels or {}))
+    raw = {}
+    for name, ra in a_runs.items():
+        ref = (references or {}).get(name)
+        t, models = study_cells(ra, b_runs[name], ref)
+        raw[name] = t
+        c.sources[name] = {m: (ma.source, mb.source) for m, (ma, mb) in models.items()}
+        c.overall[name] = {m: o for m in METRICS
+                           if not t.empty and (o := overall(ra, b_runs[name], t, m, models, ref)) is not None}
+    c.n_intervals = sum(intervals_in(t) for t in raw.values() if not t.empty)
+    for name, t in raw.items():
+        c.cells[name] = t if t.empty else with_intervals(t, c.cell_level, fail_above or 0.0)
+    if a_claims is not None and b_claims is not None:
         t = compare_claims(a_claims, b_claims)
         untested = {"not tested", "-"}
         c.claims = t[~(t["verdict_a"].isin(untested) & t["verdict_b"].isin(untested))].reset_index(drop=True)

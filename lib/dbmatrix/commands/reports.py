@@ -1,53 +1,13 @@
-"""`dbmatrix compare`, `report` and `readme`: result sets side by side, the HTML report, the README's
-generated blocks."""
+"""`dbmatrix report` and `readme`: the HTML report, the README's generated blocks (`compare`:
+:mod:`dbmatrix.commands.compare`)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from dbmatrix import paths
 from dbmatrix.spec.experiment import SpecError
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    """B against A (:mod:`dbmatrix.analyse.compare`); exits 1 when --fail-above finds a regression."""
-    from dbmatrix.analyse import compare
-    from dbmatrix.resultsets import claims_table, load_set, spec_for
-    from dbmatrix.spec.experiment import load_spec
-    from dbmatrix.study import data_source
-
-    if args.campaigns:
-        if not args.study or args.b:
-            raise SpecError("compare --campaigns KA KB: give --study EXPERIMENT and at most one result set "
-                            "(default: the study's data as --data auto chooses it)")
-        spec = spec_for(args.study, args.profile)
-        root = args.a or str(data_source(load_spec(spec), "auto").path.parent if spec is not None
-                             else paths.reference_dir(args.study).parent)
-        sides = [load_set(root, args.profile, args.study, k) for k in args.campaigns]
-    else:
-        sides = [load_set(args.a or "reference", args.profile, args.study),
-                 load_set(args.b or "runs", args.profile, args.study)]
-    a, b = sides
-    claims = [None, None] if args.no_claims else [claims_table(s.studies, s.campaign) for s in sides]
-    result = compare.compare_sets(a.label, a.runs, b.label, b.runs, *claims)
-    text = {"markdown": compare.markdown, "json": compare.to_json}.get(args.format)
-    body = text(result, args.fail_above) if text else compare.to_csv(result)
-    if args.out:
-        Path(args.out).write_text(body)
-        if args.format == "csv" and result.claims is not None:
-            result.claims.to_csv(Path(args.out).with_name(Path(args.out).stem + "-claims.csv"), index=False)
-        print(f"comparison written to {args.out}")
-    else:
-        sys.stdout.write(body)
-    if args.fail_above is not None:
-        reg = result.regressions(args.fail_above)
-        if not reg.empty:
-            print(f"dbmatrix: {len(reg)} decided regression(s) beyond {args.fail_above:g} %: "
-                  + ", ".join(f"{r.cell_id} {r.metric} x{r.ratio:.3f}" for r in reg.itertuples()), file=sys.stderr)
-            return 1
-    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
