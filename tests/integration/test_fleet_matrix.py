@@ -8,15 +8,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
-import time
 from pathlib import Path
 
 import pytest
-import yaml
+from tests.integration.factory import WhenMeasuring, study_from
 
 from dbmatrix.run.matrix import run_study, study_status
-from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration
 
@@ -33,11 +30,9 @@ SPEC = {
 
 
 def _study(tmp: Path, netns_hosts, name: str, reps: int = 1, **factors):
-    spec = tmp / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump({**SPEC, "experiment": name, "repetitions": reps,
-                                    "factors": {**SPEC["factors"], **factors}}))
     inv = netns_hosts.inventory_yaml(tmp / f"{name}-inventory.yaml")
-    return load_study("smoke", spec=spec, inventory=inv, results_dir=tmp / name)
+    return study_from(tmp, {**SPEC, "experiment": name, "repetitions": reps,
+                            "factors": {**SPEC["factors"], **factors}}, inventory=Path(inv), results=name, name=name)
 
 
 def test_matrix_split_across_two_ssh_hosts(tmp_path: Path, netns_hosts) -> None:
@@ -81,46 +76,34 @@ def _measuring(pid: int) -> bool:
         return False
 
 
-class HostDropper(threading.Thread):
-    """Kills every sshd of host h2 (listener and sessions) once h2 measures: the host drops out."""
+def host_dropper(host) -> WhenMeasuring:  # a conftest_netns.NetnsHost
+    """Kills every sshd of `host` (listener and sessions) half a second after it starts measuring: the
+    host drops out."""
 
-    def __init__(self, host):  # a conftest_netns.NetnsHost
-        super().__init__(daemon=True)
-        self.host = host
-        self.dropped = threading.Event()
-        self.stop_flag = threading.Event()
+    def drop() -> None:
+        for p in host.processes("sshd"):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
-    def run(self) -> None:
-        while not self.stop_flag.is_set():
-            if any(_measuring(p) for p in self.host.processes("sysbench")):
-                time.sleep(0.5)
-                for p in self.host.processes("sshd"):
-                    try:
-                        os.kill(p, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                self.dropped.set()
-                return
-            time.sleep(0.05)
+    return WhenMeasuring(ready=lambda: any(_measuring(p) for p in host.processes("sysbench")), act=drop, delay=0.5)
 
 
 def test_a_host_that_drops_out_stops_the_line_and_a_rerun_resumes(tmp_path: Path, netns_hosts) -> None:
     # as above: two cells x two replicate blocks, one block a host
     study = _study(tmp_path, netns_hosts, "it-fleet-drop", reps=2, cache_pct=100)
     h2 = netns_hosts["h2"]
-    dropper = HostDropper(h2)
-    dropper.start()
     try:
-        counts = run_study(study, progress=False)
+        with host_dropper(h2) as dropper:
+            counts = run_study(study, progress=False)
     finally:
-        dropper.stop_flag.set()
-        dropper.join(5)
         # what h2 left running (mariadbd, sysbench) belongs to this test: stop it by PID
         for p in h2.processes("mariadbd", "sysbench"):
             os.kill(p, signal.SIGKILL)
-        if dropper.dropped.is_set():
+        if dropper.done.is_set():
             h2.start_sshd_again()  # h2 comes back: for the rerun below and the session's other tests
-    assert dropper.dropped.is_set()
+    assert dropper.done.is_set()
     assert counts.hosts["h2"]["lost"] and counts.hosts["h1"]["lost"] is None
     assert set(counts.lost_hosts) == {"h2"} and not counts.lost_hosts_allowed
     manifests = {m.run_id: m for m in study.store.records()}

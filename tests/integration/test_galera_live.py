@@ -10,18 +10,17 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from tests.integration.factory import WhenMeasuring, kill_by_pid_file, needs_galera, sysbench_lines
 
 from dbmatrix.hosts.inventory import localhost_inventory
 from dbmatrix.parse.wsrep import WSREP_KEYS
 from dbmatrix.run.context import HostContext, host_facts, prepare_media
 from dbmatrix.run.datasets import prepare_dataset
 from dbmatrix.run.galera import Galera
-from dbmatrix.run.galera_cluster import GALERA_PROVIDER
 from dbmatrix.run.matrix import record_plan
 from dbmatrix.run.mysqld import server_user
 from dbmatrix.run.ports import free_port
@@ -35,11 +34,7 @@ def execute_galera_run(ctxs, exp, run, dataset, store):  # type: ignore[no-untyp
     return measure(store, exp, run, Galera(ctxs, exp, run, dataset))
 
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0 or not Path(GALERA_PROVIDER).is_file() or shutil.which("rsync") is None,
-                       reason="needs root, galera-4 and rsync"),
-]
+pytestmark = [pytest.mark.integration, needs_galera]
 
 SPEC = {
     "experiment": "it-galera",
@@ -53,28 +48,12 @@ KILLED_RUN = "innodb-c100-b16k-none-disk-t2-wo-st4-r1"
 OTHER_RUN = "innodb-c100-b16k-none-disk-t2-wo-r1"
 
 
-class NodeKiller(threading.Thread):
+def node_killer(workdir: str) -> WhenMeasuring:
     """SIGKILLs node 2 (by its pid file) two seconds after this session's measured sysbench
     (--histogram=on, on node 1's socket under our workdir) has started."""
-
-    def __init__(self, workdir: str):
-        super().__init__(daemon=True)
-        self.workdir = workdir
-        self.killed: int | None = None
-        self.stop_flag = threading.Event()
-
-    def run(self) -> None:
-        sock = f"{self.workdir}/run/galera/node1/bench.sock"
-        pid_file = f"{self.workdir}/run/galera/node2/bench.pid"
-        while not self.stop_flag.is_set():
-            ps = subprocess.run(["ps", "-ww", "-C", "sysbench", "-o", "args="], check=False, capture_output=True, text=True).stdout
-            if any(sock in line and "--histogram=on" in line for line in ps.splitlines()):
-                time.sleep(2.0)
-                pid = int(Path(pid_file).read_text().strip())
-                os.kill(pid, 9)
-                self.killed = pid
-                return
-            time.sleep(0.05)
+    sock = f"{workdir}/run/galera/node1/bench.sock"
+    return WhenMeasuring(ready=lambda: any(sock in line and "--histogram=on" in line for line in sysbench_lines()),
+                         act=lambda: kill_by_pid_file(f"{workdir}/run/galera/node2/bench.pid"), delay=2.0)
 
 
 def _ours(base: str) -> list[str]:
@@ -113,14 +92,9 @@ def _run(env, run_id: str) -> dict:
 def first_pass(env):
     t0 = time.monotonic()
     ok = _run(env, OTHER_RUN)
-    killer = NodeKiller(env["workdir"])
-    killer.start()
-    try:
+    with node_killer(env["workdir"]) as killer:
         failed = _run(env, KILLED_RUN)
-    finally:
-        killer.stop_flag.set()
-        killer.join(5)
-    return ok, failed, killer.killed, time.monotonic() - t0
+    return ok, failed, killer.result, time.monotonic() - t0
 
 
 def test_a_short_cell_on_a_synced_three_node_cluster(env, first_pass) -> None:

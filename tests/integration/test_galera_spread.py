@@ -12,17 +12,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import yaml
+from tests.integration.factory import needs_galera, study_from
 
-from dbmatrix.run.galera_cluster import GALERA_PROVIDER
 from dbmatrix.run.matrix import run_study
-from dbmatrix.study import load_study
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0 or not Path(GALERA_PROVIDER).is_file() or shutil.which("rsync") is None,
-                       reason="needs root, galera-4 and rsync"),
-]
+pytestmark = [pytest.mark.integration, needs_galera]
 
 SPEC = {
     "experiment": "it-galera-spread",
@@ -43,11 +37,7 @@ def spread_study(tmp_path: Path, netns_hosts):
     for entry in inventory["hosts"]:
         entry["workdir"] = f"{base}/{entry['name']}-work"
         entry["media"] = {"disk": {"kind": "dir", "path": f"{base}/{entry['name']}-disk"}}
-    inv = tmp_path / "inventory.yaml"
-    inv.write_text(yaml.safe_dump(inventory, sort_keys=False))
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    yield load_study("smoke", spec=spec, inventory=inv, results_dir=tmp_path / "results")
+    yield study_from(tmp_path, SPEC, inventory=inventory)
     shutil.rmtree(base, ignore_errors=True)
 
 

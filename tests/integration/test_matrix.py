@@ -7,18 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import threading
-import time
 
 import pytest
-import yaml
+from tests.integration.factory import WhenMeasuring, kill_by_pid_file, study_from, sysbench_lines
 
 from dbmatrix.hosts import media
 from dbmatrix.run.datasets import ROCKSDB_LOGICAL
 from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
-from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration
 
@@ -35,51 +31,31 @@ SPEC = {
 }
 
 
-class Killer(threading.Thread):
+def killer(workdir: str) -> WhenMeasuring:
     """Kills the benchmark's mariadbd (SIGKILL, by the PID in its pid file) one second into the first
     measured window of this session's workdir (the sysbench with --histogram=on, which warms up first
     in a one-process run): a server crash in the middle of a run."""
+    pid_file = f"{workdir}/run/bench.pid"
 
-    def __init__(self, workdir: str):
-        super().__init__(daemon=True)
-        self.workdir = workdir
-        self.killed: int | None = None
-        self.stop_flag = threading.Event()
+    def ours() -> list[str]:
+        return [line for line in sysbench_lines() if f"{workdir}/run/bench.sock" in line]
 
-    def run(self) -> None:
-        pid_file = f"{self.workdir}/run/bench.pid"
-        while not self.stop_flag.is_set():
-            ps = subprocess.run(["ps", "-ww", "-C", "sysbench", "-o", "args="], capture_output=True,
-                                text=True).stdout
-            ours = [line for line in ps.splitlines() if f"{self.workdir}/run/bench.sock" in line]
-            if any("--histogram=on" in line for line in ours) and os.path.isfile(pid_file):
-                one_process = any("--report-checkpoints=" in line for line in ours)
-                time.sleep(1.0 + (SPEC["warmup_s"] if one_process else 0))
-                pid = int(open(pid_file).read().strip())
-                os.kill(pid, 9)
-                self.killed = pid
-                return
-            time.sleep(0.05)
+    return WhenMeasuring(
+        ready=lambda: any("--histogram=on" in line for line in ours()) and os.path.isfile(pid_file),
+        act=lambda: kill_by_pid_file(pid_file),
+        delay=lambda: 1.0 + (SPEC["warmup_s"] if any("--report-checkpoints=" in line for line in ours()) else 0))
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    d = tmp_path_factory.mktemp("matrix")
-    spec = d / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    return load_study("smoke", spec=spec, results_dir=d / "results")
+    return study_from(tmp_path_factory.mktemp("matrix"), SPEC)
 
 
 @pytest.fixture(scope="module")
 def first_pass(study):
-    killer = Killer(os.environ["DBMATRIX_WORKDIR"])
-    killer.start()
-    try:
+    with killer(os.environ["DBMATRIX_WORKDIR"]) as kill:
         counts = run_study(study, progress=False)
-    finally:
-        killer.stop_flag.set()
-        killer.join(5)
-    return counts, killer.killed
+    return counts, kill.result
 
 
 def test_killed_server_is_recorded_and_the_matrix_goes_on(study, first_pass):
@@ -181,9 +157,7 @@ LOG_SPEC = {
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting tmpfs needs root")
 def test_tmpfs_data_with_log_on_disk_and_open_loop(tmp_path):
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(LOG_SPEC))
-    study = load_study("smoke", spec=spec, results_dir=tmp_path / "results")
+    study = study_from(tmp_path, LOG_SPEC)
     hostspec = study.inventory.hosts[0]
     try:
         counts = run_study(study, progress=False)

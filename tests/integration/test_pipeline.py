@@ -13,12 +13,12 @@ import time
 
 import pytest
 import yaml
+from tests.integration.factory import alive, study_from
 
 from dbmatrix.analyse import tables as analysis
 from dbmatrix.publish import build
 from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
-from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +36,6 @@ SPEC = {
 }
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _mariadbd_pids() -> set[int]:
     out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=False).stdout
     wd = os.environ["DBMATRIX_WORKDIR"]
@@ -52,10 +44,7 @@ def _mariadbd_pids() -> set[int]:
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pipeline")
-    spec = d / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    return load_study("smoke", spec=spec, results_dir=d / "results")
+    return study_from(tmp_path_factory.mktemp("pipeline"), SPEC)
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +145,7 @@ def test_ctrl_c_leaves_no_orphan_and_the_rerun_completes(tmp_path):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
     assert "resume" in out
-    assert not any(_alive(p) for p in servers), "mariadbd survived Ctrl-C"
+    assert not any(alive(p) for p in servers), "mariadbd survived Ctrl-C"
     assert not list((results / "raw").glob("*/manifest.json")), "an interrupted run must not look finished"
     # The rerun completes the interrupted run (shortened via a second results dir is not allowed:
     # the spec digest binds the directory), so run it again for real.

@@ -3,42 +3,25 @@
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 import pytest
+from tests.integration.factory import alive, server_in, session_workdir
 
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.run.mysqld import MariaDBServer, ServerError, ServerPaths, install_db_command, render_options, server_user
-from dbmatrix.run.ports import free_port
 from dbmatrix.spec.experiment import Cell
 
 pytestmark = pytest.mark.integration
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @pytest.fixture
 def workdir():
-    base = Path(os.environ["DBMATRIX_WORKDIR"]) / "srv"
-    base.mkdir(parents=True, exist_ok=True)
-    yield base
-    LocalHost().run(f"rm -rf {shlex.quote(str(base))}")
+    yield from session_workdir("srv")
 
 
 def _server(host, workdir: Path, cell: Cell, cache: int, extra=None) -> MariaDBServer:
-    user = server_user(host)
-    datadir = str(workdir / "data")
-    if not (workdir / "data").exists():
-        host.run(install_db_command(cell, datadir, user), timeout=300)
-    paths = ServerPaths.under(str(workdir / "run"), datadir, "t", free_port(host, 14306))
-    return MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=cache, constants=extra))
+    return server_in(host, workdir, cell, cache, extra)
 
 
 def test_start_query_variables_stop(workdir: Path):
@@ -47,7 +30,7 @@ def test_start_query_variables_stop(workdir: Path):
     server = _server(host, workdir, cell, 8 * 1024 * 1024, {"innodb_flush_log_at_trx_commit": "2"})
     with server:
         pid = server.pid
-        assert pid and _alive(pid)
+        assert pid and alive(pid)
         v = server.global_variables()
         assert v["innodb_page_size"] == "4096"
         assert v["innodb_buffer_pool_size"] == str(8 * 1024 * 1024)
@@ -56,7 +39,7 @@ def test_start_query_variables_stop(workdir: Path):
         assert v["bind_address"] == "127.0.0.1" and v["port"] == str(server.paths.port)
         assert server.sql("SELECT 1+1").strip() == "2"
         assert "Uptime" in server.global_status()
-    assert not _alive(pid), "server still running after a clean stop"
+    assert not alive(pid), "server still running after a clean stop"
     assert server.clean_shutdown is True
     assert "Shutdown complete" in Path(server.paths.error_log).read_text()
 
@@ -80,9 +63,9 @@ def test_orphan_from_a_killed_session_is_reaped(workdir: Path):
     second = MariaDBServer(host, first.paths, first.options)
     try:
         assert second.reap_orphan() is True
-        assert not _alive(orphan)
+        assert not alive(orphan)
     finally:
-        if _alive(orphan):
+        if alive(orphan):
             first.stop()
 
 
@@ -120,7 +103,7 @@ def test_kill_stop(workdir: Path):
     server = _server(host, workdir, cell, 8 * 1024 * 1024)
     server.start()
     pid = server.pid
-    assert pid and _alive(pid)
+    assert pid and alive(pid)
     server.stop(mode="kill")
     with open(f"/proc/{pid}/stat") if os.path.exists(f"/proc/{pid}/stat") else open(os.devnull) as f:
         state = f.read().rpartition(")")[2].split()[:1]

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.integration.factory import study_from
 
 from dbmatrix import paths
 from dbmatrix.analyse.hosts import host_check, host_check_line
 from dbmatrix.run.matrix import run_study, study_assignment, summarize_study
-from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration
 
@@ -53,10 +53,8 @@ def _inventory(netns_hosts, cluster, path: Path, scheduler: bool = True) -> str:
 
 
 def _study(tmp: Path, netns_hosts, cluster, name: str, scheduler: bool = True):
-    spec = tmp / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump({**SPEC, "experiment": name}))
-    inv = _inventory(netns_hosts, cluster, tmp / f"{name}-inventory.yaml", scheduler)
-    return load_study("smoke", spec=spec, inventory=inv, results_dir=tmp / name)
+    inv = Path(_inventory(netns_hosts, cluster, tmp / f"{name}-inventory.yaml", scheduler))
+    return study_from(tmp, {**SPEC, "experiment": name}, inventory=inv, results=name, name=name)
 
 
 def _events(study) -> list[dict]:

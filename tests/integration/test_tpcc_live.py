@@ -4,23 +4,17 @@ deliberate corruption that the check must catch, and cleanup."""
 
 from __future__ import annotations
 
-import os
-import shlex
 import time
 from pathlib import Path
 
 import pytest
+from tests.integration.factory import server_in, session_workdir
 
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.parse.sysbench import parse_output
 from dbmatrix.run.mysqld import (
     MariaDBServer,
-    ServerPaths,
-    install_db_command,
-    render_options,
-    server_user,
 )
-from dbmatrix.run.ports import free_port
 from dbmatrix.spec.experiment import Cell
 from dbmatrix.workload import sysbench, tpcc
 from dbmatrix.workload.commands import check_consistency
@@ -33,19 +27,12 @@ ENGINES = {"innodb": "InnoDB", "myrocks": "rocksdb"}
 
 @pytest.fixture
 def workdir():
-    base = Path(os.environ["DBMATRIX_WORKDIR"]) / "tpcc"
-    base.mkdir(parents=True, exist_ok=True)
-    yield base
-    LocalHost().run(f"rm -rf {shlex.quote(str(base))}")
+    yield from session_workdir("tpcc")
 
 
 def _server(host: LocalHost, workdir: Path, engine: str) -> MariaDBServer:
     cell = Cell(engine, 100, "16k", "none", "disk", 2, workload="tpcc")
-    user = server_user(host)
-    datadir = str(workdir / f"data-{engine}")
-    host.run(install_db_command(cell, datadir, user), timeout=300)
-    paths = ServerPaths.under(str(workdir / "run"), datadir, engine, free_port(host))
-    return MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=256 * MiB))
+    return server_in(host, workdir, cell, 256 * MiB, data=f"data-{engine}", tag=engine, port_from=None)
 
 
 def _sysbench(host: LocalHost, phase: str, socket: str, script: str, engine: str, *, time_s: int | None = None,

@@ -4,10 +4,9 @@ into a dataset snapshot, measures, and checks the TPC-C consistency conditions a
 from __future__ import annotations
 
 import pytest
-import yaml
+from tests.integration.factory import study_from
 
 from dbmatrix.run.matrix import run_study
-from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration
 
@@ -24,9 +23,7 @@ SPEC = {
 
 
 def test_tpcc_cell_runs_and_passes_the_consistency_check(tmp_path) -> None:
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    study = load_study("smoke", spec=spec, results_dir=tmp_path / "results")
+    study = study_from(tmp_path, SPEC)
     counts = run_study(study, progress=False)
     assert counts.ok == 1, list(study.store.records())
     (m,) = list(study.store.records())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.integration.factory import study_from
 
 from dbmatrix import paths
 from dbmatrix.analyse.claims import Claim, claims_evidence, evaluate
@@ -21,7 +22,6 @@ from dbmatrix.analyse.claims.looks import claim_cells
 from dbmatrix.decide import UntilDecided, parse_duration
 from dbmatrix.run.matrix import run_study
 from dbmatrix.steps import analyse_study, study_tables
-from dbmatrix.study import load_study
 
 pytestmark = pytest.mark.integration
 
@@ -40,9 +40,7 @@ def test_blocks_go_only_to_the_open_claims_cells_and_the_log_says_so(tmp_path: P
     raw["factors"].update(cache_pct=[25, 100], threads=[1, 2])
     raw.update(experiment="until-decided-it", repetitions=2, warmup_s=1, measure_s=2)
     raw["workload"]["table_size"] = 5000
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(raw))
-    study = load_study("smoke", spec=spec, results_dir=tmp_path / "results")
+    study = study_from(tmp_path, raw)
     exp = study.experiment
     loop = UntilDecided(study, parse_duration("75s"), claims=[DECIDED, OPEN, UNTESTABLE])
     with caplog.at_level(logging.INFO, logger="dbmatrix"):

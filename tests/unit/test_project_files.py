@@ -166,7 +166,8 @@ def test_makefile_has_real_file_targets_for_figures_and_paper():
     mk = (ROOT / "Makefile").read_text()
     assert ".DELETE_ON_ERROR:" in mk and ".SHELLFLAGS := -eu -o pipefail -c" in mk
     assert re.search(r"^figures: \$\(GEN\)/provenance\.json$", mk, re.MULTILINE)
-    assert re.search(r"^paper/main\.pdf: \$\(GEN\)/provenance\.json", mk, re.MULTILINE)
+    assert re.search(r"^\$\(PAPER_PDF\): \$\(GEN\)/provenance\.json", mk, re.MULTILINE)
+    assert "GEN := $(BUILD_OUT)/paper/generated" in mk and "PAPER_PDF := $(BUILD_OUT)/paper/main.pdf" in mk
     assert re.search(r"^\$\(GEN\)/provenance\.json: \$\(GEN\)/sources\.mk \$\(STUDY_STAMPS\)", mk, re.MULTILINE)
     assert "DATA ?=" in mk and "include $(GEN)/sources.mk" in mk
 
