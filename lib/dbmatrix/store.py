@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from dbmatrix import engines
 from dbmatrix.parse import cache_counters, sysbench
 from dbmatrix.parse.system_counters import DELTA_KEYS as SYSTEM_COUNTERS  # keys of a record's system
 from dbmatrix.record import RunRecord
@@ -252,7 +253,8 @@ class ResultStore:
         before, after = d / "status-before.tsv", d / "status-after.tsv"
         if not (before.is_file() and after.is_file()):
             return dict.fromkeys(cache_counters.COLUMNS, float("nan"))
-        return cache_counters.cache_counters(m.cell["engine"],
+        engine = engines.find(str(m.cell.get("engine")))
+        return cache_counters.cache_counters(engine.status_counters if engine else None,
                                              cache_counters.parse_status(before.read_text()),
                                              cache_counters.parse_status(after.read_text()))
 

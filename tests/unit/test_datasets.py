@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dbmatrix.engines.myrocks import parse_logical
 from dbmatrix.run.datasets import (
     INNODB_LOGICAL,
     ROCKSDB_LOGICAL,
@@ -13,7 +14,6 @@ from dbmatrix.run.datasets import (
     logical_sizes,
     parse_du,
     parse_du_total,
-    parse_rocksdb_logical,
     restore_command,
     upgraded_marker,
 )
@@ -101,10 +101,10 @@ def test_logical_sizes_per_engine() -> None:
 
 
 def test_parse_rocksdb_logical() -> None:
-    assert parse_rocksdb_logical("4\t8817926\n") == 8_817_926
+    assert parse_logical("4\t8817926\n") == 8_817_926
     for bad in ("0\t0\n", "", "ERROR"):
         with pytest.raises(ValueError, match="ROCKSDB_SST_PROPS"):
-            parse_rocksdb_logical(bad)
+            parse_logical(bad)
 
 
 def test_old_markers_gain_the_logical_size() -> None:

@@ -6,9 +6,9 @@ import shlex
 
 import pytest
 
+from dbmatrix.engines.innodb import MIN_BUFFER_POOL as INNODB_MIN_BUFFER_POOL
+from dbmatrix.engines.myrocks import MIN_BLOCK_CACHE as ROCKSDB_MIN_BLOCK_CACHE
 from dbmatrix.run.mysqld import (
-    INNODB_MIN_BUFFER_POOL,
-    ROCKSDB_MIN_BLOCK_CACHE,
     MariaDBServer,
     MiB,
     ServerPaths,

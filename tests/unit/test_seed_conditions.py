@@ -17,6 +17,7 @@ from dbmatrix.analyse.comparisons import model_pairwise_comparisons
 from dbmatrix.analyse.contrasts import fit_log_model, ratio_estimate, replication_estimate
 from dbmatrix.analyse.effects import factorial_model
 from dbmatrix.analyse.replication import effects, pressured_setting, setting_runs
+from dbmatrix.engines import engine
 from dbmatrix.hosts import media
 from dbmatrix.parse import cache_counters
 from dbmatrix.run.calibration import calibration_cell, calibration_runs, choose
@@ -183,18 +184,20 @@ def test_cache_counters_from_status_deltas() -> None:
               "Rocksdb_block_cache_data_hit": "10", "Rocksdb_block_cache_data_miss": "90"}
     after = {"Rocksdb_block_cache_hit": "1100", "Rocksdb_block_cache_miss": "1900",
              "Rocksdb_block_cache_data_hit": "110", "Rocksdb_block_cache_data_miss": "390"}
-    got = cache_counters.cache_counters("myrocks", before, after)
+    rocks, inno_counters = engine("myrocks").status_counters, engine("innodb").status_counters
+    got = cache_counters.cache_counters(rocks, before, after)
     assert got["cache_hit_ratio"] == pytest.approx(0.5) and got["cache_data_hit_ratio"] == pytest.approx(0.25)
     assert got["cache_lookups"] == 2000 and got["cache_misses"] == 1000
-    inno = cache_counters.cache_counters("innodb", {"Innodb_buffer_pool_read_requests": "0",
-                                                    "Innodb_buffer_pool_reads": "0"},
+    inno = cache_counters.cache_counters(inno_counters, {"Innodb_buffer_pool_read_requests": "0",
+                                                         "Innodb_buffer_pool_reads": "0"},
                                          {"Innodb_buffer_pool_read_requests": "1000",
                                           "Innodb_buffer_pool_reads": "50"})
     assert inno["cache_hit_ratio"] == pytest.approx(0.95)
-    assert math.isnan(cache_counters.cache_counters("myrocks", {}, after)["cache_hit_ratio"])
-    reset = cache_counters.cache_counters("myrocks", after, before)  # counters went down: unknown, not negative
+    assert math.isnan(cache_counters.cache_counters(rocks, {}, after)["cache_hit_ratio"])
+    reset = cache_counters.cache_counters(rocks, after, before)  # counters went down: unknown, not negative
     assert math.isnan(reset["cache_hit_ratio"])
     assert cache_counters.parse_status("Rocksdb_block_cache_hit\t5\nnoise\n") == {"rocksdb_block_cache_hit": "5"}
+    assert all(math.isnan(v) for v in cache_counters.cache_counters(None, before, after).values())  # no engine
 
 
 # ------------------------------------------------------------------------------------------ TPC-C strings

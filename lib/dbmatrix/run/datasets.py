@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from dbmatrix import engines
+from dbmatrix.engines.innodb import LOGICAL as INNODB_LOGICAL  # noqa: F401 (how the records name the methods)
+from dbmatrix.engines.myrocks import LOGICAL as ROCKSDB_LOGICAL  # noqa: F401
 from dbmatrix.hosts.remote import Host
 from dbmatrix.run.mysqld import (
     MariaDBServer,
@@ -24,34 +27,12 @@ from dbmatrix.run.mysqld import (
     requested_cache_bytes,
     table_engine,
 )
-from dbmatrix.spec.experiment import (
-    CACHE_BASES,
-    Cell,
-    DatasetKey,
-    Experiment,
-    block_size_bytes,
-)
+from dbmatrix.spec.experiment import CACHE_BASES, Cell, DatasetKey, Experiment
 from dbmatrix.workload import commands as workloads
 from dbmatrix.workload import sysbench
 
 MiB = 1024 * 1024
 PREPARE_CACHE = 256 * MiB  # cache while loading; the snapshot does not depend on it
-ROW_COMPRESSED_KEY_BLOCK = 8192  # KEY_BLOCK_SIZE=8 of the row_compressed level (mysqld.table_engine)
-# InnoDB's apparent size is the same with and without page compression (the uncompressed page count), but it
-# counts the files' free pages too: 4 x 50k sysbench rows, 79.7 MB apparent against 47.9 MB of pages a full
-# read of every index takes into the buffer pool (4 x 10k: 41.9 MB against 9.8 MB).
-INNODB_LOGICAL = ("apparent size (du --apparent-size) of sbtest/*.ibd: pages x page size, the holes page "
-                  "compression punches counted as the uncompressed pages they are")
-INNODB_ROW_COMPRESSED_LOGICAL = ("apparent size (du --apparent-size) of sbtest/*.ibd x page size / 8 KiB: "
-                                 "one uncompressed page per KEY_BLOCK_SIZE=8 compressed page")
-# The block cache holds uncompressed data blocks (and the index and filter blocks). The SST files' properties
-# give the key and value bytes before compression; data blocks store keys with prefix encoding, so this is a
-# few percent above the blocks' own uncompressed size (4 x 10k sysbench rows: 8.80 MB against 8.51 MB the
-# block cache took in after a full scan, for none and lz4 alike).
-ROCKSDB_LOGICAL = ("information_schema.ROCKSDB_SST_PROPS over every SST file: raw key + raw value bytes "
-                   "(before compression) + index and filter block bytes")
-ROCKSDB_LOGICAL_QUERY = ("SELECT COUNT(*), COALESCE(SUM(RAW_KEY_SIZE + RAW_VALUE_SIZE + INDEX_BLOCK_SIZE "
-                         "+ FILTER_BLOCK_SIZE), 0) FROM information_schema.ROCKSDB_SST_PROPS")
 
 
 @dataclass(frozen=True)
@@ -111,11 +92,8 @@ def parse_du(text: str) -> int:
 
 
 def data_files_glob(datadir: str, engine: str) -> str:
-    """Shell words naming the table data files: InnoDB's sbtest/*.ibd, RocksDB's SST files (not its LOG,
-    OPTIONS or MANIFEST files)."""
-    if engine == "myrocks":
-        return f"{shlex.quote(datadir + '/#rocksdb')}/*.sst"
-    return f"{shlex.quote(datadir + '/sbtest')}/*.ibd"
+    """Shell words naming the table data files (InnoDB's sbtest/*.ibd, RocksDB's SST files): the engine's."""
+    return engines.engine(engine).data_files_glob(datadir)
 
 
 def parse_du_total(text: str) -> int:
@@ -125,21 +103,6 @@ def parse_du_total(text: str) -> int:
         if len(fields) == 2 and fields[1] == "total":
             return int(fields[0])
     return 0
-
-
-def parse_rocksdb_logical(text: str) -> int:
-    """`ROCKSDB_LOGICAL_QUERY`'s one row (``files<TAB>bytes``) -> bytes; refuses a dataset with no SST file."""
-    fields = text.split()
-    if len(fields) != 2 or not fields[0].isdigit() or int(fields[0]) == 0:
-        raise ValueError(f"information_schema.ROCKSDB_SST_PROPS: no SST file to measure ({text.strip()!r})")
-    return int(fields[1])
-
-
-def innodb_logical(apparent: int, cell_compression: str, block_size: str) -> tuple[int, str]:
-    """InnoDB's logical size from the .ibd files' apparent size, and how it was reckoned."""
-    if cell_compression == "row_compressed":
-        return apparent * block_size_bytes(block_size) // ROW_COMPRESSED_KEY_BLOCK, INNODB_ROW_COMPRESSED_LOGICAL
-    return apparent, INNODB_LOGICAL
 
 
 def measure_sizes(host: Host, datadir: str, engine: str) -> dict[str, Any]:
@@ -154,22 +117,21 @@ def measure_sizes(host: Host, datadir: str, engine: str) -> dict[str, Any]:
     }
 
 
-def logical_sizes(key: DatasetKey, apparent: int, rocksdb_bytes: int | None) -> dict[str, Any]:
-    """data_logical_bytes and logical_method: MyRocks from the SST properties (`rocksdb_bytes`, measured
-    while a server is up), InnoDB from the apparent size."""
-    if key.engine == "myrocks":
-        if rocksdb_bytes is None:
-            raise ValueError(f"dataset {key.name}: MyRocks needs its SST properties measured")
-        return {"data_logical_bytes": rocksdb_bytes, "logical_method": ROCKSDB_LOGICAL}
-    size, method = innodb_logical(apparent, key.compression, key.block_size)
+def logical_sizes(key: DatasetKey, apparent: int, measured: int | None) -> dict[str, Any]:
+    """data_logical_bytes and logical_method, as the engine reckons them: from the apparent size (InnoDB) or
+    from `measured`, its `logical_query`'s answer while a server was up (MyRocks' SST properties)."""
+    try:
+        size, method = engines.engine(key.engine).logical_size(apparent, key.compression, key.block_size, measured)
+    except ValueError as exc:
+        raise ValueError(f"dataset {key.name}: {exc}") from None
     return {"data_logical_bytes": size, "logical_method": method}
 
 
-def upgraded_marker(old: dict[str, Any], key: DatasetKey, rocksdb_bytes: int | None) -> dict[str, Any]:
+def upgraded_marker(old: dict[str, Any], key: DatasetKey, measured: int | None) -> dict[str, Any]:
     """A snapshot marker from before the logical size was measured, with it (pure): the old
-    data_logical_bytes was the apparent size; MyRocks' logical size comes from `rocksdb_bytes`."""
+    data_logical_bytes was the apparent size; an engine measuring it with a server gets `measured`."""
     apparent = int(old.get("data_apparent_bytes") or old["data_logical_bytes"])
-    return {**old, "data_apparent_bytes": apparent, **logical_sizes(key, apparent, rocksdb_bytes)}
+    return {**old, "data_apparent_bytes": apparent, **logical_sizes(key, apparent, measured)}
 
 
 def fresh_token(results_root: str, experiment: str, campaign: int) -> str:
@@ -200,8 +162,10 @@ def write_marker(host: Host, info: DatasetInfo) -> None:
     host.run(f"mv {q(info.snapshot)}.json.tmp {q(info.snapshot)}.json")  # the marker appears only when complete
 
 
-def rocksdb_logical_bytes(server: MariaDBServer) -> int:
-    return parse_rocksdb_logical(server.sql(ROCKSDB_LOGICAL_QUERY))
+def server_logical_bytes(server: MariaDBServer, engine: str) -> int | None:
+    """The tables' logical size as the engine measures it with a server up (None: it needs no server)."""
+    e = engines.engine(engine)
+    return e.parse_logical(server.sql(e.logical_query)) if e.logical_query else None
 
 
 def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell, user: str,
@@ -210,8 +174,8 @@ def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell
     recorded apparent size; MyRocks' from a server started on a copy of the snapshot (the snapshot itself
     stays untouched: starting writes to the datadir), seconds instead of loading the tables again."""
     key = exp.dataset_key(cell)
-    rocksdb_bytes = None
-    if key.engine == "myrocks":
+    measured = None
+    if engines.engine(key.engine).logical_query:
         q = shlex.quote
         probe = f"{workdir}/build/{key.name}.measure"
         host.run(f"rm -rf {q(probe)} && mkdir -p {q(workdir)}/build {q(workdir)}/run && "
@@ -220,10 +184,10 @@ def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell
             paths = ServerPaths.under(f"{workdir}/run", probe, "measure", port)
             options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options)
             with MariaDBServer(host, paths, options) as server:
-                rocksdb_bytes = rocksdb_logical_bytes(server)
+                measured = server_logical_bytes(server, key.engine)
         finally:
             host.run(f"rm -rf {q(probe)}")
-    new = DatasetInfo(**upgraded_marker(info.to_dict(), key, rocksdb_bytes))
+    new = DatasetInfo(**upgraded_marker(info.to_dict(), key, measured))
     write_marker(host, new)
     return new
 
@@ -258,16 +222,12 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
         out = host.run(sysbench.command_string(argv), timeout=24 * 3600)
         if log is not None:
             log.append(out.stdout)
-        if cell.engine == "myrocks":
-            # Snapshots hold compacted SSTs and no WAL: every run starts from the same LSM shape.
-            server.sql("SET GLOBAL rocksdb_force_flush_memtable_now=1")
-            server.sql("SET GLOBAL rocksdb_compact_cf='default'", timeout_s=3600)
-            rocksdb_bytes: int | None = rocksdb_logical_bytes(server)
-        else:
-            rocksdb_bytes = None
+        for sql, timeout_s in engines.engine(cell.engine).after_load:  # MyRocks: flush and compact
+            server.sql(sql, timeout_s=timeout_s)
+        measured = server_logical_bytes(server, cell.engine)
     host.run(f"rm -f {q(build)}/ib_buffer_pool")
     sizes = measure_sizes(host, build, cell.engine)
-    sizes.update(logical_sizes(key, sizes["data_apparent_bytes"], rocksdb_bytes))
+    sizes.update(logical_sizes(key, sizes["data_apparent_bytes"], measured))
     host.run(f"rm -rf {q(snap)} && mv {q(build)} {q(snap)}")
     info = DatasetInfo(
         key=key.name, host=host.name, snapshot=snap, engine=key.engine, block_size=key.block_size,
@@ -295,10 +255,7 @@ def restore_command(info: DatasetInfo, datadir: str, log_dir: str | None = None)
     cmd = f"rm -rf {q(datadir)} && mkdir -p {q(parent)} && cp -a {q(info.snapshot)} {q(datadir)}"
     if log_dir:
         cmd += f" && rm -rf {q(log_dir)} && mkdir -p {q(log_dir)}"
-        if info.engine == "myrocks":
-            cmd += f" && find {q(datadir + '/#rocksdb')} -maxdepth 1 -name '*.log' -exec mv -t {q(log_dir)} {{}} +"
-        else:
-            cmd += f" && mv {q(datadir)}/ib_logfile* {q(log_dir)}/"
+        cmd += f" && {engines.engine(info.engine).move_log_command(datadir, log_dir)}"
     return cmd
 
 

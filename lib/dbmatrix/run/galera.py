@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from dbmatrix import engines
 from dbmatrix.hosts import cpulimit, media
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.parse import sysbench
@@ -242,7 +243,7 @@ class Galera(Topology):
             if problems:
                 raise RunFailed(f"{n.name}: {', '.join(problems)}")
             if n.index == 1:
-                m.cache_bytes_effective = int(v.get("innodb_buffer_pool_size", 0) or 0)
+                m.cache_bytes_effective = int(v.get(engines.engine(s.cell.engine).cache_variable, 0) or 0)
 
     def after_warmup(self, s: RunSession) -> None:
         dead = self._cluster().dead_nodes()

@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dbmatrix import engines
 from dbmatrix.hosts import media
 from dbmatrix.hosts.remote import CommandResult, Host
 from dbmatrix.parse.sysbench import SysbenchOutput
@@ -339,7 +340,7 @@ class Instances(Topology):
                 v = sv.global_variables()
                 s.save_tsv(f"variables-{p.name}.tsv", v)
                 if p.index == 1:
-                    key = "innodb_buffer_pool_size" if s.cell.engine == "innodb" else "rocksdb_block_cache_size"
+                    key = engines.engine(s.cell.engine).cache_variable
                     m.cache_bytes_effective = int(v.get(key, 0) or 0)
                 if self.tcp:
                     sv.sql(f"CREATE USER IF NOT EXISTS '{BENCH_USER}'@'%' IDENTIFIED BY '{BENCH_PASSWORD}'; "

@@ -1,4 +1,5 @@
-"""MariaDB server options per engine and cell (pure), and the lifecycle of our own `mariadbd`.
+"""MariaDB server options per cell (pure; each engine's own come from :mod:`dbmatrix.engines`), and the
+lifecycle of our own `mariadbd`.
 
 We never use the system service: every instance has its own datadir, socket, pid file and error log,
 a TCP port on 127.0.0.1 only when something needs one (else ``--skip-networking``), and is stopped by
@@ -12,21 +13,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dbmatrix import engines
 from dbmatrix.hosts.remote import CommandError, Host
 from dbmatrix.run.ports import bind_failed
-from dbmatrix.spec.experiment import STOP_MODES, Cell, SpecError, block_size_bytes
+from dbmatrix.spec.experiment import HARNESS_OPTIONS as FACTOR_OPTIONS  # options a factor sets: never constant
+from dbmatrix.spec.experiment import STOP_MODES, Cell, SpecError
 
 MiB = 1024 * 1024
-
-# Smallest buffer pool mariadbd 10.11 starts with, by page size (measured here; below it aborts).
-INNODB_MIN_BUFFER_POOL = {"4k": 2 * MiB, "8k": 3 * MiB, "16k": 6 * MiB, "32k": 12 * MiB, "64k": 24 * MiB}
-ROCKSDB_MIN_BLOCK_CACHE = 1024  # bytes: "block cache disabled" in the seeds' sense
-ROCKSDB_COMPRESSION = {
-    "none": "kNoCompression", "lz4": "kLZ4Compression", "zlib": "kZlibCompression",
-    "zstd": "kZSTD", "snappy": "kSnappyCompression",
-}
-# Options a factor sets: a spec may not also hold them constant.
-from dbmatrix.spec.experiment import HARNESS_OPTIONS as FACTOR_OPTIONS  # noqa: E402
 
 
 class ServerError(RuntimeError):
@@ -60,7 +53,7 @@ class ServerPaths:
 def cache_bytes(cell: Cell, data_bytes: int) -> int:
     """Cache size for `cell.cache_pct` of the measured data size, rounded down to MiB,
     and never below the engine's minimum (0 % means that minimum)."""
-    minimum = INNODB_MIN_BUFFER_POOL[cell.block_size] if cell.engine == "innodb" else ROCKSDB_MIN_BLOCK_CACHE
+    minimum = engines.engine(cell.engine).min_cache_bytes(cell.block_size)
     return max(minimum, requested_cache_bytes(cell, data_bytes) // MiB * MiB)
 
 
@@ -71,44 +64,14 @@ def requested_cache_bytes(cell: Cell, data_bytes: int) -> int:
 
 def table_engine(cell: Cell) -> str:
     """The engine string sysbench pastes into CREATE TABLE (carries the table options)."""
-    if cell.engine == "myrocks":
-        return "rocksdb"
-    return {
-        "none": "InnoDB",
-        "lz4": "InnoDB PAGE_COMPRESSED=1",
-        "zlib": "InnoDB PAGE_COMPRESSED=1",
-        "row_compressed": "InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
-    }[cell.compression]
+    return engines.engine(cell.engine).table_engine(cell.compression)
 
 
 def engine_options(cell: Cell, cache: int | None, log_dir: str | None = None) -> list[str]:
     """Options that depend on the cell (and that must be identical at init, prepare and run).
 
     `log_dir`: the redo log (InnoDB) or WAL (RocksDB) directory when it lives on another medium."""
-    opts: list[str] = []
-    if cell.engine == "innodb":
-        opts.append(f"--innodb-page-size={cell.block_size}")
-        if log_dir:
-            opts.append(f"--innodb-log-group-home-dir={log_dir}")
-        if cell.compression == "lz4":
-            opts += ["--plugin-load-add=provider_lz4", "--innodb-compression-algorithm=lz4"]
-        elif cell.compression == "zlib":
-            opts += ["--innodb-compression-algorithm=zlib"]
-        if cache is not None:
-            opts.append(f"--innodb-buffer-pool-size={cache}")
-    else:
-        opts += [
-            "--plugin-load-add=ha_rocksdb.so",
-            f"--rocksdb-block-size={block_size_bytes(cell.block_size)}",
-            f"--rocksdb-default-cf-options=compression={ROCKSDB_COMPRESSION[cell.compression]}",
-            "--rocksdb-use-direct-reads=ON",
-            "--rocksdb-use-direct-io-for-flush-and-compaction=ON",
-        ]
-        if log_dir:
-            opts.append(f"--rocksdb-wal-dir={log_dir}")
-        if cache is not None:
-            opts.append(f"--rocksdb-block-cache-size={cache}")
-    return opts
+    return engines.engine(cell.engine).server_options(cell.block_size, cell.compression, cache, log_dir)
 
 
 def render_options(
@@ -122,8 +85,8 @@ def render_options(
 ) -> list[str]:
     """The full mariadbd command line for a cell; `--no-defaults` first so no my.cnf leaks in.
 
-    Constant `rocksdb_*` options apply to MyRocks cells only (the plugin is not loaded for InnoDB
-    cells, where mariadbd would refuse them); see :func:`constants_for`."""
+    Constant options of a plugin engine (`rocksdb_*`) apply to its cells only (the plugin is not loaded for
+    the other cells, where mariadbd would refuse them); see :func:`constants_for`."""
     opts = [
         "--no-defaults",
         f"--user={user}",
@@ -136,9 +99,7 @@ def render_options(
         f"--tmpdir={paths.tmpdir}",
         "--skip-log-bin",
         "--skip-name-resolve",
-        # Cold, identical starting state: never reload a saved buffer pool.
-        "--innodb-buffer-pool-load-at-startup=OFF",
-        "--innodb-buffer-pool-dump-at-shutdown=OFF",
+        *engines.startup_options(),  # InnoDB's: cold, identical starting state
     ]
     opts += engine_options(cell, cache, log_dir)
     for name in constants or {}:
@@ -152,8 +113,7 @@ def render_options(
 
 def constants_for(cell: Cell, constants: Mapping[str, str]) -> dict[str, str]:
     """The spec's constant server options that apply to this cell's engine."""
-    return {k: v for k, v in constants.items()
-            if cell.engine == "myrocks" or not k.replace("-", "_").startswith("rocksdb_")}
+    return {k: v for k, v in constants.items() if not engines.plugin_option(k.replace("-", "_"), cell.engine)}
 
 
 def install_db_command(cell: Cell, datadir: str, user: str) -> str:
@@ -164,8 +124,7 @@ def install_db_command(cell: Cell, datadir: str, user: str) -> str:
         # on the same machine would delete them (its startup removes every #sql* file in its tmpdir).
         f"--tmpdir={datadir}",
     ]
-    if cell.engine == "innodb":
-        args.append(f"--innodb-page-size={cell.block_size}")
+    args += engines.engine(cell.engine).install_db_options(cell.block_size)
     return shlex.join(args)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from dbmatrix import engines
 from dbmatrix.hosts import server_options as so
 from dbmatrix.hosts.capacity import df_command, parse_df, recipe_capacity
 from dbmatrix.hosts.inventory import HostSpec
@@ -74,7 +75,9 @@ def dataset_bounds(exp: Experiment) -> dict[str, dict[str, SizeBound]]:
     out: dict[str, dict[str, SizeBound]] = {}
     for cell in exp.cells():
         key = exp.dataset_key(cell)
-        redo = redo_bytes(exp) if cell.log_medium == "same" or cell.engine == "myrocks" else 0
+        # the redo log stays in the datadir unless the log medium takes it (MyRocks' log medium takes the WAL)
+        holds_redo = engines.engine(cell.engine).log_dir_holds_redo
+        redo = redo_bytes(exp) if cell.log_medium == "same" or not holds_redo else 0
         out.setdefault(cell.medium, {})[key.name] = datadir_lower_bound(
             cell.engine, cell.compression, key.schema, key.tables, key.table_size, redo)
     return out
@@ -112,7 +115,8 @@ def option_error(name: str, value: str, messages: Sequence[str], opts: so.Server
     said = "; ".join(m.replace("[ERROR] ", "").replace("[Warning] ", "").replace("mariadbd: ", "")
                      for m in messages)
     who = f"mariadbd {version or ''} on host {host}".replace("  ", " ")
-    plugin = " (with the MyRocks plugin)" if engine == "myrocks" else ""
+    e = engines.find(engine)
+    plugin = f" (with the {e.title} plugin)" if e is not None and e.plugin else ""
     resolved = opts.resolve(name) if opts is not None else None
     if opts is not None and resolved is None:
         close = opts.suggest(name)

@@ -3,6 +3,7 @@ options, measure, stop (the standalone topology of the run session)."""
 
 from __future__ import annotations
 
+from dbmatrix import engines
 from dbmatrix.hosts import media
 from dbmatrix.parse import sysbench
 from dbmatrix.record import RunRecord
@@ -71,7 +72,7 @@ class Standalone(Topology):
         s.mark("variables")
         variables = self.server.global_variables()
         s.save_tsv("variables.tsv", variables)
-        key = "innodb_buffer_pool_size" if s.cell.engine == "innodb" else "rocksdb_block_cache_size"
+        key = engines.engine(s.cell.engine).cache_variable
         m.cache_bytes_effective = int(variables.get(key, 0) or 0)
 
     def before_window(self, s: RunSession) -> None:

@@ -7,15 +7,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from dbmatrix import engines
 from dbmatrix.spec.errors import SpecError
-from dbmatrix.spec.factors import BLOCK_SIZES, COMPRESSIONS, block_size_bytes, cell_id
+from dbmatrix.spec.factors import cell_id
 
-WHY_NOT = {
-    ("innodb", "zstd"): "MariaDB 10.11 InnoDB page compression has no zstd provider",
-    ("innodb", "snappy"): "InnoDB page compression with snappy needs the provider_snappy plugin, "
-                          "which Debian does not package",
-    ("myrocks", "row_compressed"): "ROW_FORMAT=COMPRESSED is an InnoDB table format",
-}
+# (engine, compression) -> why the engine cannot run it (each engine's `why_not`, dbmatrix.engines)
+WHY_NOT = {(e.name, c): why for e in engines.engines() for c, why in e.why_not.items()}
 
 
 @dataclass(frozen=True)
@@ -108,21 +105,19 @@ class PlannedRun:
 
 
 def check_combination(cell: Cell) -> None:
-    """Reject a level combination the engine cannot run, saying why."""
-    if cell.compression not in COMPRESSIONS[cell.engine]:
-        why = WHY_NOT.get((cell.engine, cell.compression), "not supported")
+    """Reject a level combination the engine cannot run, saying why (the engine's own words)."""
+    e = engines.engine(cell.engine)
+    if cell.compression not in e.compressions:
+        why = e.why_not.get(cell.compression, "not supported")
         raise SpecError(
             f"factors.compression: {cell.compression!r} is not possible with engine {cell.engine!r}: "
-            f"{why}; allowed for {cell.engine}: {', '.join(COMPRESSIONS[cell.engine])}"
+            f"{why}; allowed for {cell.engine}: {', '.join(e.compressions)}"
         )
-    if cell.block_size not in BLOCK_SIZES[cell.engine]:
+    if cell.block_size not in e.block_sizes:
         raise SpecError(
             f"factors.block_size: {cell.block_size!r} is not allowed for {cell.engine}; "
-            f"allowed: {', '.join(BLOCK_SIZES[cell.engine])}"
+            f"allowed: {', '.join(e.block_sizes)}"
         )
-    if (cell.engine == "innodb" and cell.compression == "row_compressed"
-            and block_size_bytes(cell.block_size) > 16384):
-        raise SpecError(
-            f"factors: compression 'row_compressed' with block_size {cell.block_size!r} is impossible: "
-            "InnoDB ROW_FORMAT=COMPRESSED needs innodb_page_size of 16k or less"
-        )
+    impossible = e.check_levels(cell.block_size, cell.compression)
+    if impossible:
+        raise SpecError(impossible)

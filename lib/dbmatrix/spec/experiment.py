@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from dbmatrix import engines
+
 # The spec's public names stay importable from here (most of the code imports them from this module).
 from dbmatrix.spec.cells import (
     WHY_NOT,  # noqa: F401
@@ -82,7 +84,6 @@ STRING_MODES = ("random", "compressible")
 WORKLOAD_SCHEMAS = {**{w: "oltp" for w in WORKLOADS}, "tpcc": "tpcc"}
 # Transaction isolation levels of the TPC-C workload (sysbench option --trx_level); the seed used RC.
 ISOLATION_LEVELS = ("RC", "RR", "SER", "RU")
-MYROCKS_ISOLATION = ("RC", "RR")
 RAND_TYPES = ("uniform", "gaussian", "special", "pareto")
 # How a measured run's servers stop: "clean" (mariadb-admin shutdown) or "kill" (SIGKILL: the datadir is
 # thrown away after the run, so a clean shutdown's flushing is wasted time). Measured on the quick matrix's
@@ -431,12 +432,19 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         dataset_load=_parse_dataset_load(raw.get("dataset_load", DEFAULT_DATASET_LOAD)),
     )
     check_topology(exp)
-    if ("tpcc" in factors["workload"] and "myrocks" in factors["engine"]
-            and workload.isolation not in MYROCKS_ISOLATION):
-        raise SpecError(f"workload.isolation: {workload.isolation} is not supported by MyRocks; allowed with "
-                        f"engine myrocks: {', '.join(MYROCKS_ISOLATION)}")
+    if "tpcc" in factors["workload"]:
+        check_isolation(workload.isolation, factors["engine"])
     exp.cells()  # impossible combinations fail here, at plan time
     return exp
+
+
+def check_isolation(isolation: str, engine_levels: Sequence[str]) -> None:
+    """Every engine of the spec runs the TPC-C workload's isolation level (each engine's `tpcc_isolation`)."""
+    for name in engine_levels:
+        e = engines.engine(name)
+        if e.tpcc_isolation is not None and isolation not in e.tpcc_isolation:
+            raise SpecError(f"workload.isolation: {isolation} is not supported by {e.title}; allowed with "
+                            f"engine {e.name}: {', '.join(e.tpcc_isolation)}")
 
 
 def _choice(raw: Any, field: str, what: str, allowed: Sequence[str], meaning: str) -> str:

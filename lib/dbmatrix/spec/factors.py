@@ -43,17 +43,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from dbmatrix import engines
+from dbmatrix.engines import block_size_bytes
 from dbmatrix.spec.errors import SpecError
 
-ENGINES = ("innodb", "myrocks")
-BLOCK_SIZES = {
-    "innodb": ("4k", "8k", "16k", "32k", "64k"),
-    "myrocks": ("4k", "8k", "16k", "32k", "64k"),
-}
-COMPRESSIONS = {
-    "innodb": ("none", "lz4", "zlib", "row_compressed"),
-    "myrocks": ("none", "lz4", "zlib", "zstd", "snappy"),
-}
+# The built-in engines' levels (dbmatrix.engines, where an engine declares them), by engine.
+ENGINES = engines.names()
+BLOCK_SIZES = {e.name: e.block_sizes for e in engines.engines()}
+COMPRESSIONS = {e.name: e.compressions for e in engines.engines()}
 WORKLOADS = ("oltp_read_write", "oltp_read_only", "oltp_point_select", "oltp_write_only", "tpcc")
 # Short tags in cell ids (the default workload has none, so ids of read-write cells stay short).
 WORKLOAD_TAGS = {"oltp_read_write": "", "oltp_read_only": "ro", "oltp_point_select": "ps",
@@ -63,10 +60,6 @@ MAX_SLAVE_THREADS = 512
 # Server instances per run of the instances topology (a port block per host holds 40 ports).
 MAX_INSTANCES = 64
 PINNINGS = ("none", "instance", "numa")
-
-
-def block_size_bytes(level: str) -> int:
-    return int(level[:-1]) * 1024
 
 
 @dataclass(frozen=True)
@@ -100,8 +93,8 @@ class Factor:
 
 
 def _engine(lv: Any) -> Any:
-    if lv not in ENGINES:
-        raise SpecError(f"factors.engine: unknown level {lv!r}; allowed: {', '.join(ENGINES)}")
+    if lv not in engines.names():
+        raise SpecError(f"factors.engine: unknown level {lv!r}; allowed: {', '.join(engines.names())}")
     return lv
 
 
@@ -115,7 +108,7 @@ def _cache_pct(lv: Any) -> Any:
 def _block_size(lv: Any) -> Any:
     """Any engine's block size; which engine allows which is checked per cell (``check_combination``)."""
     lv = str(lv).lower()
-    allowed = sorted(set().union(*BLOCK_SIZES.values()), key=block_size_bytes)
+    allowed = sorted(set().union(*(e.block_sizes for e in engines.engines())), key=block_size_bytes)
     if lv not in allowed:
         raise SpecError(f"factors.block_size: unknown level {lv!r}; allowed: {', '.join(allowed)}")
     return lv
@@ -123,7 +116,7 @@ def _block_size(lv: Any) -> Any:
 
 def _compression(lv: Any) -> Any:
     """Any engine's compression; which engine allows which is checked per cell (``check_combination``)."""
-    allowed = sorted(set().union(*COMPRESSIONS.values()))
+    allowed = sorted(set().union(*(e.compressions for e in engines.engines())))
     if lv not in allowed:
         raise SpecError(f"factors.compression: unknown level {lv!r}; allowed: {', '.join(allowed)}")
     return lv

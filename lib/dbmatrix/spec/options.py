@@ -8,15 +8,15 @@ import re
 import unicodedata
 from typing import Any
 
+from dbmatrix import engines
 from dbmatrix.spec.errors import SpecError
 
-# Server options set by a factor or by the harness itself: a spec may not hold them constant.
-HARNESS_OPTIONS = frozenset({
-    "innodb_buffer_pool_size", "innodb_page_size", "innodb_compression_algorithm",
-    "rocksdb_block_cache_size", "rocksdb_block_size", "rocksdb_default_cf_options", "datadir",
+# Server options set by a factor or by the harness itself: a spec may not hold them constant (the engines'
+# own: each engine's `harness_options`, dbmatrix.engines).
+HARNESS_OPTIONS = engines.harness_options() | frozenset({
+    "datadir",
     "socket", "port", "bind_address", "skip_networking", "pid_file", "log_error", "tmpdir", "user", "no_defaults",
-    "innodb_buffer_pool_load_at_startup", "innodb_buffer_pool_dump_at_shutdown", "plugin_load_add",
-    "innodb_log_group_home_dir", "rocksdb_wal_dir",
+    "plugin_load_add",
     "wsrep_on", "wsrep_provider", "wsrep_cluster_address", "wsrep_node_address", "wsrep_provider_options",
     "wsrep_sst_receive_address", "wsrep_sst_method", "wsrep_slave_threads", "wsrep_cluster_name",
     "wsrep_node_name", "binlog_format", "innodb_autoinc_lock_mode",

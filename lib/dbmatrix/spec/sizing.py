@@ -14,23 +14,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dbmatrix import engines
 from dbmatrix.spec.errors import SpecError
 
 MiB = 2**20
-# Smallest measured bytes per sysbench row (physical size of the tables' files), by engine and compression.
-OLTP_BYTES_PER_ROW: dict[tuple[str, str], int] = {
-    ("innodb", "none"): 300,  # 16k pages: 307 (4 x 100k rows), 398 (4 x 50k); 4k pages: 420
-    ("innodb", "lz4"): 230,  # 238, 236 (page compression, hole punching)
-    ("innodb", "zlib"): 120,  # 123
-    ("innodb", "row_compressed"): 160,  # 170 (KEY_BLOCK_SIZE=8)
-    ("myrocks", "none"): 200,  # 212-215 after flush and full compaction
-    ("myrocks", "lz4"): 195,  # 204
-    ("myrocks", "snappy"): 195,  # like lz4 on sysbench's random digits
-    ("myrocks", "zstd"): 100,  # 105
-    ("myrocks", "zlib"): 100,  # zlib and zstd halve sysbench's strings
-}
-# TPC-C: smallest measured size of one warehouse's tables, uncompressed (InnoDB 149.6 MB, MyRocks 76.1 MB).
-TPCC_BYTES_PER_WAREHOUSE = {"innodb": 140 * MiB, "myrocks": 70 * MiB}
+# Smallest measured bytes per sysbench row (physical size of the tables' files) and of one TPC-C warehouse:
+# each engine's `oltp_bytes_per_row` and `tpcc_bytes_per_warehouse` (dbmatrix.engines).
 SYSTEM_BYTES = 16 * MiB  # ibdata1, undo, mysql.* tables: datadir minus data minus redo, smallest measured 17 MiB
 DEFAULT_REDO_BYTES = 96 * MiB  # innodb_log_file_size of MariaDB 10.11
 _SIZE = re.compile(r"\s*(\d+)\s*([KMGTPE]?)\s*\Z", re.IGNORECASE)
@@ -63,10 +52,11 @@ def datadir_lower_bound(engine: str, compression: str, schema: str, tables: int,
                         redo_bytes: int) -> SizeBound:
     """`size` is rows per table (oltp) or warehouses per table set (tpcc); `redo_bytes` the redo log kept
     in the datadir (0 when it lives on another medium)."""
-    per_row = OLTP_BYTES_PER_ROW.get((engine, compression), OLTP_BYTES_PER_ROW[(engine, "none")])
+    e = engines.engine(engine)
+    per_row = e.oltp_bytes_per_row.get(compression, e.oltp_bytes_per_row["none"])
     if schema == "tpcc":
-        ratio = per_row / OLTP_BYTES_PER_ROW[(engine, "none")]
-        per_wh = int(TPCC_BYTES_PER_WAREHOUSE[engine] * ratio)
+        ratio = per_row / e.oltp_bytes_per_row["none"]
+        per_wh = int(e.tpcc_bytes_per_warehouse * ratio)
         data = tables * size * per_wh
         how = f"{tables} x {size} warehouse(s) x >= {human_bytes(per_wh)} per warehouse for {engine}/{compression}"
     else:

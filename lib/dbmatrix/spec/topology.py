@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dbmatrix import engines
 from dbmatrix.spec.errors import SpecError, positive_int
 from dbmatrix.spec.factors import FACTOR_DEFAULTS, GALERA_FACTORS, INSTANCES_FACTORS
 
@@ -216,8 +217,10 @@ def check_topology(exp: Experiment) -> None:
                 raise SpecError(f"factors.{name}: only applies to a Galera cluster; add topology: "
                                 "{kind: galera, nodes: 3} or remove the factor")
         return
-    if set(f["engine"]) != {"innodb"}:
-        raise SpecError("factors.engine: a Galera cluster replicates InnoDB only; allowed: innodb")
+    if not all(engines.engine(e).galera for e in f["engine"]):
+        replicated = [e for e in engines.engines() if e.galera]
+        raise SpecError(f"factors.engine: a Galera cluster replicates {' and '.join(e.title for e in replicated)} "
+                        f"only; allowed: {', '.join(e.name for e in replicated)}")
     if list(f["log_medium"]) != ["same"]:
         raise SpecError("factors.log_medium: a Galera topology keeps the redo log with the data; allowed: same")
     cal = exp.topology.calibrate

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbmatrix import engines
 from dbmatrix.hosts.remote import Host
 from dbmatrix.parse.tpcc import TXN_TYPES
 
@@ -25,7 +26,6 @@ __all__ = [
     "ISOLATION_LEVELS",
     "LUA_FILES",
     "MIX_PCT",
-    "ROCKSDB_ISOLATION",
     "SCRIPT_DIR",
     "TABLES",
     "TXN_TYPES",
@@ -50,7 +50,6 @@ TABLES: tuple[str, ...] = ("warehouse", "district", "customer", "history", "new_
 ISOLATION_LEVELS: dict[str, str] = {
     "RC": "READ COMMITTED", "RR": "REPEATABLE READ", "RU": "READ UNCOMMITTED", "SER": "SERIALIZABLE",
 }
-ROCKSDB_ISOLATION: tuple[str, ...] = ("RC", "RR")  # MyRocks refuses the others (error 4057)
 #: Consistency conditions (clause 3.3.2.x) the check command implements; 1-4 are the default.
 CONDITIONS: tuple[int, ...] = tuple(range(1, 10))
 DEFAULT_CONDITIONS: tuple[int, ...] = (1, 2, 3, 4)
@@ -79,13 +78,16 @@ def _positive_int(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-def _is_rocksdb(storage_engine: str | None) -> bool:
-    return storage_engine is not None and "rocksdb" in storage_engine.lower()
+def _engines_of(storage_engine: str | None) -> list[engines.Engine]:
+    """The engines a sysbench storage engine string names (their table engine word in it)."""
+    text = (storage_engine or "").lower()
+    return [e for e in engines.engines() if e.table_engine_word and e.table_engine_word.lower() in text]
 
 
 def validate_isolation(isolation: str, storage_engine: str | None = None) -> str:
     """The canonical isolation code (RC, RR, RU, SER) for ``isolation``; the long SQL names are
-    accepted too. MyRocks (a storage engine string containing ``rocksdb``) allows only RC and RR."""
+    accepted too. An engine may allow fewer (its ``tpcc_isolation``: MyRocks, a storage engine string
+    containing ``rocksdb``, allows only RC and RR)."""
     if not isinstance(isolation, str):
         raise TypeError(f"isolation must be a string, one of {', '.join(ISOLATION_LEVELS)}; got {isolation!r}")
     key = isolation.strip().upper().replace("-", " ").replace("_", " ")
@@ -93,9 +95,10 @@ def validate_isolation(isolation: str, storage_engine: str | None = None) -> str
     code = key if key in ISOLATION_LEVELS else by_name.get(key)
     if code is None:
         raise ValueError(f"isolation={isolation!r} is not one of: {', '.join(ISOLATION_LEVELS)}")
-    if _is_rocksdb(storage_engine) and code not in ROCKSDB_ISOLATION:
-        raise ValueError(f"isolation={isolation!r} is not supported by MyRocks; allowed: "
-                         f"{', '.join(ROCKSDB_ISOLATION)}")
+    for e in _engines_of(storage_engine):
+        if e.tpcc_isolation is not None and code not in e.tpcc_isolation:
+            raise ValueError(f"isolation={isolation!r} is not supported by {e.title}; allowed: "
+                             f"{', '.join(e.tpcc_isolation)}")
     return code
 
 
@@ -106,8 +109,10 @@ def validate_options(*, scale: int, tables: int, isolation: str | None = None,
     _positive_int("tables", tables)
     if isolation is not None:
         validate_isolation(isolation, storage_engine)
-    if use_fk and _is_rocksdb(storage_engine):
-        raise ValueError("use_fk: MyRocks has no foreign keys; use_fk=True needs InnoDB")
+    without = [e for e in _engines_of(storage_engine) if not e.foreign_keys] if use_fk else []
+    if without:
+        having = " or ".join(e.title for e in engines.engines() if e.foreign_keys)
+        raise ValueError(f"use_fk: {without[0].title} has no foreign keys; use_fk=True needs {having}")
 
 
 def conditions_option(conditions: Iterable[int] | str) -> str:
