@@ -40,13 +40,8 @@ def about(value: float, tolerance: float, kind: str = "ratio") -> tuple[float, f
 
 @dataclass(frozen=True)
 class Premise:
-    """A condition the seed's result depended on, checked from our data.
-
-    kinds: ``fc_paused`` (flow control paused the nodes >= threshold % of the time at the lowest applier
-    level), ``compresses`` (the claim's engine's dataset under lz4 is at most 1/threshold of the
-    uncompressed one), ``saturated`` (the host's CPUs >= threshold busy at the lower compared thread level),
-    ``cache_below_data`` (at the claim's lowest cache level the cache holds less than the logical data:
-    with uniform access the working set is all of it)."""
+    """A condition the seed's result depended on, checked from our data: `kind` names a registered check
+    (:data:`dbmatrix.analyse.claims.premises.PREMISES`, where each kind says what it measures)."""
 
     kind: str
     threshold: float
