@@ -2,7 +2,8 @@
 the answer, the claims with their verdicts, the commands with measured
 times, and the requirements and side effects, every number from a committed source.
 
-Sources: the claims table the paper prints (``paper/generated/claims.csv``), the committed reference data
+Sources: the judgement the paper prints (``paper/generated/claims.csv`` and beside it, shown through the one
+claims formatter, :mod:`dbmatrix.analyse.claims_view`), the committed reference data
 (runs, campaigns and their records, datasets, through :class:`dbmatrix.store.ResultStore`), the measured
 times and sizes of ``docs/measured.json`` (each with where it was measured), the package roles of
 :mod:`dbmatrix.hosts.setup` and the media of this machine's default inventory. Each block sits between
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,22 +25,11 @@ from typing import Any
 
 import pandas as pd
 
+from dbmatrix.analyse import claims_view
 from dbmatrix.analyse.campaign_records import independence, summaries
-from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.claims.registry_doc import render_registry
-from dbmatrix.analyse.verdict_text import (
-    DEFAULT_CONFIDENCE,
-    combine_of,
-    conditions,
-    counts_text,
-    has_interval,
-    heading,
-    heterogeneity_of,
-    is_decided,
-    read_levels,
-    stated,
-    verdict_and_reason,
-)
+from dbmatrix.analyse.judgement import ClaimVerdicts, read_verdicts
+from dbmatrix.analyse.verdict_text import counts_text, is_decided
 from dbmatrix.hosts.inventory import localhost_inventory
 from dbmatrix.hosts.setup import PACKAGES
 from dbmatrix.publish.claims_tex import DECIDING, opposed_claims, profile_of, standing
@@ -143,9 +132,7 @@ def load_measured(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
 
 def plain(text: str) -> str:
     """The claims' LaTeX wording as markdown text."""
-    for a, b in (("\\,", "\u202f"), ("\\%", "%"), ("$\\times$", "×"), ("--", "–"), ("~", " ")):
-        text = text.replace(a, b)
-    return text.replace("|", "\\|")
+    return claims_view.markdown(claims_view.plain(text))
 
 
 def duration(seconds: float) -> str:
@@ -160,97 +147,38 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _num(x: Any) -> str:
-    return f"{float(x):.3g}"
-
-
-PER_LEVEL = re.compile(r"judged (?:per level|at every level of [^:]*? \(fixed in the claim\)): (.*?)"
-                       r"(?:; \d+ campaigns|; within one campaign|$)")
-LEVEL = re.compile(r"^(?P<level>[^:]+): (?P<est>[-\d.e]+) \[(?P<lo>[-\d.e]+), (?P<hi>[-\d.e]+)\]")
-
-
-def per_level(basis: str) -> str | None:
-    """``disk 1.84 (1.71–1.99); ramblock 1.64 (1.52–1.77)`` from a basis judged per level, else None."""
-    conds = [c for c in conditions({"basis": basis}) if not math.isnan(c.ci_lo)]
-    if not conds:
-        return None
-    return "; ".join(f"{c.level}: {_num(c.estimate)} ({_num(c.ci_lo)}–{_num(c.ci_hi)})" for c in conds)
-
-
-def _range(lo: Any, hi: Any) -> str:
-    dash = " to " if float(lo) < 0 else "–"  # "-72.5 to -0.396", not "-72.5–-0.396"
-    return f"{_num(lo)}{dash}{_num(hi)}"
-
-
-def estimate_text(row: Mapping[str, str], level: float | None = DEFAULT_CONFIDENCE,
-                  levels: pd.DataFrame | None = None) -> str:
-    """``1.15 (1.02–1.31)``; a claim judged at several conditions (the levels of a factor, a measured
-    quantity's pairs): each condition's estimate, interval and verdict. `level`: the level the table's
-    heading names; an interval at another level (None: every row) says its own ("1.04 (1.02–1.06, 97.4 %
-    CI)")."""
-    said = stated(row, level)
-    unit = " pp" if row.get("kind") == "difference" else ""
-    conds = conditions(row, levels)
-    if conds and all(math.isnan(c.ci_lo) for c in conds):  # a measured quantity: each pair's value, no interval
-        return "; ".join(c.text(_num) for c in conds) + " (per pair, no CI)"
-    if conds:
-        parts = [f"{c.level}: not estimable" if math.isnan(c.estimate) else
-                 f"{c.level}: {_num(c.estimate)}{unit} ({_range(c.ci_lo, c.ci_hi)}) {c.verdict}".rstrip()
-                 for c in conds]
-        judged = ""
-        if has_interval(row) and not any((_num(row["ci_lo"]), _num(row["ci_hi"])) == (_num(c.ci_lo), _num(c.ci_hi))
-                                         for c in conds):  # "the largest": an interval of its own
-            judged = f"judged {_num(row['estimate'])}{unit} ({_range(row['ci_lo'], row['ci_hi'])}); "
-        return judged + "; ".join(parts) + (f" ({said})" if said else "")
-    if not row.get("estimate") or math.isnan(float(row["estimate"])):
-        return "–"
-    if not has_interval(row):
-        return f"{_num(row['estimate'])}{unit}"
-    return f"{_num(row['estimate'])}{unit} ({_range(row['ci_lo'], row['ci_hi'])}{', ' + said if said else ''})"
-
-
-def opposing_campaigns(rows: list[dict[str, str]], campaigns_csv: Path) -> dict[str, str]:
+def opposing_campaigns(verdicts: ClaimVerdicts) -> dict[str, str]:
     """Per decided claim among the paper's opposed ones (``claims_tex.opposed_claims``: agree in one campaign,
-    disagree in another), the campaigns that judged it against the pooled verdict (``campaign 1: disagree``),
-    from ``paper/generated/claims-campaigns.csv``: the README names them where the paper says why the pooled
-    verdict stands (``claims_tex.opposed_text``)."""
-    if not campaigns_csv.is_file():
+    disagree in another), the campaigns that judged it against the pooled verdict (``campaign 1: disagree``):
+    the README names them where the paper says why the pooled verdict stands (``claims_tex.opposed_text``)."""
+    if verdicts.campaigns.empty:
         return {}
-    result = ClaimVerdicts(pd.DataFrame(rows), pd.read_csv(campaigns_csv, keep_default_na=False))
-    pooled = {r["id"]: r["verdict"] for r in rows}
+    pooled = dict(zip(verdicts.claims["id"], verdicts.claims["verdict"]))
     other = {"agree": "disagree", "disagree": "agree"}
-    return {i: ", ".join(f"campaign {k}: {other[pooled[i]]}" for k in result.campaign_numbers()
-                         if result.campaign_verdict(i, k) == other[pooled[i]])
-            for i in opposed_claims(result) if pooled[i] in other}
+    return {i: ", ".join(f"campaign {k}: {other[pooled[i]]}" for k in verdicts.campaign_numbers()
+                         if verdicts.campaign_verdict(i, k) == other[pooled[i]])
+            for i in opposed_claims(verdicts) if pooled[i] in other}
 
 
-def claims_table(rows: list[dict[str, str]], details: bool = False, opposing: Mapping[str, str] | None = None,
-                 levels: pd.DataFrame | None = None) -> str:
-    """One row per claim; `details` adds what is compared and the reason (or the premise as measured, and
-    the campaigns' consistency test); `opposing` (claim id: text) notes beside a pooled verdict the
-    campaigns that judged the other way; `levels`: the levels table (``claims-levels.csv``), else each
-    claim's conditions are read from its basis. The estimate column names the intervals' level (each row
-    its own when they differ); a claim judged at several conditions says how they combine."""
-    head, level = heading(rows, levels)
-    out = [f"| seed | claim | {'compared | ' if details else ''}{head} | verdict |"
-           + (" reason, or the premise measured |" if details else ""), "|---" * (6 if details else 4) + "|"]
-    for r in rows:
-        verdict, reason = verdict_and_reason(r)
-        compared = f"{plain(r.get('compared') or '–')} | " if details else ""
-        premise = f"premise: {r['premise_value']}" if r.get("premise_value") else ""
-        het = heterogeneity_of(r)
-        why = " " + plain("; ".join(x for x in (reason or premise, het) if x)) + " |" if details else ""
-        against = (opposing or {}).get(r.get("id", ""))
-        how = combine_of(r)
-        shown = f"**{verdict}**" + (f" (combined: {plain(how)})" if how else "") + (f" ({against})" if against else "")
-        est = estimate_text(r, level, levels)
-        out.append(f"| {r['seed']} | {plain(r['claim'])} | {compared}{est} | {shown} |{why}")
-    return "\n".join(out) + "\n"
+def _why(r: claims_view.ClaimRow) -> str:
+    premise = f"premise: {r.premise_value}" if r.premise_value else ""
+    return "; ".join(x for x in (r.reason or premise, r.heterogeneity) if x)
 
 
-def verdict_summary(rows: list[dict[str, str]]) -> str:
+def claims_table(verdicts: ClaimVerdicts, rows: pd.DataFrame | None = None, details: bool = False,
+                 opposing: Mapping[str, str] | None = None) -> str:
+    """One row per claim (`rows`: those of the claims table; all by default) through the claims formatter's
+    markdown view; `details` adds what is compared and the reason (or the premise as measured, and the
+    campaigns' consistency test); `opposing` (claim id: text) notes beside a pooled verdict the campaigns that
+    judged the other way. The estimate column names the intervals' level (each row its own when they
+    differ); a claim judged at several conditions shows each condition's verdict and how they combine."""
+    return claims_view.render("md", claims_view.claim_rows(verdicts, rows), heading=claims_view.heading(verdicts, rows),
+                              details=details, opposing=dict(opposing or {}), why=_why)
+
+
+def verdict_summary(rows: list[dict[str, Any]]) -> str:
     """"5 agree, 8 disagree, 2 depend on a condition, ..." (classes: "depends on <factor>" counts once)."""
-    return counts_text(r.get("verdict", "") for r in rows)
+    return counts_text(str(r.get("verdict", "")) for r in rows)
 
 
 def _gib(n: float) -> str:
@@ -262,9 +190,9 @@ def _gib(n: float) -> str:
 def blocks(root: Path, reference: Path) -> dict[str, str]:
     """Every generated block of the README, by name, from the committed sources under `root` (the
     repository) and the reference data in `reference`."""
-    rows = claims_rows(root / "paper" / "generated" / "claims.csv")
-    opposing = opposing_campaigns(rows, root / "paper" / "generated" / "claims-campaigns.csv")
-    levels = read_levels(root / "paper" / "generated" / "claims-levels.csv")  # absent: from each claim's basis
+    verdicts = read_verdicts(root / "paper" / "generated")  # the judgement the paper prints
+    rows = verdicts.claims.to_dict("records")
+    opposing = opposing_campaigns(verdicts)
     built = built_experiments(root)
     facts = reference_facts(reference, built)  # the studies the committed paper was built from
     quick = reference_facts(reference, profile_experiments(reference, "quick"))  # what `make reproduce` runs
@@ -294,7 +222,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
            if provisional else "")
         + "The decided ones:\n")
     others = len(rows) - len(decided)
-    claims = claims_table(decided, opposing=opposing, levels=levels) + (
+    decided_rows = verdicts.claims[[is_decided(str(v)) for v in verdicts.claims["verdict"]]]
+    claims = claims_table(verdicts, decided_rows, opposing=opposing) + (
         ("\nA campaign named beside a verdict judged that claim the other way on its own data: a consistency check, "
          "not a decision; the pooled interval, which includes the variation between campaigns, decides (the "
          "paper's comparison with the seeds says why). " if opposing else "\n")
@@ -354,7 +283,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         "`rm -rf /var/tmp/dbmatrix /tmp/dbmatrix-ports`); `make distclean` (`.venv`); packages stay: "
         "[docs/usage.md](docs/usage.md#the-commands) lists them by role.",
     ]) + "\n"
-    every = claims_table(rows, details=True, opposing=opposing, levels=levels)
+    every = claims_table(verdicts, details=True, opposing=opposing)
     packages = "\n".join(f"- `{role}`: {' '.join(pk[role])}" for role in pk) + "\n"
     return {"answer": answer, "claims": claims, "figures": figures, "commands": commands, "box": box,
             "every-claim": every, "packages": packages, "registry": render_registry()}

@@ -14,9 +14,17 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import paths
-from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.analyse.figure_data import StudyTables
-from dbmatrix.analyse.kinds import get_kind
+from dbmatrix.analyse.judge import judge, publishable, study_digest
+from dbmatrix.analyse.judgement import (
+    ClaimVerdicts,
+    Judgement,
+    flips,
+    inputs_digest,
+    judgement_inputs,
+    load_judgement,
+    write_judgement,
+)
 from dbmatrix.analyse.tables import Analysis, analyse
 from dbmatrix.claim_plan import refuse_unidentified
 from dbmatrix.datachoice import is_keyword
@@ -26,8 +34,8 @@ from dbmatrix.publish.paper_inputs import macro_prefixes
 from dbmatrix.publish.registry import Published
 from dbmatrix.run.context import host_facts
 from dbmatrix.run.matrix import run_study, study_status, summarize_plan
-from dbmatrix.spec.experiment import design_text
-from dbmatrix.store import write_json_atomic, write_text_atomic
+from dbmatrix.spec.experiment import Experiment, design_text
+from dbmatrix.store import ResultStore, write_json_atomic, write_text_atomic
 from dbmatrix.study import ANALYSIS_STAMP as STAMP
 from dbmatrix.study import Study, studies_with_data, study_kind
 
@@ -172,19 +180,67 @@ def study_tables(studies: Sequence[Study]) -> list[StudyTables]:
 
 def make_figures(studies: Study | Sequence[Study], *, timeline_cells: Sequence[str] | None = None,
                  data: str | Path | None = None, out: str | Path | None = None) -> Published:
-    """Step 30: figures, the claims table and every generated paper input, from the processed tables of
-    the studies that have data (the others are named as not run). They go to ``<out>/figures`` and
-    ``<out>/paper/generated`` when `out` is given, else to the repository's (or the output root's)."""
+    """Step 30: the judgement (:func:`judge_build`), then figures, the claims table and every generated paper
+    input formatted from it, from the processed tables of the studies that have data (the others are named as
+    not run). They go to ``<out>/figures`` and ``<out>/paper/generated`` when `out` is given, else to the
+    repository's (or the output root's)."""
     studies = [studies] if isinstance(studies, Study) else list(studies)
     have, missing = studies_with_data(studies)
     if not have:
         raise RuntimeError("no study has completed runs: " + ", ".join(
             f"{s.experiment.name} ({s.store.root})" for s in studies))
     profile = studies[0].profile
-    return publish_all(study_tables(have), profile, paths.figures_dir(out), paths.generated_dir(out),
-                       not_run=[s.experiment.name for s in missing],
-                       data_root=None if is_keyword(data) else str(data),  # a data root; each study's dir is listed
-                       opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})
+    return publish_tables(study_tables(have), profile, paths.figures_dir(out), paths.generated_dir(out),
+                          not_run=[s.experiment.name for s in missing],
+                          data_root=None if is_keyword(data) else str(data),  # a data root; each study's dir is listed
+                          opts={"timeline_cells": list(timeline_cells) if timeline_cells else None})
+
+
+def code_digest() -> str:
+    """The verdict code's digest (:func:`dbmatrix.analyse.claims.registration.verdict_code_digest`)."""
+    from dbmatrix.analyse.claims.registration import verdict_code_digest
+
+    return verdict_code_digest()
+
+
+def judge_build(tables: Sequence[StudyTables], generated_dir: Path) -> tuple[Judgement, list[Path]]:
+    """The judge step of a build: the studies judged once (:func:`dbmatrix.analyse.judge.judge`), written into
+    `generated_dir` and read back from there, as every view reads it; the judgement and its files."""
+    written = write_judgement(judge(tables, code_digest()), generated_dir)
+    return load_judgement(generated_dir), written
+
+
+def publish_tables(tables: Sequence[StudyTables], profile: str, figures_dir: Path, generated_dir: Path, *,
+                   not_run: Sequence[str] = (), data_root: str | None = None,
+                   opts: dict[str, Any] | None = None) -> Published:
+    """A build from processed tables: :func:`judge_build`, then :func:`dbmatrix.publish.build.publish_all`
+    formats the figures and the paper's inputs from that judgement."""
+    j, written = judge_build(tables, generated_dir)
+    out = publish_all(tables, profile, figures_dir, generated_dir, judgement=j, not_run=not_run,
+                      data_root=data_root, opts=opts)
+    out.written = [*written, *out.written]
+    return out
+
+
+def publish(store: ResultStore, exp: Experiment, profile: str, figures_dir: Path, generated_dir: Path) -> list[Path]:
+    """One study's judgement, figures and paper inputs (:func:`publish_tables` for a single storage study)."""
+    kind = study_kind(exp)
+    st = kind.load_tables(store, exp, kind.prefix)
+    return publish_tables([st], profile, figures_dir, generated_dir).written
+
+
+def judgement_for(studies: Sequence[Study], out: str | Path | None = None) -> tuple[Judgement, str]:
+    """The judgement of the studies that have data: the build's in ``<out>/paper/generated`` (the committed
+    build without `out`) when it was judged from exactly these data by this code (its inputs' digest), else
+    judged now by the same step (nothing written); with a line saying which."""
+    have, _ = studies_with_data(list(studies))
+    tables = publishable(study_tables(have))
+    gen = paths.generated_dir(out)
+    code = code_digest()
+    if judgement_inputs(gen) == inputs_digest({st.name: study_digest(st) for st in tables}, code):
+        return load_judgement(gen), f"judgement: read from {paths.display_path(gen)} (the build of these data)"
+    return judge(tables, code), (f"judgement: judged now (the build in {paths.display_path(gen)} was not made "
+                                 "from these data by this code)")
 
 
 def campaign_lines(table: pd.DataFrame, studies: Sequence[Study]) -> list[str]:
@@ -211,13 +267,8 @@ def campaign_lines(table: pd.DataFrame, studies: Sequence[Study]) -> list[str]:
 
 
 def verdicts(studies: Study | Sequence[Study]) -> tuple[ClaimVerdicts, pd.DataFrame]:
-    """The claims' verdicts of the studies with data (what the paper prints: ``.claims`` per claim,
-    ``.campaigns`` per claim and campaign) and, per claim, each campaign's verdict beside the pooled one
-    with a `flip` flag (the campaigns' verdicts differ)."""
-    from dbmatrix.analyse import claims as claims_mod
-
-    studies = [studies] if isinstance(studies, Study) else list(studies)
-    have, _ = studies_with_data(studies)
-    tables = [s for s in study_tables(have) if get_kind(s.kind).publishable(s)]
-    result = claims_mod.evaluate(claims_mod.claims_evidence(tables))
-    return result, claims_mod.flips(result)
+    """The claims' verdicts of the studies with data (:func:`judgement_for`: what the paper prints, ``.claims``
+    per claim, ``.campaigns`` per claim and campaign) and, per claim, each campaign's verdict beside the pooled
+    one with a `flip` flag (the campaigns' verdicts differ)."""
+    j, _ = judgement_for([studies] if isinstance(studies, Study) else list(studies))
+    return j.verdicts, flips(j.verdicts)

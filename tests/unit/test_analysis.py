@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbmatrix import explore
+from dbmatrix import explore, steps
 from dbmatrix.analyse import figure_data
 from dbmatrix.analyse import tables as analysis
 from dbmatrix.analyse.claims import CLAIMS
 from dbmatrix.analyse.kinds import load_study_tables
 from dbmatrix.parse import sysbench
-from dbmatrix.publish import build, hooks, paper_inputs
+from dbmatrix.publish import hooks, paper_inputs
 from dbmatrix.record import RunRecord
 from dbmatrix.spec.experiment import Experiment, parse_experiment
 from dbmatrix.store import ResultStore
@@ -214,7 +214,7 @@ def test_publish_writes_tables_and_macros_byte_identical(built, exp: Experiment,
     analysis.analyse(store, exp)
     outs = []
     for name in ("a", "b"):
-        written = build.publish(store, exp, "unit", tmp_path / name / "fig", tmp_path / name / "gen")
+        written = steps.publish(store, exp, "unit", tmp_path / name / "fig", tmp_path / name / "gen")
         outs.append({p.name: p.read_bytes() for p in written})
     assert outs[0] == outs[1]
     macros = outs[0]["macros.tex"].decode()
@@ -245,7 +245,7 @@ def test_publish_from_processed_tables_of_an_older_analysis(built, exp: Experime
     for name in ("runs", "cells", "ratios", "failed"):
         shutil.copyfile(store.processed / f"{name}.csv", old.processed / f"{name}.csv")
     st = load_study_tables(old, exp)
-    out = build.publish_all([st], "unit", tmp_path / "fig", tmp_path / "gen")
+    out = steps.publish_tables([st], "unit", tmp_path / "fig", tmp_path / "gen")
     macros = (tmp_path / "gen" / "macros.tex").read_text()
     # no model: no top factor, a macro that stops LaTeX where the text would use it
     assert "\\newcommand{\\lowCachePct}{25}" in macros
@@ -388,7 +388,7 @@ def test_publish_draws_every_figure_it_has_data_for_and_removes_stale_ones(built
     figs, gen = tmp_path / "fig", tmp_path / "gen"
     figs.mkdir()
     (figs / "old-figure.pdf").write_bytes(b"%PDF stale")
-    out = build.publish_all([load_study_tables(store, exp)], "unit", figs, gen)
+    out = steps.publish_tables([load_study_tables(store, exp)], "unit", figs, gen)
     assert set(out.figures) == {"factor-effects", "throughput-vs-cache", "block-size", "efficiency",
                                 "throughput-over-time"}
     assert not (figs / "old-figure.pdf").exists(), "figures/ holds exactly the figures of this data"
@@ -462,7 +462,7 @@ def test_threads_study_gets_prefixed_macros_and_its_figure(built, exp: Experimen
     analysis.analyse(tstore, sweep)
     studies = [load_study_tables(store, exp, "storage", ""),
                load_study_tables(tstore, sweep, "threads", "thr")]
-    out = build.publish_all(studies, "unit", tmp_path / "fig", tmp_path / "gen")
+    out = steps.publish_tables(studies, "unit", tmp_path / "fig", tmp_path / "gen")
     assert out.figures["throughput-vs-threads"] == "unit-threads"
     assert out.figures["throughput-vs-cache"] == "unit-analysis"
     text = (tmp_path / "gen" / "macros.tex").read_text()

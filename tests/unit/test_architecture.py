@@ -363,3 +363,289 @@ def test_the_fleet_knows_leasers_only_through_the_leasing_seam() -> None:
     for m in ("dbmatrix.run.fleet", "dbmatrix.run.leasing"):
         assert "dbmatrix.run.slurm" not in mod_edges[m], m
     assert "dbmatrix.run.leasing" in mod_edges["dbmatrix.run.fleet"]
+
+
+# ------------------------------------------------------------------------------------ publishing only formats
+#
+# The rule, followed by calls: starting from every function, method, class and module body under
+# dbmatrix/publish, follow what each one uses, transitively: a name it refers to (a function or class of its
+# own module, or one it imports, through re-exports), a module's attribute (``mod.f``), a method it calls on
+# any object (``x.m(...)``: every method called ``m`` in the package, since the object's class is not known
+# here), a property it reads (``x.p``: every property called ``p``), a class's constructors and dunders, and
+# the body of every module it reaches (loading a module runs its body: its imports load other modules' bodies,
+# never call their functions). Nothing reached may be a function or method of an estimator module
+# (ESTIMATORS: the model fits and the claims' evaluation), import a model library (statsmodels), be defined in a
+# module that reads raw run outputs (RAW_RECORD_MODULES: run records, parsers, the run side), or call a raw
+# loader (RAW_CALLS: store.records(), store.record(), the tidy loaders, the analysis steps). Annotations are
+# not uses. Publishing gets what it shows from the judgement's files (dbmatrix.analyse.judgement).
+
+ESTIMATORS = ("dbmatrix.analyse.contrasts", "dbmatrix.analyse.cell_model", "dbmatrix.analyse.campaign_model",
+              "dbmatrix.analyse.effects", "dbmatrix.analyse.comparisons", "dbmatrix.analyse.shares",
+              "dbmatrix.analyse.pooling", "dbmatrix.analyse.claims.estimators", "dbmatrix.analyse.claims.table",
+              "dbmatrix.analyse.claims.premises", "dbmatrix.analyse.claims.evidence", "dbmatrix.analyse.judge")
+RAW_RECORD_MODULES = ("dbmatrix.record", "dbmatrix.parse", "dbmatrix.workload", "dbmatrix.run", "dbmatrix.hosts.collect")
+MODEL_LIBRARIES = ("statsmodels",)
+
+Node = tuple[str, str]  # (module, qualified name); "" is the module's body
+
+
+class CallGraph:
+    """What each function, method, class and module body of the package uses (see the rule above)."""
+
+    def __init__(self, lib: Path = LIB) -> None:
+        self.trees = {".".join(p.relative_to(lib.parent).with_suffix("").parts).removesuffix(".__init__"):
+                      ast.parse(p.read_text()) for p in sorted(lib.rglob("*.py"))}
+        self.defs: dict[str, dict[str, ast.AST]] = {m: {} for m in self.trees}
+        self.methods: dict[str, set[Node]] = {}
+        self.properties: dict[str, set[Node]] = {}
+        for m, tree in self.trees.items():
+            for n in tree.body:
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    self.defs[m][n.name] = n
+                if isinstance(n, ast.ClassDef):
+                    for f in n.body:
+                        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef):
+                            self.defs[m][f"{n.name}.{f.name}"] = f
+                            prop = any(ast.unparse(d).endswith(("property", "cached_property")) for d in f.decorator_list)
+                            (self.properties if prop else self.methods).setdefault(f.name, set()).add((m, f"{n.name}.{f.name}"))
+        self.bindings = {m: self._bindings(m, tree.body) for m, tree in self.trees.items()}
+
+    def _bindings(self, module: str, body: list[ast.stmt] | list[ast.AST]) -> dict[str, Node]:
+        """Names the import statements among `body` bind -> (module, name) they stand for ((module, "") for a module)."""
+        out: dict[str, Node] = {}
+        for n in body:
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("dbmatrix"):
+                for a in n.names:
+                    sub = f"{n.module}.{a.name}"
+                    out[a.asname or a.name] = (sub, "") if sub in self.trees else (n.module, a.name)
+            elif isinstance(n, ast.Import):
+                for a in n.names:
+                    if a.name.startswith("dbmatrix") and a.asname:
+                        out[a.asname] = (a.name, "")
+        return out
+
+    def resolve(self, node: Node, seen: frozenset[Node] = frozenset()) -> Node:
+        """A name through the modules that re-export it, to where it is defined ((module, "") when it is not a
+        function or class: a constant, the module itself)."""
+        m, name = node
+        if not name or m not in self.trees or name in self.defs[m] or node in seen:
+            return (m, name if name in self.defs.get(m, {}) else "")
+        target = self.bindings[m].get(name)
+        return self.resolve(target, seen | {node}) if target else (m, "")
+
+    def body(self, node: Node) -> list[ast.AST]:
+        m, q = node
+        if not q:  # the module's own statements, with the decorators and class heads of its definitions
+            out: list[ast.AST] = []
+            for n in self.trees[m].body:
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    out += [*n.decorator_list, *getattr(n, "bases", [])]
+                else:
+                    out.append(n)
+            return out
+        d = self.defs[m][q]
+        if isinstance(d, ast.ClassDef):  # its class-level statements (fields, defaults), not its methods
+            return [*d.decorator_list, *d.bases,
+                    *(n for n in d.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))]
+        return [d]
+
+    def uses(self, node: Node) -> tuple[set[Node], set[str], set[str], set[Node]]:
+        """What `node` uses: the functions, classes and module bodies it names; the methods it calls and the
+        attributes it reads on objects (by name); the classes it names, annotations included (the types whose
+        methods those calls may reach)."""
+        m, q = node
+        out: set[Node] = {(m, "")}
+        calls: set[str] = set()
+        reads: set[str] = set()
+        stmts = self.body(node)
+        local = dict(self.bindings[m])
+        for s in stmts:
+            local.update(self._bindings(m, [n for n in ast.walk(s) if isinstance(n, ast.Import | ast.ImportFrom)]))
+        notes = {id(a) for s in stmts for n in ast.walk(s) for a in _annotations(n)}
+        in_notes = {id(x) for s in stmts for n in ast.walk(s) if id(n) in notes for x in ast.walk(n)}
+        named: set[Node] = set()
+        for s in stmts:
+            for n in ast.walk(s):
+                target: Node | None = None
+                if isinstance(n, ast.Name):
+                    if n.id in self.defs[m] and (q == "" or n.id != q.split(".")[0] or "." in q):
+                        target = (m, n.id)
+                    elif n.id in local:
+                        target = self.resolve(local[n.id])
+                elif isinstance(n, ast.Attribute):
+                    base = n.value.id if isinstance(n.value, ast.Name) else None
+                    if base in local and not local[base][1]:  # a module's attribute
+                        mod = local[base][0]
+                        target = ((f"{mod}.{n.attr}", "") if f"{mod}.{n.attr}" in self.trees
+                                  else self.resolve((mod, n.attr)))
+                    elif not n.attr.startswith("__"):  # super().__init__(): the class's own (dunders, below)
+                        reads.add(n.attr)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                    calls.add(n.func.attr)
+                if target is not None:
+                    named.add(target)
+                    if id(n) not in in_notes:
+                        out.add(target)
+        classes = {t for t in named if isinstance(self.defs.get(t[0], {}).get(t[1]), ast.ClassDef)}
+        for t in classes & out:  # a class used: its constructors and dunders run
+            out |= {(t[0], k) for k in self.defs[t[0]] if k.startswith(t[1] + ".__")}
+        if not q:  # a decorated function is registered when its module loads (hooks, registries)
+            out |= {(m, n.name) for n in self.trees[m].body
+                    if isinstance(n, ast.FunctionDef) and n.decorator_list}
+        return out - {node}, calls, reads, classes
+
+    @functools.cached_property
+    def subclasses(self) -> dict[Node, set[Node]]:
+        """Each class -> itself and every class of the package that derives from it, transitively."""
+        direct: dict[Node, set[Node]] = {}
+        for m, defs in self.defs.items():
+            for name, d in defs.items():
+                if isinstance(d, ast.ClassDef):
+                    for b in d.bases:
+                        base = (m, b.id) if isinstance(b, ast.Name) and b.id in defs else (
+                            self.resolve(self.bindings[m][b.id]) if isinstance(b, ast.Name) and b.id in self.bindings[m]
+                            else None)
+                        if base is not None:
+                            direct.setdefault(base, set()).add((m, name))
+        out: dict[Node, set[Node]] = {}
+        for c in {(m, n) for m, defs in self.defs.items() for n, d in defs.items() if isinstance(d, ast.ClassDef)}:
+            seen, todo = {c}, [c]
+            while todo:
+                for sub in direct.get(todo.pop(), ()):
+                    if sub not in seen:
+                        seen.add(sub)
+                        todo.append(sub)
+            out[c] = seen
+        return out
+
+    def members(self, cls: Node, name: str, calls: bool) -> set[Node]:
+        """The methods (`calls`) or properties called `name` of a class and its subclasses."""
+        pool = self.methods if calls else self.properties
+        return {n for n in pool.get(name, set()) if (n[0], n[1].split(".")[0]) in self.subclasses.get(cls, {cls})}
+
+    def reach(self, starts: list[Node]) -> dict[Node, Node | None]:
+        """Every node reached from `starts`, with the node it was reached from (None for a start). A method
+        call ``x.m()`` reaches the methods ``m`` of the classes the reached code names (annotations included)
+        and of their subclasses; an attribute read ``x.p``, their properties ``p``."""
+        parent: dict[Node, Node | None] = dict.fromkeys(starts)
+        todo = list(starts)
+        known: set[Node] = set()
+        wanted: dict[tuple[str, bool], Node] = {}  # (name, a call) -> the first node that asked for it
+
+        def add(t: Node, frm: Node) -> None:
+            if t[0] in self.trees and t not in parent:
+                parent[t] = frm
+                todo.append(t)
+
+        while todo:
+            n = todo.pop()
+            direct, calls, reads, classes = self.uses(n)
+            for t in direct:
+                add(t, n)
+            for name, call in [*((c, True) for c in calls), *((r, False) for r in reads)]:
+                if (name, call) not in wanted:
+                    wanted[(name, call)] = n
+                    for cls in known:
+                        for t in self.members(cls, name, call):
+                            add(t, n)
+            for cls in classes - known:
+                known.add(cls)
+                for (name, call), frm in list(wanted.items()):
+                    for t in self.members(cls, name, call):
+                        add(t, frm)
+        return parent
+
+    def starts(self, package: str) -> list[Node]:
+        """Every function, method, class and module body of the modules under `package`."""
+        return [(m, q) for m in sorted(self.trees) if m == package or m.startswith(package + ".")
+                for q in ["", *self.defs[m]]]
+
+    def forbidden(self, node: Node) -> str:
+        """Why publishing may not reach `node` ("": it may)."""
+        m, q = node
+        code = bool(q) and not isinstance(self.defs[m][q], ast.ClassDef)  # a function or method (a class's own
+        if code and any(m == p or m.startswith(p + ".") for p in ESTIMATORS):  # code: its methods, as reached)
+            return "an estimator"
+        if code and any(m == p or m.startswith(p + ".") for p in RAW_RECORD_MODULES):
+            return "raw run outputs"
+        for s in self.body(node):
+            for n in ast.walk(s):
+                if isinstance(n, ast.Import | ast.ImportFrom):
+                    names = [n.module or ""] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names]
+                    if any(x.split(".")[0] in MODEL_LIBRARIES for x in names):
+                        return "imports a model library"
+                elif isinstance(n, ast.Call):
+                    f = n.func
+                    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                    if name in RAW_CALLS:
+                        return f"calls {ast.unparse(f)}() (raw run outputs)"
+        return ""
+
+
+def _annotations(n: ast.AST) -> list[ast.AST]:
+    if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs, n.args.vararg, n.args.kwarg]
+        return [a.annotation for a in args if a is not None and a.annotation is not None] + (
+            [n.returns] if n.returns is not None else [])
+    if isinstance(n, ast.AnnAssign):
+        return [n.annotation]
+    return []
+
+
+def reached_offenders(graph: CallGraph, package: str) -> list[str]:
+    """What `package` reaches that it may not, each with the chain of uses that reaches it."""
+    parent = graph.reach(graph.starts(package))
+    out = []
+    for node in sorted(parent):
+        why = graph.forbidden(node)
+        if why:
+            chain = [node]
+            while (p := parent[chain[-1]]) is not None:
+                chain.append(p)
+            out.append(f"{why}: " + " <- ".join(f"{m}:{q or '<module>'}" for m, q in chain))
+    return out
+
+
+@functools.cache
+def _call_graph() -> CallGraph:
+    return CallGraph()
+
+
+def test_publishing_reaches_no_estimator_and_no_raw_record() -> None:
+    """Nothing under publish/ reaches, through any chain of calls, a model fit, the claims' evaluation, a raw
+    run record or a parser: the judge step (dbmatrix.analyse.judge) did that once and wrote the judgement, which
+    publishing only formats."""
+    offenders = reached_offenders(_call_graph(), "dbmatrix.publish")
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_the_views_of_the_claims_reach_no_estimator() -> None:
+    """The claims' one formatter and the judgement's files are as light as publishing: the README, the report,
+    `verdicts` and `compare` format them through the same code."""
+    graph = _call_graph()
+    for package in ("dbmatrix.analyse.claims_view", "dbmatrix.analyse.judgement", "dbmatrix.analyse.compare_text"):
+        assert reached_offenders(graph, package) == [], package
+
+
+def test_the_call_check_can_fail(tmp_path: Path) -> None:
+    lib = tmp_path / "dbmatrix"
+    (lib / "analyse").mkdir(parents=True)
+    (lib / "publish").mkdir()
+    for d in (lib, lib / "analyse", lib / "publish"):
+        (d / "__init__.py").write_text("")
+    (lib / "analyse" / "contrasts.py").write_text("X = 1\ndef ratio_estimate(runs):\n    return runs\n")
+    (lib / "analyse" / "helper.py").write_text(
+        "from dbmatrix.analyse.contrasts import X, ratio_estimate\n\n"
+        "def safe():\n    return X\n\n"
+        "def fits(runs):\n    return ratio_estimate(runs)\n\n"
+        "class Store:\n    def records(self):\n        return []\n")
+    (lib / "publish" / "ok.py").write_text("from dbmatrix.analyse.helper import safe\n\ndef f(x: 'Store'):\n"
+                                           "    return safe()\n")
+    graph = CallGraph(lib)
+    assert reached_offenders(graph, "dbmatrix.publish") == []  # a constant read: the module loads, nothing is called
+    (lib / "publish" / "bad.py").write_text("from dbmatrix.analyse import helper\n\ndef g(st):\n"
+                                            "    return helper.fits(st.store.records())\n")
+    bad = reached_offenders(CallGraph(lib), "dbmatrix.publish")
+    assert any(b.startswith("an estimator: dbmatrix.analyse.contrasts:ratio_estimate <- dbmatrix.analyse.helper:fits "
+                            "<- dbmatrix.publish.bad:g") for b in bad), bad
+    assert any(b.startswith("calls st.store.records() (raw run outputs): dbmatrix.publish.bad:g") for b in bad), bad

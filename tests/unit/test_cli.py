@@ -220,7 +220,7 @@ def test_verdicts_prints_each_interval_with_its_level_the_combination_and_each_c
     import pandas as pd
 
     from dbmatrix import steps
-    from dbmatrix.analyse.claims import ClaimVerdicts, flips
+    from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement
     from dbmatrix.commands import studies as studies_cmd
 
     claims = pd.DataFrame({
@@ -249,9 +249,10 @@ def test_verdicts_prints_each_interval_with_its_level_the_combination_and_each_c
     result = ClaimVerdicts(claims, camps, levels)
     study = SimpleNamespace(has_data=lambda: True, experiment=SimpleNamespace(name="t"), store=None)
     monkeypatch.setattr(studies_cmd, "studies_of", lambda args, for_run=True: [study])
-    monkeypatch.setattr(steps, "verdicts", lambda s: (result, flips(result)))
+    empty = ClaimVerdicts(claims.iloc[0:0], camps.iloc[0:0])
+    monkeypatch.setattr(steps, "judgement_for", lambda s: (Judgement(result, empty), "judgement: judged now"))
     monkeypatch.setattr(steps, "campaign_lines", lambda table, s: [])
-    monkeypatch.setattr(studies_cmd, "decision_lines", lambda s: [])
+    monkeypatch.setattr(studies_cmd, "decision_lines", lambda costs, summary: [])
     out_csv = tmp_path / "v.csv"
     assert main(["verdicts", "--profile", "paper", "--data", "reference", "--csv", str(out_csv)]) == 0
     out = capsys.readouterr().out
@@ -259,8 +260,8 @@ def test_verdicts_prints_each_interval_with_its_level_the_combination_and_each_c
         in out
     assert "campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)" in out
     assert "why: premise uncertain: flush bytes in 54 of 144 windows" in out
-    assert ("blockSize (003): depends on compression\n    compression none: 1.01 [1, 1.02] disagree (97.4 % CI)\n"
-            "    compression lz4: 1.23 [1.2, 1.25] agree (97.4 % CI)\n    conditions: all conditions") in out
+    assert ("blockSize (003): depends on compression\n    compression none: 1.01 [1.00, 1.02] disagree (97.4 % CI)\n"
+            "    compression lz4: 1.23 [1.20, 1.25] agree (97.4 % CI)\n    conditions: all conditions") in out
     assert ("pmemTps (003): agree\n    medium tmpfs: 4.25 [3.42, 5.29] inconclusive (97.4 % CI)\n    medium "
             "ramblock: 2.01 [1.61, 2.49] agree (97.4 % CI)") in out  # the primary's interval: said once
     assert "conditions: primary: medium ramblock; tmpfs as sensitivity" in out

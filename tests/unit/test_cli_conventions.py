@@ -202,7 +202,7 @@ def test_verdicts_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.M
     import pandas as pd
 
     from dbmatrix import steps
-    from dbmatrix.analyse.claims import ClaimVerdicts, flips
+    from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement
     from dbmatrix.commands import documents
     from dbmatrix.commands import studies as studies_cmd
 
@@ -227,10 +227,11 @@ def test_verdicts_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.M
     result = ClaimVerdicts(claims, camps, levels)
     study = SimpleNamespace(has_data=lambda: True, experiment=SimpleNamespace(name="t"), store=None)
     monkeypatch.setattr(studies_cmd, "studies_of", lambda args, for_run=True: [study])
-    monkeypatch.setattr(steps, "verdicts", lambda s: (result, flips(result)))
+    empty = ClaimVerdicts(claims.iloc[0:0], camps.iloc[0:0])
+    monkeypatch.setattr(steps, "judgement_for", lambda s: (Judgement(result, empty), "judgement: judged now"))
     monkeypatch.setattr(steps, "campaign_lines", lambda table, s: ["campaign level of t: within-session"])
-    monkeypatch.setattr(studies_cmd, "decision_lines", lambda s: [])
-    monkeypatch.setattr(documents, "decisions_doc", lambda s: [])
+    monkeypatch.setattr(studies_cmd, "decision_lines", lambda costs, summary: [])
+    monkeypatch.setattr(documents, "decisions_doc", lambda costs, summary: [])
     assert main(["verdicts", "--profile", "paper", "--data", "reference"]) == 0
     text = capsys.readouterr().out
     out_csv = tmp_path / "v.csv"

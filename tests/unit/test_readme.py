@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from dbmatrix import readme
@@ -62,11 +63,7 @@ def test_counts_come_from_the_data(generated: dict[str, str]) -> None:
     assert generated["every-claim"].count("\n| ") == len(rows)
 
 
-def test_per_level_estimates_and_latex_wording() -> None:
-    basis = ("depends on compression (interaction p = 0.0022), judged per level: compression none: 2.69 [2.39, "
-             "3.02] agree; compression lz4: 1.77 [1.57, 1.98] agree; 2 campaigns pooled")
-    assert readme.per_level(basis) == "compression none: 2.69 (2.39–3.02); compression lz4: 1.77 (1.57–1.98)"
-    assert readme.per_level("two-way model, 32 cell means") is None
+def test_latex_wording() -> None:
     assert readme.plain(r"4\,KB blocks give up to 10\,\% more; 4$\times$ smaller; 2--3") == \
         "4\u202fKB blocks give up to 10\u202f% more; 4× smaller; 2–3"
 
@@ -82,7 +79,16 @@ def test_durations_in_words() -> None:
     assert readme.duration(6443) == "1 h 47 min 23 s"  # a paper campaign: hours, not 107 min
 
 
-def test_a_verdict_a_campaign_judged_the_other_way_names_that_campaign(tmp_path: Path) -> None:
+def _verdicts(rows: list[dict[str, str]], campaigns: str = "id,campaign,estimate,ci_lo,ci_hi,verdict\n"):
+    import io
+
+    from dbmatrix.analyse.judgement import ClaimVerdicts, read_table
+
+    table = read_table(io.StringIO(pd.DataFrame(rows).to_csv(index=False)))
+    return ClaimVerdicts(table, read_table(io.StringIO(campaigns)))
+
+
+def test_a_verdict_a_campaign_judged_the_other_way_names_that_campaign() -> None:
     from dbmatrix.readme import claims_table, opposing_campaigns
 
     rows = [{"id": "a", "seed": "003", "claim": "x", "estimate": "1.04", "ci_lo": "1.02", "ci_hi": "1.06",
@@ -93,24 +99,23 @@ def test_a_verdict_a_campaign_judged_the_other_way_names_that_campaign(tmp_path:
              "verdict": "inconclusive"},
             {"id": "d", "seed": "000", "claim": "w", "estimate": "1.2", "ci_lo": "1.1", "ci_hi": "1.3",
              "verdict": "agree"}]
-    csv_path = tmp_path / "claims-campaigns.csv"
-    csv_path.write_text("id,campaign,estimate,ci_lo,ci_hi,verdict\n"
+    v = _verdicts(rows, "id,campaign,estimate,ci_lo,ci_hi,verdict\n"
                         "a,1,1.03,1.01,1.04,disagree\na,2,1.04,1.02,1.06,agree\n"
                         "b,1,,,,disagree\nb,2,,,,inconclusive\nc,1,,,,agree\nc,2,,,,disagree\n"
                         "d,1,,,,disagree\nd,2,,,,inconclusive\n")
-    opposing = opposing_campaigns(rows, csv_path)
+    opposing = opposing_campaigns(v)
     # b only lost a decision; c is not decided pooled; d has no campaign agreeing: not opposed, as in the paper
     assert opposing == {"a": "campaign 1: disagree"}
-    table = claims_table(rows, opposing=opposing).splitlines()
+    table = claims_table(v, opposing=opposing).splitlines()
     assert table[2].endswith("| **agree** (campaign 1: disagree) |") and table[3].endswith("| **disagree** |")
-    assert opposing_campaigns(rows, tmp_path / "missing.csv") == {}
+    assert opposing_campaigns(_verdicts(rows)) == {}
 
 
 def test_each_interval_carries_its_level_and_a_depends_on_verdict_its_conditions() -> None:
     """The estimate column names the level its intervals share, else the common one "unless stated" with
     each other row's own; a claim judged at several conditions shows each condition's verdict and how they
     combine; the counts give "depends on" its own class; no "premise not met" verdict is printed."""
-    from dbmatrix.readme import claims_table, estimate_text, verdict_summary
+    from dbmatrix.readme import claims_table, verdict_summary
 
     basis = ("judged at every level of compression (fixed in the claim): compression none: 1.01 [0.99, 1.03] "
              "disagree; compression lz4: 1.23 [1.15, 1.3] agree; 2 campaigns pooled")
@@ -123,29 +128,30 @@ def test_each_interval_carries_its_level_and_a_depends_on_verdict_its_conditions
              "verdict": "not tested", "reason": "premise uncertain: CPUs 90 %", "confidence": "0.9736"},
             {"id": "d", "seed": "000", "claim": "w", "estimate": "0.5", "ci_lo": "0.4", "ci_hi": "0.6",
              "verdict": "premise not met", "reason": "lz4 shrinks the data 1.04x"}]  # an older table's row
-    table = claims_table(rows, details=True)
+    v = _verdicts(rows)
+    table = claims_table(v, details=True)
     head = table.splitlines()[0]
     assert "estimate (97.4 % CI unless stated)" in head
-    assert "| 1.04 (1.02–1.06) | **agree** |" in table  # at the heading's level: not repeated
-    assert "| 2 (1.5–2.5) |" in table and "0.5 (0.4–0.6, 95 % CI)" in table  # no level column: 95 %
-    assert ("compression none: 1.01 (0.99–1.03) disagree; compression lz4: 1.23 (1.15–1.3) agree | "
+    assert "| 1.04 [1.02, 1.06] | **agree** |" in table  # at the heading's level: not repeated
+    assert "| 2.00 [1.50, 2.50] |" in table and "0.50 [0.40, 0.60] (95 % CI)" in table  # no level column: 95 %
+    assert ("compression none: 1.01 [0.99, 1.03] (disagree); compression lz4: 1.23 [1.15, 1.30] (agree) | "
             "**depends on compression** (combined: all conditions) |") in table
     assert "campaigns consistent (F = 0.81 on 1 and 20 df, p = 0.38)" in table
     assert "premise not met" not in table.replace("premise not met: lz4", "")  # only as the reason
     assert "| **not tested** | premise not met: lz4 shrinks the data 1.04x |" in table
-    shared = claims_table(rows[:2])
+    shared = claims_table(v, v.claims.iloc[:2])
     assert shared.splitlines()[0] == "| seed | claim | estimate (97.4 % CI) | verdict |"
     assert verdict_summary(rows) == "1 agree, 1 depends on a condition, 2 not tested"
-    assert estimate_text(rows[0], None) == "1.04 (1.02–1.06, 97.4 % CI)"  # no heading level: its own
-    assert estimate_text({"estimate": "1.5", "ci_lo": "", "ci_hi": "", "basis": "", "reason": ""}) == "1.5"
 
 
 def test_the_largest_condition_shows_the_interval_it_was_judged_on() -> None:
-    from dbmatrix.readme import estimate_text
+    from dbmatrix.analyse.claims_view import claim_rows
 
     basis = ("judged at every level of medium (fixed in the claim): medium disk: 0.82 [0.74, 0.85] disagree; "
              "medium ramblock: 0.86 [0.7, 0.91] disagree; 2 campaigns pooled")
-    row = {"estimate": "0.86", "ci_lo": "0.74", "ci_hi": "0.91", "basis": basis, "reason": "", "confidence": "0.95"}
-    assert estimate_text(row).startswith("judged 0.86 (0.74–0.91); medium disk: 0.82 (0.74–0.85) disagree")
+    row = {"id": "a", "estimate": "0.86", "ci_lo": "0.74", "ci_hi": "0.91", "basis": basis, "reason": "",
+           "confidence": "0.95", "verdict": "disagree"}
+    assert claim_rows(_verdicts([row]))[0].cell().startswith(
+        "judged: 0.86 [0.74, 0.91]; medium disk: 0.82 [0.74, 0.85] (disagree)")
     primary = {**row, "ci_lo": "0.7", "ci_hi": "0.91"}  # the primary condition's own interval: said once
-    assert estimate_text(primary).startswith("medium disk: 0.82")
+    assert claim_rows(_verdicts([primary]))[0].cell().startswith("medium disk: 0.82")

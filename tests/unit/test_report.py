@@ -48,7 +48,7 @@ def test_the_page_is_self_contained_with_figures_claims_cells_and_provenance() -
     assert report.external_references(page) == []
     assert "<title>dbmatrix report</title>" in page
     assert f'src="data:image/png;base64,{base64.b64encode(tiny_png()).decode()}"' in page
-    assert '<td class="agree">agree</td>' in page and "4× faster" in page and "10 % &lt;more&gt;" in page
+    assert '<td class="agree">agree</td>' in page and "4× faster" in page and "10\u202f% &lt;more&gt;" in page
     assert "no NVMe here" in page and ">nan<" not in page
     assert ">x-c25<" in page and ">812.2<" in page and ">9999<" not in page  # the tps rows only
     assert "<code>abc123</code>" in page and ">10.11.19<" in page and ">2.0 GiB<" in page
@@ -112,8 +112,8 @@ def test_the_claims_show_each_level_each_condition_the_combination_and_the_consi
          "verdict": "agree"}])
     page = report.render(report.ReportInputs({}, claims, [], [], levels))
     assert "<th>estimate (97.4 % CI unless stated)</th>" in page
-    assert ">1.04 [1.02, 1.06]<" in page and "0.5 [0.4, 0.6]<br><small>95 % CI</small>" in page
-    assert "compression none: 1.01 [0.99, 1.03] disagree<br>compression lz4: 1.23 [1.15, 1.3] agree" in page
+    assert ">1.04 [1.02, 1.06]<" in page and "0.50 [0.40, 0.60]<small>95 % CI</small>" in page
+    assert "compression none: 1.01 [0.99, 1.03] (disagree)<br>compression lz4: 1.23 [1.15, 1.30] (agree)" in page
     assert '<td class="depends">depends on compression<small>combined: all conditions</small></td>' in page
     assert "<small>campaigns differ (F = 9.1 on 1 and 20 df, p = 0.007)</small>" in page
     assert "1 agree, 1 depends on a condition, 1 not tested" in page

@@ -35,7 +35,6 @@ from dbmatrix.analyse.kinds import PaperSection, StudyKind
 from dbmatrix.analyse.tables import Analysis, write_csv
 from dbmatrix.hosts.inventory import load_inventory
 from dbmatrix.publish import hooks
-from dbmatrix.publish.build import publish_all
 from dbmatrix.spec.experiment import Experiment, load_spec, parse_experiment
 from dbmatrix.store import ResultStore
 from dbmatrix.study import Study, study_kind
@@ -121,7 +120,7 @@ def test_a_toy_kind_runs_through_analysis_claims_and_publishing(toy: ToyKind, tm
     assert (row["study"], row["verdict"], row["basis"]) == ("toy-study", "agree",
                                                             "toy: fastest / slowest cell; within one campaign")
 
-    out = publish_all(tables, "unit", tmp_path / "fig", tmp_path / "gen")  # figures, hooks, section
+    out = steps.publish_tables(tables, "unit", tmp_path / "fig", tmp_path / "gen")  # figures, hooks, section
     assert out.figures == {"throughput-vs-cache": "toy-study"}
     macros = (tmp_path / "gen" / "macros.tex").read_text()
     assert "\\newcommand{\\toyToyCells}{4}" in macros and "\\newcommand{\\toyNRuns}{12}" in macros

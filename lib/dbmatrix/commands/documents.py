@@ -121,17 +121,11 @@ def status_doc(study: Any, data: str | None) -> dict[str, Any]:
             "time": time_accounting(study.store)}
 
 
-def decisions_doc(studies: Sequence[Any]) -> list[dict[str, Any]]:
-    """What running until decided cost, per study (the tables `verdicts` prints as "until decided" lines):
-    its summary per campaign and its rows per claim and campaign (:mod:`dbmatrix.analyse.claims.costs`)."""
-    from dbmatrix.analyse.claims.costs import study_costs
-
-    out = []
-    for st in studies:
-        costs, summary = study_costs(st.experiment.name, st.store)
-        if len(summary):
-            out.append({"study": st.experiment.name, "campaigns": summary, "claims": costs})
-    return out
+def decisions_doc(costs: Any, summary: Any) -> list[dict[str, Any]]:
+    """What running until decided cost, per study (the judgement's decision tables, which `verdicts` prints as
+    "until decided" lines): its summary per campaign and its rows per claim and campaign."""
+    return [{"study": str(study), "campaigns": g, "claims": costs[costs["study"] == study]}
+            for study, g in summary.groupby("study", sort=False)] if len(summary) else []
 
 
 def verdicts_doc(result: Any, flips: Any, studies: Sequence[Any], campaign_notes: Sequence[str],

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,43 +125,30 @@ def cmd_figures(args: argparse.Namespace) -> int:
 def cmd_verdicts(args: argparse.Namespace) -> int:
     """Per claim: each campaign's verdict (a consistency check) and the pooled one (the decision), how many
     claims flip between campaigns, then per claim its interval with its level, how its conditions combine,
-    each condition's verdict and the campaigns' consistency test (:func:`claim_lines`)."""
+    each condition's verdict and the campaigns' consistency test (:func:`claim_lines`). The judgement is the
+    build's when it was made from these data by this code, else judged now by the same step
+    (:func:`dbmatrix.steps.judgement_for`; the last line says which)."""
     from dbmatrix import steps
+    from dbmatrix.analyse.judgement import flips as flips_of
     from dbmatrix.analyse.verdict_text import counts_text
 
     studies = studies_of(args, for_run=False)
     if not any(s.has_data() for s in studies):
         raise SpecError("verdicts: no study has completed runs: " + ", ".join(
             f"{s.experiment.name} ({s.store.root})" for s in studies))
-    result, flips = steps.verdicts(studies)
+    j, source = steps.judgement_for(studies)
+    result = j.verdicts
+    flips = flips_of(result)
     table = result.claims
     if getattr(args, "as_json", False):
         from dbmatrix.commands import documents
 
         doc = documents.verdicts_doc(result, flips, studies, steps.campaign_lines(table, studies),
-                                     documents.decisions_doc(studies))
-        documents.emit({**doc, "files": _verdict_csvs(args.csv, result)})
+                                     documents.decisions_doc(j.costs, j.cost_summary))
+        documents.emit({**doc, "judgement": source, "files": _verdict_csvs(args.csv, result)})
         return 0
-    ks = result.campaign_numbers()
-    camps = table.set_index("id")["campaigns"]
-    width = max(len(i) for i in flips["id"])
-    col = max([17, *(len(str(v)) + 2 for v in result.campaigns["verdict"])])
-    print("per claim: each campaign's own verdict (a consistency check) and the pooled verdict (the decision)")
-    print(f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{'C' + str(k):<{col}}" for k in ks) + "pooled")
-    for _, r in flips.iterrows():
-        per = "".join(f"{result.campaign_verdict(r['id'], k) or '-':<{col}}" for k in ks)
-        flag = "  <- flips" if r["flip"] else ""
-        registration = table.set_index("id")["registration"].get(r["id"], "")
-        flag += f"  ({registration})" if registration in ("revised after data", "added after data") else ""
-        print(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
-    tested = int((table["campaigns"] > 1).sum())
-    from dbmatrix.publish.claims_tex import opposed_claims
-
-    opposed = opposed_claims(result)
-    print(f"claims judged on two or more campaigns: {tested}; flipping between campaigns: {int(flips['flip'].sum())}"
-          f"; agree in one campaign, disagree in another: {', '.join(opposed) if opposed else 'none'}")
-    opposite = flips.loc[flips["contradicted"], "id"].tolist()
-    print("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
+    for line in flip_lines(result, flips):
+        print(line)
     print()
     print("per claim: the pooled estimate with its interval and level, how its conditions combine, each "
           "condition's verdict, the campaigns' consistency test")
@@ -170,9 +156,7 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         print(line)
     print(f"claims: {counts_text(table['verdict'].fillna('').astype(str))}")
     print()
-    for line in steps.campaign_lines(table, studies):
-        print(line)
-    for line in decision_lines(studies):
+    for line in [*steps.campaign_lines(table, studies), *decision_lines(j.costs, j.cost_summary), source]:
         print(line)
     if args.csv:
         files = _verdict_csvs(args.csv, result)
@@ -180,89 +164,80 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
+def flip_lines(result: Any, flips: Any) -> list[str]:
+    """Per claim each campaign's verdict beside the pooled one, and how many claims flip between campaigns."""
+    from dbmatrix.publish.claims_tex import opposed_claims
+
+    table = result.claims
+    ks = result.campaign_numbers()
+    camps = table.set_index("id")["campaigns"]
+    registration = table.set_index("id")["registration"]
+    width = max(len(i) for i in flips["id"])
+    col = max([17, *(len(str(v)) + 2 for v in result.campaigns["verdict"])])
+    out = ["per claim: each campaign's own verdict (a consistency check) and the pooled verdict (the decision)",
+           f"{'claim':<{width}}  seed  campaigns  " + "".join(f"{'C' + str(k):<{col}}" for k in ks) + "pooled"]
+    for _, r in flips.iterrows():
+        per = "".join(f"{result.campaign_verdict(r['id'], k) or '-':<{col}}" for k in ks)
+        flag = "  <- flips" if r["flip"] else ""
+        reg = registration.get(r["id"], "")
+        flag += f"  ({reg})" if reg in ("revised after data", "added after data") else ""
+        out.append(f"{r['id']:<{width}}  {r['seed']:<4}  {int(camps[r['id']]):<9}  {per}{r['pooled']}{flag}")
+    opposed = opposed_claims(result)
+    out.append(f"claims judged on two or more campaigns: {int((table['campaigns'] > 1).sum())}; flipping between "
+               f"campaigns: {int(flips['flip'].sum())}; agree in one campaign, disagree in another: "
+               f"{', '.join(opposed) if opposed else 'none'}")
+    opposite = flips.loc[flips["contradicted"], "id"].tolist()
+    out.append("pooled agree/disagree contradicted by a campaign: " + (", ".join(opposite) if opposite else "none"))
+    return out
+
+
 def _verdict_csvs(csv: str | None, result: Any) -> dict[str, str]:
     """--csv FILE: the claims table in FILE, each campaign's rows in <name>-campaigns.csv and each
-    condition's in <name>-levels.csv beside it; which files were written (none without --csv)."""
+    condition's in <name>-levels.csv beside it, as the build's claims.csv holds them; which files were written
+    (none without --csv)."""
+    from dbmatrix.analyse.judgement import table_text
+
     if not csv:
         return {}
     per_campaign = Path(csv).with_name(Path(csv).stem + "-campaigns.csv")
     levels = Path(csv).with_name(Path(csv).stem + "-levels.csv")
-    result.claims.to_csv(csv, index=False)
-    result.campaigns.to_csv(per_campaign, index=False)
-    result.levels.to_csv(levels, index=False)
+    for path, df in ((Path(csv), result.claims), (per_campaign, result.campaigns), (levels, result.levels)):
+        path.write_text(table_text(df))
     return {"claims": str(csv), "campaigns": str(per_campaign), "levels": str(levels)}
 
 
 def claim_lines(result: Any) -> list[str]:
-    """Per claim of a :class:`~dbmatrix.analyse.claims.ClaimVerdicts`: "id (seed): verdict", then its
-    estimate with its interval and level, each condition's estimate, interval and verdict (where it was
-    judged at several), how its conditions combine, the campaigns' consistency test and the reason. A claim
-    no study tested: one line with the reason."""
-    from dbmatrix.analyse.verdict_text import (
-        combine_of,
-        conditions,
-        confidence_of,
-        has_interval,
-        heterogeneity_of,
-        is_premise_reason,
-        level_label,
-        verdict_and_reason,
-    )
+    """Per claim of a :class:`~dbmatrix.analyse.judgement.ClaimVerdicts` through the claims formatter's text
+    view (:mod:`dbmatrix.analyse.claims_view`): "id (seed): verdict", then its estimate with its interval and
+    level, each condition's estimate, interval and verdict (where it was judged at several), how its conditions
+    combine, the campaigns' consistency test and the reason. A claim no study tested: one line with the reason."""
+    from dbmatrix.analyse import claims_view
+    from dbmatrix.analyse.verdict_text import is_premise_reason
 
-    def num(x: float) -> str:
-        return f"{x:.3g}"
+    text = claims_view.render("txt", claims_view.claim_rows(result), premise=is_premise_reason)
+    return text.rstrip("\n").split("\n") if text.strip() else []
 
+
+def decision_lines(costs: Any, summary: Any) -> list[str]:
+    """What running until decided cost, per study campaign that did (the judgement's decision tables,
+    :mod:`dbmatrix.analyse.claims.costs`): claims decided, blocks, looks, elapsed time per decided claim, then
+    per claim the block it was decided at (or the projected further blocks of an open one) and the machine time
+    of the runs it read."""
     out: list[str] = []
-    for _, r in result.claims.iterrows():
-        verdict, reason = verdict_and_reason(r)
-        head = f"{r['id']} ({r['seed']}): {verdict}"
-        if verdict == "not tested" and not is_premise_reason(reason):
-            out.append(f"{head}; {reason}" if reason else head)
-            continue
-        out.append(head)
-        unit = " pts" if str(r.get("kind")) == "difference" else ""
-        level = level_label(confidence_of(r))
-        conds = conditions(r, result.levels)
-        ends = (float(r["ci_lo"]), float(r["ci_hi"])) if has_interval(r) else None
-        if ends is not None and all((c.ci_lo, c.ci_hi) != ends for c in conds):  # a condition's: shown below
-            said = "judged" if conds else "estimate"  # judged: the largest condition's interval of its own
-            out.append(f"    {said} {num(float(r['estimate']))}{unit} [{num(ends[0])}, {num(ends[1])}] ({level})")
-        elif not conds and not math.isnan(float(r.get("estimate", math.nan))):
-            out.append(f"    estimate {num(float(r['estimate']))}{unit} (measured, no interval)")
-        for c in conds:
-            shown = c.text(num, unit)
-            out.append(f"    {shown}" + (f" ({level})" if not math.isnan(c.ci_lo) else ""))
-        out.append(f"    conditions: {combine_of(r) or 'one condition'}")
-        if heterogeneity_of(r):
-            out.append(f"    {heterogeneity_of(r)}")
-        if reason:
-            out.append(f"    why: {reason}")
-    return out
-
-
-def decision_lines(studies: Sequence[Any]) -> list[str]:
-    """What running until decided cost, per study campaign that did (:mod:`dbmatrix.analyse.claims.costs`):
-    claims decided, blocks, looks, elapsed time per decided claim, then per claim the block it was decided
-    at (or the projected further blocks of an open one) and the machine time of the runs it read."""
-    from dbmatrix.analyse.claims.costs import study_costs
-
-    out: list[str] = []
-    for st in studies:
-        costs, summary = study_costs(st.experiment.name, st.store)
-        for _, s in summary.iterrows():
-            per = (f"{s['elapsed_s_per_decided'] / 60:.1f} min per decided claim" if s["decided"]
-                   else "no claim decided")
-            out.append(f"until decided: {s['study']} C{s['campaign']}: {s['decided']} of {s['claims']} claims "
-                       f"decided, {s['open']} open, {s['not_by_runs']} not decided by runs; {s['blocks']} blocks, "
-                       f"{s['looks']} looks (last at {100 * s['confidence']:.2f} %), {s['runs']} runs, "
-                       f"{s['elapsed_s'] / 60:.1f} min elapsed, {per}; stopped: {s['stopped']}")
-            rows = costs[(costs["study"] == s["study"]) & (costs["campaign"] == s["campaign"])]
-            for _, r in rows.iterrows():
-                when = str(r["state"])
-                if when == "decided":
-                    when = f"decided at block {int(r['decided_at'])}"
-                elif when == "open" and math.isfinite(r["projected_blocks"]):
-                    when = f"open, +{int(r['projected_blocks'])} blocks projected"
-                out.append(f"  {r['claim']:<24} {r['verdict']:<16} {when}; {r['runs']} runs, "
-                           f"{r['run_s'] / 60:.1f} min of runs")
+    for _, s in summary.iterrows():
+        per = (f"{s['elapsed_s_per_decided'] / 60:.1f} min per decided claim" if s["decided"]
+               else "no claim decided")
+        out.append(f"until decided: {s['study']} C{s['campaign']}: {s['decided']} of {s['claims']} claims "
+                   f"decided, {s['open']} open, {s['not_by_runs']} not decided by runs; {s['blocks']} blocks, "
+                   f"{s['looks']} looks (last at {100 * s['confidence']:.2f} %), {s['runs']} runs, "
+                   f"{s['elapsed_s'] / 60:.1f} min elapsed, {per}; stopped: {s['stopped']}")
+        rows = costs[(costs["study"] == s["study"]) & (costs["campaign"] == s["campaign"])]
+        for _, r in rows.iterrows():
+            when = str(r["state"])
+            if when == "decided":
+                when = f"decided at block {int(r['decided_at'])}"
+            elif when == "open" and math.isfinite(r["projected_blocks"]):
+                when = f"open, +{int(r['projected_blocks'])} blocks projected"
+            out.append(f"  {r['claim']:<24} {r['verdict']:<16} {when}; {r['runs']} runs, "
+                       f"{r['run_s'] / 60:.1f} min of runs")
     return out

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.claims import ClaimVerdicts, claims_evidence, evaluate
-from dbmatrix.analyse.claims.catalogue import FURTHER, SEED003_CACHE_PCT
-from dbmatrix.analyse.claims.costs import COLUMNS as COST_COLUMNS
-from dbmatrix.analyse.claims.costs import SUMMARY_COLUMNS, study_costs
-from dbmatrix.analyse.figure_data import (
-    StudyTables,
-    block_size_table,
-    compression_tables,
-    efficiency_figure_table,
-    timeline_cells,
-)
+from dbmatrix.analyse import claims_view
+from dbmatrix.analyse.claims.catalogue import COMPRESSES, FC_PAUSED, SATURATED, SEED003_CACHE_PCT
+from dbmatrix.analyse.claims.verdicts import VERDICTS
+from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table, timeline_cells
 from dbmatrix.analyse.host_facts import merge_host_facts
-from dbmatrix.analyse.kinds import get_kind, kind_of, kinds
-from dbmatrix.analyse.tables import steady_params, write_csv
+from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement, combined, flips
+from dbmatrix.analyse.kinds import get_kind, kinds
+from dbmatrix.analyse.tables import steady_params
 from dbmatrix.analyse.verdict_text import (
     DEFAULT_CONFIDENCE,
     class_counts,
@@ -51,8 +44,7 @@ from dbmatrix.publish.paper_inputs import (
     render_table,
 )
 from dbmatrix.publish.registry import FIGURES, Published, draw_figures, remove_stale_figures
-from dbmatrix.spec.experiment import Experiment
-from dbmatrix.store import ResultStore, write_text_atomic
+from dbmatrix.store import write_text_atomic
 
 # ------------------------------------------------------------------------------------ the whole build
 
@@ -101,8 +93,7 @@ class FigureCheckError(RuntimeError):
 def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None) -> dict[str, str]:
     """Per claim (the seeds' and, given `further`, our own findings'): its verdict, estimate, interval and the
     estimate with its interval; the seeds' claims' counts; whether the verdicts are indicative."""
-    from dbmatrix.analyse.claims import COMPRESSES, FC_PAUSED, SATURATED, VERDICTS, flips
-    from dbmatrix.analyse.contrasts import INTERACTION_ALPHA
+    from dbmatrix.analyse.contrasts import INTERACTION_ALPHA  # a constant: the module is loaded, nothing called
 
     table = verdicts.claims
 
@@ -140,7 +131,7 @@ def claims_macros(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None)
     m["seedBlockCachePct"] = f"{SEED003_CACHE_PCT:g}"  # seed 003's 30 GB block cache as a cache level here
     rows = table if further is None else pd.concat([table, further.claims], ignore_index=True)
     m["nFurther"] = str(len(further.claims)) if further is not None else "0"
-    both = verdicts if further is None else claims_tex.combined(verdicts, further)
+    both = verdicts if further is None else combined(verdicts, further)
     m.update(_claim_row_macros(both, rows))
     m.update(tpcc_passages(m))
     return m
@@ -197,8 +188,7 @@ def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str,
         m[base + "Measured"] = claims_tex.measured_text(verdicts, r)
         for k in ("estimate", "ci_lo", "ci_hi"):
             name = {"estimate": "Est", "ci_lo": "Lo", "ci_hi": "Hi"}[k]
-            m[base + name] = paper.claim_measured({"kind": kind, "estimate": r[k], "ci_lo": math.nan,
-                                                   "ci_hi": math.nan})
+            m[base + name] = claims_view.tex(claims_view.measured(kind, r[k])) or "--"  # the number, its unit
         ci = level_label(confidence_of(r), tex=True)
         m[base + "Ci"] = ci
         m[base + "Combine"] = paper.latex_escape(combine_of(r) or "one condition")
@@ -298,8 +288,9 @@ def write_tables(st: StudyTables, generated_dir: Path, primary: bool) -> list[Pa
     return written
 
 
-def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[str, str]:
-    """Numbers the figures' paragraphs quote: which cells a figure shows, its baseline, its ranges."""
+def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any], judgement: Judgement) -> dict[str, str]:
+    """Numbers the figures' paragraphs quote: which cells a figure shows, its baseline, its ranges (a
+    model-fitted figure's from the judgement's tables)."""
     m: dict[str, str] = {}
     if "efficiency" in drawn:
         table, base = efficiency_figure_table(drawn["efficiency"])
@@ -317,7 +308,8 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[s
         trims = steady.loc[steady["cell_id"].isin(ids), "trim_s"] if "trim_s" in steady else pd.Series([], dtype=float)
         m["timelineMaxTrimS"] = fmt_num(float(trims.max()), 0) if trims.notna().any() else "--"
     if "compression" in drawn:  # what the compression figure shows: lz4 against none per engine
-        tps, sizes, _ = compression_tables(drawn["compression"])
+        ft = judgement.figures["compression"].tables
+        tps, sizes = ft["tps"], ft["sizes"]
         said: list[str] = []
         for engine, g in tps.groupby("engine", sort=True):
             by = g.set_index(g["compression"].astype(str))["mean"]
@@ -343,7 +335,8 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[s
                               f"{get_kind(st.kind).noun} (\\texttt{{{paper.latex_escape(st.name)}}}, workload "
                               f"\\texttt{{{paper.latex_escape(st.experiment.workload.name)}}}).")
     if "block-size" in drawn:
-        table, a, b = block_size_table(drawn["block-size"])
+        fb = judgement.figures["block-size"]
+        table, a, b = fb.tables["ratios"], fb.labels["a"], fb.labels["b"]
         m["blockLevelA"], m["blockLevelB"] = paper.latex_escape(a), paper.latex_escape(b)
         m["blockRatioMin"] = fmt_num(table["estimate"].min(), 2)
         m["blockRatioMax"] = fmt_num(table["estimate"].max(), 2)
@@ -353,16 +346,6 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any]) -> dict[s
 _ENGINE_WORDS = {"myrocks": "MyRocks", "innodb": "InnoDB"}
 
 
-def decision_tables(studies: Sequence[StudyTables]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per claim and per study campaign, what running until decided cost (:mod:`dbmatrix.analyse.claims.costs`;
-    two empty tables when no study of the build ran until decided)."""
-    parts = [study_costs(st.name, st.store) for st in studies]
-    costs = [c for c, _ in parts if not c.empty]
-    sums = [s for _, s in parts if not s.empty]
-    return (pd.concat(costs, ignore_index=True) if costs else pd.DataFrame(columns=list(COST_COLUMNS)),
-            pd.concat(sums, ignore_index=True) if sums else pd.DataFrame(columns=list(SUMMARY_COLUMNS)))
-
-
 def _section(generated_dir: Path, name: str, body: str | None, not_run: str) -> Path:
     body = body + "\n" if body else not_run + "\n"
     write_text_atomic(generated_dir / name, "% Generated by dbmatrix; do not edit.\n" + body)
@@ -370,42 +353,85 @@ def _section(generated_dir: Path, name: str, body: str | None, not_run: str) -> 
 
 
 def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path, generated_dir: Path, *,
-                not_run: Sequence[str] = (), data_root: str | None = None,
+                judgement: Judgement, not_run: Sequence[str] = (), data_root: str | None = None,
                 opts: dict[str, Any] | None = None, paper_src: Path | None = None) -> Published:
     """Figures (PDF+PNG), the claims table, every macro and table of the paper, the generated include
-    lists and the provenance, from the studies' processed tables. Deterministic: the same tables give the
-    same bytes."""
+    lists and the provenance, from the studies' processed tables and the build's `judgement` (what the judge
+    step wrote, :mod:`dbmatrix.analyse.judgement`): formatted here, never judged. Deterministic: the same
+    tables give the same bytes."""
     from dbmatrix.paths import repo_root
 
     studies = [s for s in studies if get_kind(s.kind).publishable(s)]
     if not studies:
         raise RuntimeError(f"profile {profile}: no study has processed tables (run the analysis first)")
+    opts = opts or {}
     paper_src = paper_src or repo_root() / "paper"
-    out = draw_figures(studies, figures_dir, opts=opts)
-    macros: dict[str, str] = {}
-    evidence = claims_evidence(studies)
-    verdicts = evaluate(evidence)
-    further = evaluate(evidence, FURTHER)
-    out.claims, out.verdicts = verdicts.claims, verdicts
-    ctx = HookContext(figures_dir, generated_dir, paper_src, verdicts.claims, findings=out.findings)
-    bodies: dict[str, str | None] = {}  # kind -> the body of its paper section (its first study's)
+    out = draw_figures(studies, figures_dir, judgement, opts=opts)
+    out.claims, out.verdicts = judgement.claims, judgement.verdicts
+    ctx = HookContext(figures_dir, generated_dir, paper_src, judgement.claims, findings=out.findings)
+    bodies = _sections(studies, ctx, out)
+    remove_stale_figures(figures_dir, set(out.figures))
+    standard = [s for s in studies if get_kind(s.kind).standard_tables and s.a is not None]
+    primary = next((s for s in standard if get_kind(s.kind).primary), standard[0] if standard else None)
+    if primary is None:
+        raise RuntimeError(f"profile {profile}: no standalone study with data; the paper needs one")
+    shas = {st.name: _study_sha(st) for st in studies}
+    build_sha = plots.data_hash(pd.DataFrame({"experiment": list(shas), "sha": list(shas.values())}))
+    macros, hooked = _study_macros(standard, primary, profile, shas, ctx)
+    by_name = {st.name: st for st in studies}
+    drawn = {stem: by_name[n] for stem, n in out.figures.items() if n in by_name}
+    macros.update(_text_macros(studies, drawn, primary, opts, judgement))
+    macros.update({
+        "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
+        "nStudies": str(len(studies)),
+        "studyList": ", ".join(f"\\texttt{{{paper.latex_escape(s.name)}}}" for s in studies),
+        "nFigures": str(len(out.figures)), "ciPct": level_pct(DEFAULT_CONFIDENCE),
+    })
+    paper.write_macros(macros, generated_dir / "macros.tex")
+    written = [generated_dir / "macros.tex"]
+    for st in standard:
+        written += write_tables(st, generated_dir, st is primary)
+        written += [f for done in hooked[st.name] for f in done.written]
+    written += _write_claims_tex(judgement, generated_dir)
+    written.append(_write(generated_dir, "table-setup.tex", paper.render_setup_table(host_facts_of(studies))))
+    written.append(_write_figure_list(out, generated_dir, paper_src))
+    written += [_section(generated_dir, kind.section.file, bodies.get(kind.name), kind.section.not_run)
+                for kind in kinds() if kind.section is not None]
+    written += _write_provenance(out, studies, shas, build_sha, profile, data_root, not_run, generated_dir)
+    out.written = out.written + written
+    if out.findings and opts.get("figure_check", "fail") == "fail":
+        raise FigureCheckError(out.findings)
+    return out
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    write_text_atomic(folder / name, text)
+    return folder / name
+
+
+def _sections(studies: Sequence[StudyTables], ctx: HookContext, out: Published) -> dict[str, str | None]:
+    """Each kind's paper section (its first study's): the publisher hook's figures and files into `out`;
+    kind -> the body of its section's include."""
+    bodies: dict[str, str | None] = {}
     for st in studies:
         section = get_kind(st.kind).section
         if section is None or st.kind in bodies:
             continue
-        if section.publisher:
-            done = run_hook(section.publisher, st, ctx)
-            out.written += done.written
-            out.figures.update(done.figures)
-            bodies[st.kind] = done.body
-        else:
+        if not section.publisher:
             bodies[st.kind] = section.body
-    remove_stale_figures(figures_dir, set(out.figures))
+            continue
+        done = run_hook(section.publisher, st, ctx)
+        out.written += done.written
+        out.figures.update(done.figures)
+        bodies[st.kind] = done.body
+    return bodies
 
-    standard = [s for s in studies if get_kind(s.kind).standard_tables and s.a is not None]
-    primary = next((s for s in standard if get_kind(s.kind).primary), standard[0] if standard else None)
-    shas = {st.name: _study_sha(st) for st in studies}
-    build_sha = plots.data_hash(pd.DataFrame({"experiment": list(shas), "sha": list(shas.values())}))
+
+def _study_macros(standard: Sequence[StudyTables], primary: StudyTables, profile: str, shas: dict[str, str],
+                  ctx: HookContext) -> tuple[dict[str, str], dict[str, list[HookOutput]]]:
+    """The standard studies' macros (the primary study's unprefixed, every study's under its prefix) with
+    their kinds' paper hooks' (whose outputs are returned per study)."""
+    macros: dict[str, str] = {}
     hooked: dict[str, list[HookOutput]] = {}
     for st in standard:
         base = paper_macros(st.analysis, st.experiment, st.host_record(), profile, shas[st.name])
@@ -416,93 +442,62 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
             macros.update(base)
         if st.prefix:
             macros.update(paper.prefixed(base, st.prefix))
-    by_name = {st.name: st for st in studies}
-    drawn = {stem: by_name[n] for stem, n in out.figures.items() if n in by_name}
-    macros.update(figure_macros(drawn, opts or {}))
-    macros.update(caption_macros(drawn, opts or {}))
-    macros.update(method_text.warmup_text(studies))
-    macros.update(method_text.campaigns_text(studies))
-    macros["baselineText"] = method_text.baseline_text(drawn)
-    macros["designThreatText"] = method_text.design_threat_text(studies)
-    macros["durationThreatText"] = method_text.duration_threat_text(studies)
-    macros["windowsText"] = method_text.windows_text(studies)
-    if primary is not None:
-        macros["primaryStudy"] = get_kind(primary.kind).noun
-    if primary is not None:
-        macros.update(method_text.intervals_text(primary))
-        macros["steadyTrimText"] = method_text.trim_text(
-            primary.analysis.runs, primary.experiment.measure_s,
-            steady_params(primary.experiment.measure_s)["min_seconds"])
-    macros.update(claims_macros(verdicts, further))
-    costs, cost_sum = decision_tables(studies)
-    macros["decisionsText"] = decisions_tex.decisions_text(cost_sum)
-    macros.update({
-        "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
-        "nStudies": str(len(studies)),
-        "studyList": ", ".join(f"\\texttt{{{paper.latex_escape(s.name)}}}" for s in studies),
-        "nFigures": str(len(out.figures)), "ciPct": level_pct(DEFAULT_CONFIDENCE),
-    })
-    if primary is None:
-        raise RuntimeError(f"profile {profile}: no standalone study with data; the paper needs one")
-    paper.write_macros(macros, generated_dir / "macros.tex")
-    written = [generated_dir / "macros.tex"]
-    for st in standard:
-        written += write_tables(st, generated_dir, st is primary)
-        written += [f for done in hooked[st.name] for f in done.written]
-    write_csv(verdicts.claims, generated_dir / "claims.csv")
-    write_csv(verdicts.campaigns, generated_dir / "claims-campaigns.csv")
-    write_csv(verdicts.levels, generated_dir / "claims-levels.csv")  # each condition's own verdict, pooled (0)
-    write_csv(further.claims, generated_dir / "further.csv")
-    write_csv(costs, generated_dir / "decisions.csv")
-    write_csv(cost_sum, generated_dir / "decisions-summary.csv")
-    write_text_atomic(generated_dir / "table-decisions.tex", decisions_tex.render_decisions_table(costs, cost_sum))
-    write_text_atomic(generated_dir / "table-claims.tex", claims_tex.render_claims_table(verdicts))
-    write_text_atomic(generated_dir / "table-further.tex", claims_tex.render_claims_table(further, further=True))
-    write_text_atomic(generated_dir / "claims-details.tex", claims_tex.render_claims_details(verdicts, further))
-    write_text_atomic(generated_dir / "claims-method.tex", render_claims_method())
-    write_text_atomic(generated_dir / "table-setup.tex", paper.render_setup_table(host_facts_of(studies)))
+    return macros, hooked
+
+
+def _text_macros(studies: Sequence[StudyTables], drawn: dict[str, StudyTables], primary: StudyTables,
+                 opts: dict[str, Any], judgement: Judgement) -> dict[str, str]:
+    """The figures', method's, claims' and decisions' macros of the running text."""
+    m = figure_macros(drawn, opts, judgement)
+    m.update(caption_macros(drawn, opts))
+    m.update(method_text.warmup_text(studies))
+    m.update(method_text.campaigns_text(studies))
+    m["baselineText"] = method_text.baseline_text(drawn)
+    m["designThreatText"] = method_text.design_threat_text(studies)
+    m["durationThreatText"] = method_text.duration_threat_text(studies)
+    m["windowsText"] = method_text.windows_text(studies)
+    m["primaryStudy"] = get_kind(primary.kind).noun
+    m.update(method_text.intervals_text(primary))
+    m["steadyTrimText"] = method_text.trim_text(primary.analysis.runs, primary.experiment.measure_s,
+                                                steady_params(primary.experiment.measure_s)["min_seconds"])
+    m.update(claims_macros(judgement.verdicts, judgement.further))
+    m["decisionsText"] = decisions_tex.decisions_text(judgement.cost_summary)
+    return m
+
+
+def _write_claims_tex(j: Judgement, generated_dir: Path) -> list[Path]:
+    """The claims', further findings' and decisions' tables, the claims in detail and the method text."""
+    return [_write(generated_dir, "table-decisions.tex", decisions_tex.render_decisions_table(j.costs, j.cost_summary)),
+            _write(generated_dir, "table-claims.tex", claims_tex.render_claims_table(j.verdicts)),
+            _write(generated_dir, "table-further.tex", claims_tex.render_claims_table(j.further, further=True)),
+            _write(generated_dir, "claims-details.tex", claims_tex.render_claims_details(j.verdicts, j.further)),
+            _write(generated_dir, "claims-method.tex", render_claims_method())]
+
+
+def _write_figure_list(out: Published, generated_dir: Path, paper_src: Path) -> Path:
+    """``figures.tex``: the drawn figures' paper fragments, in the paper's order."""
     fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]
     missing = [f for f in fragments if not (paper_src / f"{f}.tex").is_file()]
     if missing:
         raise FileNotFoundError(f"paper fragments missing for drawn figures: {', '.join(missing)} "
                                 f"(expected in {paper_src})")
-    write_text_atomic(generated_dir / "figures.tex",
-                      paper.render_inputs(fragments, "The figures drawn from this build's data."))
-    written += [generated_dir / n for n in ("claims.csv", "claims-campaigns.csv", "claims-levels.csv", "further.csv",
-                                            "table-further.tex",
-                                            "table-claims.tex", "decisions.csv", "decisions-summary.csv",
-                                            "table-decisions.tex",
-                                            "claims-details.tex", "claims-method.tex", "table-setup.tex",
-                                            "figures.tex")]
-    for kind in kinds():
-        if kind.section is not None:
-            written.append(_section(generated_dir, kind.section.file, bodies.get(kind.name), kind.section.not_run))
+    return _write(generated_dir, "figures.tex",
+                  paper.render_inputs(fragments, "The figures drawn from this build's data."))
+
+
+def _write_provenance(out: Published, studies: Sequence[StudyTables], shas: dict[str, str], build_sha: str,
+                      profile: str, data_root: str | None, not_run: Sequence[str], generated_dir: Path) -> list[Path]:
+    """``provenance.tex`` and ``provenance.json`` (tracked: no commit) and ``build.json`` (the commit, and
+    whether the tree was dirty, in an untracked sidecar: the committed build's bytes change only when its data
+    or its drawing do)."""
     info = [{"experiment": st.name, "kind": st.kind, "spec": _rel(st.spec_path) if st.spec_path else None,
              "spec_digest": st.experiment.digest(), "results_dir": _rel(st.store.root),
              "n_runs": len(run_dirs(st)), "data_sha": shas[st.name], "run_dirs": run_dirs(st)}
             for st in studies]
-    write_text_atomic(generated_dir / "provenance.tex", paper.render_provenance(info, not_run))
-    written.append(generated_dir / "provenance.tex")
-    out.written = out.written + written
-    # the commit (and whether the tree was dirty) in an untracked sidecar: the tracked outputs carry no commit,
-    # so the committed build's bytes change only when its data or its drawing do
-    write_text_atomic(generated_dir / "build.json", json.dumps(
+    tex_file = _write(generated_dir, "provenance.tex", paper.render_provenance(info, not_run))
+    _write(generated_dir, "build.json", json.dumps(
         {"git": git_state(), "profile": profile, "data": data_root}, indent=2, sort_keys=True) + "\n")
     provenance = {"profile": profile, "data": data_root, "data_sha": build_sha,
                   "studies": info, "not_run": list(not_run), "figures": dict(sorted(out.figures.items())),
                   "skipped_figures": out.skipped, "figure_findings": [str(f) for f in out.findings]}
-    write_text_atomic(generated_dir / "provenance.json", json.dumps(provenance, indent=2, sort_keys=True) + "\n")
-    out.written.append(generated_dir / "provenance.json")
-    if out.findings and (opts or {}).get("figure_check", "fail") == "fail":
-        raise FigureCheckError(out.findings)
-    return out
-
-
-def publish(store: ResultStore, exp: Experiment, profile: str, figures_dir: Path,
-            generated_dir: Path) -> list[Path]:
-    """One study's figures and paper inputs (:func:`publish_all` for a single storage study)."""
-    kind = kind_of(exp)
-    st = kind.load_tables(store, exp, kind.prefix)
-    return publish_all([st], profile, figures_dir, generated_dir).written
-
-
+    return [tex_file, _write(generated_dir, "provenance.json", json.dumps(provenance, indent=2, sort_keys=True) + "\n")]

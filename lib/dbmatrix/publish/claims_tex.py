@@ -17,23 +17,21 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from dbmatrix.analyse.claims import ClaimVerdicts
+from dbmatrix.analyse.claims_view import SHORT, ClaimRow, claim_row, claim_rows, measured, render, table_level, tex
+from dbmatrix.analyse.judgement import ClaimVerdicts, combined
 from dbmatrix.analyse.verdict_text import (
     class_of,
     combine_of,
-    common_level,
     confidence_of,
     heterogeneity_of,
     is_premise_reason,
     level_label,
-    stated,
     verdict_and_reason,
 )
-from dbmatrix.publish.paper import claim_measured, latex_escape
+from dbmatrix.publish.paper import latex_escape
 
-SHORT = {"agree": "agree", "disagree": "disagree", "inconclusive": "inconcl.", "not identified": "not ident.",
-         "not tested": "not tested", "": "no estimate"}  # "depends on <factor>" prints as it is
-PER_PAIR = ("per pair (", "pairs differ (")  # the reason of a measured quantity judged pair by pair
+__all__ = ["SHORT", "band_text", "campaign_reason", "combined", "measured_text", "opposed_claims", "opposed_text",
+           "profile_of", "render_claims_details", "render_claims_table", "standing", "why_not"]
 
 
 def _f(x: float, kind: str) -> str:
@@ -71,7 +69,7 @@ def campaign_reason(row: Mapping[str, object], est: float, lo: float, hi: float,
     kind, test = str(row.get("kind", "ratio")), str(row.get("test", "direction"))
     b_lo, b_hi = float(row["band_lo"]), float(row["band_hi"])  # type: ignore[arg-type]
     null = _null(kind)
-    shown = claim_measured({"kind": kind, "estimate": est, "ci_lo": lo, "ci_hi": hi})
+    shown = tex(measured(kind, est, lo, hi))
     if own in ("", "no estimate") or math.isnan(est):
         return "no estimate in this campaign"
     if own == "inconclusive":
@@ -122,26 +120,10 @@ def _per_campaign(verdicts: ClaimVerdicts, r: Mapping[str, object]) -> str:
 
 
 def measured_text(verdicts: ClaimVerdicts, r: Mapping[str, object], sep: str = "; ") -> str:
-    """The estimate with its CI; for a claim judged per level, one "level: estimate [CI] verdict" per
-    level (empty when there is no estimate)."""
-    levels = verdicts.levels_of(str(r["id"]))
-    if not levels.empty:
-        pooled = levels[levels["campaign"] == 0]
-        lines = [f"{latex_escape(str(lv['level']))}: "
-                 + (claim_measured({"kind": r["kind"], "estimate": lv["estimate"], "ci_lo": lv["ci_lo"],
-                                    "ci_hi": lv["ci_hi"]}) if pd.notna(lv["estimate"]) else "not estimable")
-                 + f" ({SHORT.get(str(lv['verdict']), lv['verdict'])})" for _, lv in pooled.iterrows()]
-        own = claim_measured(r)
-        ends = {(float(lv["ci_lo"]), float(lv["ci_hi"])) for _, lv in pooled.iterrows()}
-        lo, hi = (pd.to_numeric(r.get(k), errors="coerce") for k in ("ci_lo", "ci_hi"))
-        if own != "--" and pd.notna(lo) and (float(lo), float(hi)) not in ends:
-            lines.insert(0, f"judged: {own}")  # "the largest condition": an interval of its own
-        return sep.join(lines)
-    reason = str(r.get("reason") or "")
-    if reason.startswith(PER_PAIR):  # measured once per pair: each value, no interval
-        return latex_escape(reason.split(": ", 1)[-1]).replace("; ", sep)
-    m = claim_measured(r)
-    return "" if m == "--" else m
+    """The estimate with its CI; for a claim judged at several conditions, one "condition: estimate [CI]
+    (verdict)" per condition (:meth:`~dbmatrix.analyse.claims_view.ClaimRow.lines`; empty when there is no
+    estimate), as LaTeX."""
+    return sep.join(tex(line) for line in claim_row(r, verdicts, None).lines(short=True))
 
 
 def _stand_in(r: Mapping[str, object]) -> str:
@@ -237,6 +219,27 @@ def standing(table: pd.DataFrame) -> tuple[bool, str]:
                   "them.")
 
 
+def _claim_cell(c: ClaimRow) -> str:
+    """The claim's words with its seed and where, and a footnote naming its stand-in."""
+    r = c.row
+    verdict, reason = verdict_and_reason(r)
+    claim = f"{r['claim']} ({latex_escape(str(r['seed']))}, {latex_escape(str(r['where']))})"
+    stand_in = _stand_in(r)
+    if stand_in and (verdict != "not tested" or is_premise_reason(reason)):
+        claim += f"\\footnote{{Here: {latex_escape(stand_in)}.}}"
+    return claim
+
+
+def _verdict_cell(verdicts: ClaimVerdicts, c: ClaimRow) -> str:
+    """The verdict with how its conditions combine, whether it was revised after data and each campaign's."""
+    r = c.row
+    cell = f"\\textbf{{{latex_escape(c.verdict)}}}" + _combined_cell(r)
+    if c.registration in ("revised after data", "added after data"):
+        cell += f"\\newline \\emph{{{c.registration}}}"  # analyse.claims.registration
+    per = _per_campaign(verdicts, r)
+    return cell + ("\\newline " + per if per else "")
+
+
 def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> str:
     """The seeds' claims beside this build's measurements: a longtable over full-width pages (it starts
     with ``\\onecolumn``), headed as indicative unless every judging study is of the deciding profile, with a
@@ -248,8 +251,7 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
         return f"% Generated by dbmatrix; do not edit.\n% {label}: no claims\n"
     indicative, said = standing(table)
     several = len(verdicts.campaign_numbers()) > 1
-    rows = [r for _, r in table.iterrows()]
-    level, every = common_level(rows, verdicts.levels)
+    level, every = table_level(verdicts)
     ci = level_label(level, tex=True) + ("" if every else " unless stated")
     cols = ("p{4.3cm}", "p{1.5cm}", "p{2.9cm}", "p{3.7cm}", "p{3.6cm}")
     spec = "".join(f">{{\\raggedright\\arraybackslash}}{c}" for c in cols)
@@ -291,39 +293,12 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
              f"\\caption{{{caption}}}\\label{{{label}}}\\\\", "\\toprule", head, "\\midrule", "\\endfirsthead",
              f"\\multicolumn{{5}}{{l}}{{\\emph{{Table~\\ref{{{label}}}, continued}}}}\\\\", "\\toprule", head,
              "\\midrule", "\\endhead", "\\bottomrule", "\\endfoot"]
-    for r in rows:
-        verdict, reason = verdict_and_reason(r)
-        premise = is_premise_reason(reason)
-        claim = f"{r['claim']} ({latex_escape(str(r['seed']))}, {latex_escape(str(r['where']))})"
-        stand_in = _stand_in(r)
-        if stand_in and (verdict != "not tested" or premise):
-            claim += f"\\footnote{{Here: {latex_escape(stand_in)}.}}"
-        compared = latex_escape(str(r.get("compared") or "")) or "\\emph{nothing}"
-        measured = measured_text(verdicts, r, sep="\\newline ")
-        if measured and (own := stated(r, level, tex=True)):
-            measured += f"\\newline ({own})"
-        measured = measured or why_not(r) or "no estimate"
-        if (verdict == "not identified" or premise) and measured != why_not(r):
-            measured += "\\newline " + why_not(r)
-        cell = f"\\textbf{{{latex_escape(verdict)}}}" + _combined_cell(r)
-        if str(r.get("registration") or "") in ("revised after data", "added after data"):
-            cell += f"\\newline \\emph{{{r['registration']}}}"  # analyse.claims.registration
-        per = _per_campaign(verdicts, r)
-        if per:
-            cell += "\\newline " + per
-        lines.append(f"{claim} & {band_text(r)} & {compared} & {measured} & {cell} \\\\")
-        lines.append("\\addlinespace[2pt]")
+    body = render("tex", claim_rows(verdicts, level=level), NL="\\newline ", NOTHING="\\emph{nothing}",
+                  why=lambda c: why_not(c.row), premise=is_premise_reason, band=lambda c: band_text(c.row),
+                  claim=_claim_cell, verdict=lambda c: _verdict_cell(verdicts, c))
+    lines.append(body.rstrip("\n"))
     lines += ["\\end{longtable}}", ""]
     return "\n".join(lines)
-
-
-def combined(seeds: ClaimVerdicts, further: ClaimVerdicts) -> ClaimVerdicts:
-    """The seeds' claims and our further findings in one :class:`ClaimVerdicts` (the details list)."""
-    def cat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-        return a if b.empty else b if a.empty else pd.concat([a, b], ignore_index=True)
-
-    return ClaimVerdicts(cat(seeds.claims, further.claims), cat(seeds.campaigns, further.campaigns),
-                         cat(seeds.levels, further.levels))
 
 
 def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None) -> str:
@@ -365,8 +340,7 @@ def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None
             parts.append(f"conditions combined: {latex_escape(combine_of(r))}")
         if len(ks) > 1 and verdicts.levels_of(str(r["id"])).empty:
             parts.append("per campaign (a consistency check): " + ", ".join(
-                f"C{int(c['campaign'])} " + (claim_measured({"kind": r["kind"], "estimate": c["estimate"],
-                                                            "ci_lo": c["ci_lo"], "ci_hi": c["ci_hi"]})
+                f"C{int(c['campaign'])} " + (tex(measured(str(r["kind"]), c["estimate"], c["ci_lo"], c["ci_hi"]))
                                              if pd.notna(c["estimate"]) else "no estimate")
                 + f" ({c['verdict'] or 'no verdict'})" for _, c in verdicts.of(r["id"]).iterrows()))
         if heterogeneity_of(r):

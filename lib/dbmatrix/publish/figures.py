@@ -13,7 +13,6 @@ modules (``figures_replication``): keep them stable.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from dbmatrix.analyse.figure_data import FigureDataError
+from dbmatrix.analyse.judgement import frames_digest
 from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish.figure_check import Finding, check_figure
 from dbmatrix.spec.factors import factor_title, factor_unit
@@ -83,10 +83,8 @@ def subplots(*args: Any, figsize: tuple[float, float], layout: Literal["constrai
 
 
 def data_hash(*frames: pd.DataFrame) -> str:
-    h = hashlib.sha256()
-    for f in frames:
-        h.update(f.to_csv(index=False).encode())
-    return h.hexdigest()[:16]
+    """The tables' digest (:func:`dbmatrix.analyse.judgement.frames_digest`), stamped into a figure."""
+    return frames_digest(*frames)
 
 
 def save_figure(fig: Figure, out_dir: Path, stem: str, *, data_sha: str,

@@ -10,17 +10,15 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.claims import CLAIMS, ClaimVerdicts
+from dbmatrix.analyse.claims.catalogue import CLAIMS
 from dbmatrix.analyse.figure_data import (
     StudyTables,
     baseline_of,
-    block_size_table,
-    compression_tables,
     efficiency_figure_table,
     emulated_media,
-    medium_cache_tables,
     timeline_cells,
 )
+from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish import figures as plots
@@ -31,11 +29,23 @@ from dbmatrix.publish.figure_check import Finding
 @dataclass(frozen=True)
 class FigureDef:
     """A figure of the paper: its stem under figures/, PDF title, and how to draw it from a study (the
-    draw function returns the figure and the tables it was drawn from, whose hash goes in the PDF)."""
+    draw function returns the figure and the tables it was drawn from, whose hash goes in the PDF). A
+    `model` figure draws the tables the judge step fitted (:data:`dbmatrix.analyse.judge.FIGURE_MODELS`):
+    its draw function takes those tables and their labels instead of the study."""
 
     stem: str
     title: str
     draw: Any  # Callable[[StudyTables, dict], tuple[plt.Figure, list[pd.DataFrame]]]
+    model: bool = False
+
+
+def model_tables(j: Judgement, stem: str, st: StudyTables) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """The judgement's fitted tables of figure `stem` when `st` is the study they were fitted on, else the
+    FigureDataError the judge step met on it."""
+    ft = j.figures.get(stem)
+    if ft is None or ft.study != st.name:
+        raise plots.FigureDataError(j.figure_error(stem, st.name) or f"no fitted tables of {st.name} in the judgement")
+    return ft.tables, ft.labels
 
 
 def _draw_effects(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
@@ -53,8 +63,9 @@ def _draw_threads(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.D
     return fig, [st.runs, st.cells]
 
 
-def _draw_block(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
-    table, a, b = block_size_table(st)
+def _draw_block(fitted: dict[str, pd.DataFrame], labels: dict[str, str],
+                opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    table, a, b = fitted["ratios"], labels["a"], labels["b"]
     band = seed_band(BLOCK_CLAIM, a, b)
     claimed, at = band if band else (None, None)
     levels = sorted(table["cache_pct"].unique())
@@ -83,14 +94,16 @@ def seed_band(claim_id: str, a: Any, b: Any) -> tuple[tuple[float, float], Any] 
     return (lo, hi), c.at.get("cache_pct")
 
 
-def _draw_compression(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
-    tps, sizes, writes = compression_tables(st)
+def _draw_compression(fitted: dict[str, pd.DataFrame], labels: dict[str, str],
+                      opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    tps, sizes, writes = fitted["tps"], fitted["sizes"], fitted["writes"]
     fig, _ = plots.compression_panels(tps, sizes, writes)
     return fig, [tps, sizes, writes]
 
 
-def _draw_medium(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
-    tps, p95 = medium_cache_tables(st)
+def _draw_medium(fitted: dict[str, pd.DataFrame], labels: dict[str, str],
+                 opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
+    tps, p95 = fitted["tps"], fitted["p95"]
     fig, _ = plots.medium_cache(tps, p95)
     return fig, [tps, p95]
 
@@ -149,10 +162,10 @@ def _draw_scaleout_time(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, lis
 FIGURES: tuple[FigureDef, ...] = (
     FigureDef("factor-effects", "Factor effects on throughput", _draw_effects),
     FigureDef("throughput-vs-cache", "Throughput vs cache size", _draw_cache),
-    FigureDef("block-size", "Block size 4k vs 16k per engine and cache level", _draw_block),
+    FigureDef("block-size", "Block size 4k vs 16k per engine and cache level", _draw_block, model=True),
     FigureDef("compression", "Compression: throughput, on-disk size and writes per transaction",
-              _draw_compression),
-    FigureDef("medium-cache", "Medium x cache: throughput and p95 latency", _draw_medium),
+              _draw_compression, model=True),
+    FigureDef("medium-cache", "Medium x cache: throughput and p95 latency", _draw_medium, model=True),
     FigureDef("efficiency", "Hardware cost per transaction relative to the baseline", _draw_efficiency),
     FigureDef("throughput-over-time", "Per-second throughput and p95 latency", _draw_timeline),
     FigureDef("throughput-vs-threads", "Throughput and p95 latency vs client threads", _draw_threads),
@@ -176,10 +189,11 @@ class Published:
     findings: list[Finding] = field(default_factory=list)  # the figure check's, of every figure drawn
 
 
-def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *,
+def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, judgement: Judgement, *,
                  opts: dict[str, Any] | None = None) -> Published:
-    """Every figure of :data:`FIGURES` from the first study that has its data; stale figure files (of
-    figures this data no longer gives) are removed so that figures/ holds exactly what the paper shows."""
+    """Every figure of :data:`FIGURES` from the first study that has its data (a model figure from the
+    judgement's fitted tables); stale figure files (of figures this data no longer gives) are removed so that
+    figures/ holds exactly what the paper shows."""
     out = Published()
     opts = opts or {}
     for fd in FIGURES:
@@ -187,7 +201,7 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, *,
             if fd.stem not in get_kind(st.kind).figures or st.a is None:
                 continue
             try:
-                fig, frames = fd.draw(st, opts)
+                fig, frames = fd.draw(*model_tables(judgement, fd.stem, st), opts) if fd.model else fd.draw(st, opts)
             except plots.FigureDataError as exc:
                 out.skipped.append(f"{fd.stem} from {st.name}: {exc}")
                 continue

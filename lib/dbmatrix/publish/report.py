@@ -3,8 +3,9 @@ each study's cells with intervals, provenance and host facts — that opens from
 
 Figures are embedded as base64 PNG, the style is inline, and there is no script and no external URL
 (:func:`external_references` checks a page for them). Built from what ``dbmatrix figures`` wrote
-(``figures/*.png``, ``paper/generated/provenance.json`` and ``claims.csv``) and the studies' processed
-tables it names (``processed/cells.csv``, ``processed/host-facts.json``): processed outputs only.
+(``figures/*.png``, ``paper/generated/provenance.json`` and the judgement's claims tables, shown through the
+one claims formatter, :mod:`dbmatrix.analyse.claims_view`) and the studies' processed tables it names
+(``processed/cells.csv``, ``processed/host-facts.json``): processed outputs only.
 :func:`render` is pure; :func:`load_inputs` and :func:`write_report` read and write.
 """
 
@@ -22,20 +23,9 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import paths
-from dbmatrix.analyse.verdict_text import (
-    DEFAULT_CONFIDENCE,
-    class_of,
-    combine_of,
-    conditions,
-    counts_text,
-    has_interval,
-    heading,
-    heterogeneity_of,
-    level_label,
-    read_levels,
-    stated,
-    verdict_and_reason,
-)
+from dbmatrix.analyse import claims_view
+from dbmatrix.analyse.judgement import CAMPAIGN_COLUMNS, LEVEL_COLUMNS, ClaimVerdicts, read_verdicts
+from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, class_of, counts_text, level_label
 from dbmatrix.store import write_text_atomic
 
 TITLE = "dbmatrix report"
@@ -125,55 +115,21 @@ def host_rows(host_facts: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def plain(latex: str) -> str:
-    """A claim's LaTeX text as plain text (``4$\\times$`` -> ``4×``, ``10\\,\\%`` -> ``10 %``)."""
-    t = latex.replace("$\\times$", "×").replace("\\times", "×").replace("\\,", " ").replace("~", " ")
-    t = re.sub(r"\\([%&_#])", r"\1", t)
-    t = re.sub(r"\\[a-zA-Z]+\{([^}]*)\}", r"\1", t)
-    return re.sub(r"\\[a-zA-Z]+|[$\\{}]", "", t)
-
-
-def _interval(est: Any, lo: Any, hi: Any) -> str:
-    if est is None or pd.isna(est):
-        return ""
-    return f"{_fmt(est)}" + ("" if lo is None or hi is None or pd.isna(lo) or pd.isna(hi)
-                             else f" [{_fmt(lo)}, {_fmt(hi)}]")
-
-
 def _claims_html(claims: pd.DataFrame, levels: pd.DataFrame | None = None) -> str:
-    """One row per claim: its estimate with its interval (at the level the heading names, else its own
-    stated), each condition's estimate and verdict where it was judged at several, the verdict ("depends
-    on <factor>" its own class) with how its conditions combine, the reason and the campaigns' consistency
-    test."""
+    """One row per claim through the claims formatter's HTML view: its estimate with its interval (at the
+    level the heading names, else its own stated), each condition's estimate and verdict where it was judged at
+    several, the verdict ("depends on <factor>" its own class) with how its conditions combine, the reason and
+    the campaigns' consistency test."""
     if claims.empty:
         return '<p class="note">No claims table (run <code>dbmatrix figures</code>).</p>'
-    rows_in = [r for _, r in claims.iterrows()]
-    head, level = heading(rows_in, levels)
-    rows = []
-    for r in rows_in:
-        verdict, reason = verdict_and_reason(r)
-        conds = conditions(r, levels)
-        lines = [_e(c.text(_fmt)) for c in conds]
-        own = _interval(r.get("estimate"), r.get("ci_lo"), r.get("ci_hi"))
-        if own and not conds:
-            lines.insert(0, _e(own))
-        elif own and has_interval(r) and all((c.ci_lo, c.ci_hi) != (float(r["ci_lo"]), float(r["ci_hi"]))
-                                             for c in conds):
-            lines.insert(0, _e(f"judged: {own}"))  # the largest condition's interval
-        if lines and (said := stated(r, level)):
-            lines.append(f"<small>{_e(said)}</small>")
-        how = combine_of(r)
-        cell = _e(verdict) + (f"<small>combined: {_e(how)}</small>" if how else "")
-        het = heterogeneity_of(r)
-        why = _e(reason) + (f"<small>{_e(het)}</small>" if het else "")
-        claim = plain(str(r.get("claim", "")))
-        rows.append([(_e(r.get("id")), ""), (_e(r.get("seed")), ""), (_e(claim), ""), (_e(r.get("study", "")), ""),
-                     ("<br>".join(lines), "num"), (cell, VERDICT_CLASS.get(class_of(verdict), "")), (why, "")])
+    v = ClaimVerdicts(claims, pd.DataFrame(columns=list(CAMPAIGN_COLUMNS)),
+                      levels if levels is not None else pd.DataFrame(columns=list(LEVEL_COLUMNS)))
+    table = claims_view.render("html", claims_view.claim_rows(v), heading=claims_view.heading(v),
+                   css=lambda verdict: VERDICT_CLASS.get(class_of(verdict), ""))
     summary = counts_text(claims["verdict"].fillna("").astype(str)) if "verdict" in claims.columns else ""
     return (f'<p>{len(claims)} claims: {_e(summary)}. A claim judged at several conditions shows each with its own '
             "verdict; with several campaigns the pooled interval decides and the campaigns' own estimates are a "
-            "consistency check (its test under the reason).</p>"
-            + _table(["claim", "seed", "what the seed says", "study", head, "verdict", "reason"], rows, "claims"))
+            "consistency check (its test under the reason).</p>" + table.strip())
 
 
 def _cells_html(s: StudySection) -> str:
@@ -258,8 +214,7 @@ def load_inputs(out: str | Path | None = None) -> ReportInputs:
         git = json.loads(build_file.read_text()).get("git") or {}
         if git.get("commit"):
             prov["git_commit"] = str(git["commit"]) + (" (uncommitted changes)" if git.get("dirty") else "")
-    claims_file = gen / "claims.csv"
-    claims = pd.read_csv(claims_file, dtype={"seed": str}) if claims_file.is_file() else pd.DataFrame()
+    verdicts = read_verdicts(gen)  # the judgement's claims tables (empty when the build has none)
     studies = []
     for st in prov.get("studies", []):
         d = _study_dir(str(st.get("results_dir", "")))
@@ -274,7 +229,8 @@ def load_inputs(out: str | Path | None = None) -> ReportInputs:
     stems = [s for s in order if s in drawn] + sorted(s for s in drawn if s not in order)
     figures = [Figure(stem, str(drawn[stem]), (figs / f"{stem}.png").read_bytes())
                for stem in stems if (figs / f"{stem}.png").is_file()]
-    return ReportInputs(prov, claims, studies, figures, read_levels(gen / "claims-levels.csv"))
+    return ReportInputs(prov, verdicts.claims if len(verdicts.claims) else pd.DataFrame(), studies, figures,
+                        verdicts.levels)
 
 
 def write_report(path: str | Path, out: str | Path | None = None) -> Path:

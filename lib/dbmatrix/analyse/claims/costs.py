@@ -16,11 +16,10 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.claims.looks import state_of
+from dbmatrix.analyse.judgement import COST_COLUMNS as COLUMNS
+from dbmatrix.analyse.judgement import SUMMARY_COLUMNS
 
-COLUMNS = ("study", "campaign", "claim", "verdict", "state", "decided_at", "blocks", "looks", "confidence",
-           "runs", "run_s", "projected_blocks")
-SUMMARY_COLUMNS = ("study", "campaign", "claims", "decided", "open", "not_by_runs", "blocks", "looks", "confidence",
-                   "runs", "run_s", "elapsed_s", "elapsed_s_per_decided", "stopped")
+__all__ = ["COLUMNS", "SUMMARY_COLUMNS", "RunTime", "cost_summary", "decision_costs", "read_log", "study_costs"]
 
 
 @dataclass(frozen=True)

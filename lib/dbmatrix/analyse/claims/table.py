@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -30,50 +30,15 @@ from dbmatrix.analyse.claims.verdicts import (
     with_premises,
 )
 from dbmatrix.analyse.contrasts import Estimate, NotIdentified, NotTestable
+from dbmatrix.analyse.judgement import CAMPAIGN_COLUMNS, LEVEL_COLUMNS, VERDICT_COLUMNS, ClaimVerdicts, flips
 from dbmatrix.analyse.stats.sequential import final_look, level_text
 
+__all__ = ["CAMPAIGN_COLUMNS", "LEVEL_COLUMNS", "VERDICT_COLUMNS", "ClaimVerdicts", "PerLevel", "evaluate", "flips",
+           "level_claims", "verdict_counts"]
+
 # ============================================================================ the table
-
-VERDICT_COLUMNS = ("id", "seed", "where", "claim", "metric", "kind", "test", "band_lo", "band_hi", "study",
-                   "compared", "basis", "n", "estimate", "ci_lo", "ci_hi", "verdict", "reason", "stand_in",
-                   "premise", "premise_value", "premise_met", "campaigns", "campaign_level", "registration",
-                   "heterogeneity", "confidence", "combine")
-CAMPAIGN_COLUMNS = ("id", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
-LEVEL_COLUMNS = ("id", "level", "campaign", "estimate", "ci_lo", "ci_hi", "verdict")
-
-
-@dataclass(frozen=True)
-class ClaimVerdicts:
-    """What :func:`evaluate` gives: ``claims``, one row per claim (:data:`VERDICT_COLUMNS`, and ``hosts`` when
-    a study has several), and ``campaigns``, one row per claim and campaign of the build
-    (:data:`CAMPAIGN_COLUMNS`: that campaign's own estimate and verdict; NaN and "" where it has none), and
-    ``levels``, for a claim judged per level of a factor it depends on, one row per level and campaign
-    (:data:`LEVEL_COLUMNS`; campaign 0: pooled), which the paper's claims table prints.
-    Written as ``claims.csv`` and ``claims-campaigns.csv``; the paper and ``dbmatrix verdicts`` read it."""
-
-    claims: pd.DataFrame
-    campaigns: pd.DataFrame
-    levels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEVEL_COLUMNS))
-
-    def levels_of(self, claim_id: str) -> pd.DataFrame:
-        """The per-level rows of one claim (empty unless it was judged per level)."""
-        lv = self.levels
-        return lv[lv["id"] == claim_id] if not lv.empty else lv
-
-    def campaign_numbers(self) -> list[int]:
-        """The campaigns of the build, in order (1 .. the most any study has)."""
-        return sorted({int(k) for k in self.campaigns["campaign"]}) if not self.campaigns.empty else []
-
-    def of(self, claim_id: str) -> pd.DataFrame:
-        """The per-campaign rows of one claim, in campaign order."""
-        c = self.campaigns
-        return c[c["id"] == claim_id].sort_values("campaign", kind="stable")
-
-    def campaign_verdict(self, claim_id: str, k: int) -> str:
-        rows = self.campaigns[(self.campaigns["id"] == claim_id) & (self.campaigns["campaign"] == k)]
-        v = rows["verdict"].iloc[0] if not rows.empty else ""
-        return v if isinstance(v, str) else ""
-
+# The table's columns and its container live with the judgement's files (dbmatrix.analyse.judgement), which
+# every view reads; they are re-exported here for the estimating side.
 
 @dataclass(frozen=True)
 class PerLevel:
@@ -261,98 +226,132 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
     A study whose campaign records say it was run until decided (``dbmatrix run --until-decided``) is
     judged at its final look's level, and the basis says so (:func:`dbmatrix.analyse.stats.sequential.
     final_look`); `confidence` given: every interval at that level (a look of :mod:`dbmatrix.decide`)."""
-    rows = []
-    camp_rows: list[dict[str, Any]] = []
-    level_rows: list[dict[str, Any]] = []
     several = any(len(e.hosts()) > 1 for e in evidence)
     n_camp = max([len(e.campaigns()) for e in evidence if not e.runs.empty] or [1])
+    rows: list[dict[str, Any]] = []
+    camp_rows: list[dict[str, Any]] = []
+    level_rows: list[dict[str, Any]] = []
     for c in claims:
-        row: dict[str, Any] = {"id": c.id, "seed": c.seed, "where": c.where, "claim": c.text, "metric": c.metric,
-                               "kind": c.kind, "test": c.test, "band_lo": c.band[0], "band_hi": c.band[1],
-                               "study": "", "compared": "", "basis": "", "n": 0, "estimate": math.nan,
-                               "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
-                               "stand_in": c.stand_in, "premise": "; ".join(p.text for p in c.premises),
-                               "premise_value": "", "premise_met": "", "campaigns": 0, "campaign_level": "",
-                               "registration": "", "heterogeneity": "", "confidence": math.nan,
-                               "combine": combine_words(c) if c.per else "", **({"hosts": ""} if several else {})}
-        camp = {k: {"id": c.id, "campaign": k, "estimate": math.nan, "ci_lo": math.nan, "ci_hi": math.nan,
-                    "verdict": ""} for k in range(1, n_camp + 1)}
-        camp_rows += camp.values()
-        if c.not_tested:
-            row["reason"] = c.not_tested
-            rows.append(row)
-            continue
-        pool = [e for k in c.sources for e in evidence if e.kind == k]
-        if c.kind == "share":  # stability is a property of every standalone run of the build
-            pool = [Evidence("+".join(e.experiment for e in pool), "pooled",
-                             pd.concat([e.runs for e in pool], ignore_index=True),
-                             host_cpus={h: n for e in pool for h, n in e.host_cpus.items()},
-                             campaign_records=[r for e in pool for r in e.campaign_records])] if pool else []
-        reasons: list[str] = []
-        unidentified: tuple[Evidence, NotIdentified, list[PremiseCheck]] | None = None
-        for ev in pool:
-            level, note = _level(ev, confidence)
-            ev, hosts = ev.for_claims()
-            checks = [check_premise(p, c, ev) for p in c.premises]
-            try:
-                if any(f in ev.runs.columns and ev.runs[f].nunique() > 1 for f in c.per):
-                    pl = _per_levels(c, ev, checks, level)
-                    level_rows += pl.rows
-                    if len(pl.campaigns) > 1:
-                        for k, (cv, cj) in zip(ev.campaigns(), pl.campaigns):
-                            if k <= n_camp:
-                                camp[k]["verdict"] = cv
-                                if cj is not None:
-                                    camp[k].update(estimate=cj[0], ci_lo=cj[1], ci_hi=cj[2])
-                    if pl.judged is not None:
-                        row.update(estimate=pl.judged[0], ci_lo=pl.judged[1], ci_hi=pl.judged[2])
-                    row.update(study=ev.experiment, compared=pl.compared, basis=pl.basis + note, n=pl.n,
-                               verdict=pl.verdict, reason="; ".join([x for x in (pl.reason, *reasons) if x]),
-                               campaigns=len(ev.campaigns()), heterogeneity=pl.heterogeneity,
-                               confidence=pl.confidence, combine=pl.combine)
-                    _premise_cols(row, checks)
-                    if several:
-                        row["hosts"] = hosts
-                    break
-                est, per, notes = estimate_all(c, ev, level)
-            except NotIdentified as exc:  # another study's design may identify it
-                unidentified = unidentified or (ev, exc, checks)
-                reasons.append(f"{ev.experiment}: not identified: {exc}")
-                continue
-            except NotTestable as exc:
-                reasons.append(f"{ev.experiment}: {exc}")
-                continue
-            v, why = judge(c, est, checks)
-            row.update(study=ev.experiment, compared=est.compared, basis=est.basis + (note if est.values == [] else ""),
-                       n=len(est.run_ids) or est.n,
-                       estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi, verdict=v,
-                       reason="; ".join([why, *notes, *reasons]).strip("; "), campaigns=len(ev.campaigns()),
-                       heterogeneity=heterogeneity_text(est.heterogeneity),
-                       confidence=math.nan if est.values else est.confidence,
-                       combine=combine_words(c) if len(est.values) > 1 else "")
-            for k, e in zip(ev.campaigns(), per):
-                if e is None or k > n_camp:
-                    continue
-                camp[k].update(estimate=e.estimate, ci_lo=e.ci_lo, ci_hi=e.ci_hi,
-                               verdict=judge(c, e, _campaign_checks(c, ev, k, checks))[0])
-            _premise_cols(row, checks)
-            if several:
-                row["hosts"] = hosts
-            break
-        else:
-            if unidentified:
-                _not_identified(row, *unidentified)
-                _campaign_cols(row, c, unidentified[0])
-                rows.append(row)
-                continue
-            row["reason"] = _untested_reason(c, reasons)
-            rows.append(row)
-            continue
-        _campaign_cols(row, c, ev)
-        rows.append(row)
+        j = _Judged(_blank_row(c, several), _blank_campaigns(c, n_camp), [])
+        _judge_claim(j, c, evidence, several, confidence)
+        rows.append(j.row)
+        camp_rows += j.campaigns.values()
+        level_rows += j.levels
     columns = [*VERDICT_COLUMNS, *(["hosts"] if several else [])]
     return ClaimVerdicts(pd.DataFrame(rows, columns=columns), pd.DataFrame(camp_rows, columns=CAMPAIGN_COLUMNS),
                          pd.DataFrame(level_rows, columns=[*LEVEL_COLUMNS, "note"]))
+
+
+@dataclass
+class _Judged:
+    """One claim as :func:`evaluate` fills it: its row, its per-campaign rows (campaign -> row) and level rows."""
+
+    row: dict[str, Any]
+    campaigns: dict[int, dict[str, Any]]
+    levels: list[dict[str, Any]]
+
+
+def _blank_row(c: Claim, several: bool) -> dict[str, Any]:
+    """A claim's row before any study tested it: "not tested", no estimate."""
+    return {"id": c.id, "seed": c.seed, "where": c.where, "claim": c.text, "metric": c.metric,
+            "kind": c.kind, "test": c.test, "band_lo": c.band[0], "band_hi": c.band[1],
+            "study": "", "compared": "", "basis": "", "n": 0, "estimate": math.nan,
+            "ci_lo": math.nan, "ci_hi": math.nan, "verdict": "not tested", "reason": "",
+            "stand_in": c.stand_in, "premise": "; ".join(p.text for p in c.premises),
+            "premise_value": "", "premise_met": "", "campaigns": 0, "campaign_level": "",
+            "registration": "", "heterogeneity": "", "confidence": math.nan,
+            "combine": combine_words(c) if c.per else "", **({"hosts": ""} if several else {})}
+
+
+def _blank_campaigns(c: Claim, n_camp: int) -> dict[int, dict[str, Any]]:
+    return {k: {"id": c.id, "campaign": k, "estimate": math.nan, "ci_lo": math.nan, "ci_hi": math.nan,
+                "verdict": ""} for k in range(1, n_camp + 1)}
+
+
+def _pool(c: Claim, evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The studies that may test a claim, in its preferred order of kinds; a share claim pools every
+    standalone run of the build (stability is a property of them all)."""
+    pool = [e for k in c.sources for e in evidence if e.kind == k]
+    if c.kind != "share" or not pool:
+        return pool
+    return [Evidence("+".join(e.experiment for e in pool), "pooled",
+                     pd.concat([e.runs for e in pool], ignore_index=True),
+                     host_cpus={h: n for e in pool for h, n in e.host_cpus.items()},
+                     campaign_records=[r for e in pool for r in e.campaign_records])]
+
+
+def _judge_claim(j: _Judged, c: Claim, evidence: Sequence[Evidence], several: bool,
+                 confidence: float | None) -> None:
+    """The claim on the first study that can test it (see :func:`evaluate`), else why none could."""
+    if c.not_tested:
+        j.row["reason"] = c.not_tested
+        return
+    reasons: list[str] = []
+    unidentified: tuple[Evidence, NotIdentified, list[PremiseCheck]] | None = None
+    for ev in _pool(c, evidence):
+        level, note = _level(ev, confidence)
+        ev, hosts = ev.for_claims()
+        checks = [check_premise(p, c, ev) for p in c.premises]
+        try:
+            if any(f in ev.runs.columns and ev.runs[f].nunique() > 1 for f in c.per):
+                _fill_per_level(j, c, ev, checks, level, note, reasons)
+            else:
+                _fill_estimate(j, c, ev, checks, level, note, reasons)
+        except NotIdentified as exc:  # another study's design may identify it
+            unidentified = unidentified or (ev, exc, checks)
+            reasons.append(f"{ev.experiment}: not identified: {exc}")
+            continue
+        except NotTestable as exc:
+            reasons.append(f"{ev.experiment}: {exc}")
+            continue
+        _premise_cols(j.row, checks)
+        if several:
+            j.row["hosts"] = hosts
+        _campaign_cols(j.row, c, ev)
+        return
+    if unidentified:
+        _not_identified(j.row, *unidentified)
+        _campaign_cols(j.row, c, unidentified[0])
+    else:
+        j.row["reason"] = _untested_reason(c, reasons)
+
+
+def _fill_per_level(j: _Judged, c: Claim, ev: Evidence, checks: Sequence[PremiseCheck], level: float, note: str,
+                    reasons: Sequence[str]) -> None:
+    """A claim judged at every level of its ``per`` factors (:func:`_per_levels`) into its rows."""
+    pl = _per_levels(c, ev, checks, level)
+    j.levels += pl.rows
+    if len(pl.campaigns) > 1:
+        for k, (cv, cj) in zip(ev.campaigns(), pl.campaigns):
+            if k in j.campaigns:
+                j.campaigns[k]["verdict"] = cv
+                if cj is not None:
+                    j.campaigns[k].update(estimate=cj[0], ci_lo=cj[1], ci_hi=cj[2])
+    if pl.judged is not None:
+        j.row.update(estimate=pl.judged[0], ci_lo=pl.judged[1], ci_hi=pl.judged[2])
+    j.row.update(study=ev.experiment, compared=pl.compared, basis=pl.basis + note, n=pl.n,
+                 verdict=pl.verdict, reason="; ".join([x for x in (pl.reason, *reasons) if x]),
+                 campaigns=len(ev.campaigns()), heterogeneity=pl.heterogeneity,
+                 confidence=pl.confidence, combine=pl.combine)
+
+
+def _fill_estimate(j: _Judged, c: Claim, ev: Evidence, checks: Sequence[PremiseCheck], level: float, note: str,
+                   reasons: Sequence[str]) -> None:
+    """A claim judged on one estimate (pooled) and each campaign's own into its rows."""
+    est, per, notes = estimate_all(c, ev, level)
+    v, why = judge(c, est, checks)
+    j.row.update(study=ev.experiment, compared=est.compared,
+                 basis=est.basis + (note if est.values == [] else ""), n=len(est.run_ids) or est.n,
+                 estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi, verdict=v,
+                 reason="; ".join([why, *notes, *reasons]).strip("; "), campaigns=len(ev.campaigns()),
+                 heterogeneity=heterogeneity_text(est.heterogeneity),
+                 confidence=math.nan if est.values else est.confidence,
+                 combine=combine_words(c) if len(est.values) > 1 else "")
+    for k, e in zip(ev.campaigns(), per):
+        if e is None or k not in j.campaigns:
+            continue
+        j.campaigns[k].update(estimate=e.estimate, ci_lo=e.ci_lo, ci_hi=e.ci_hi,
+                              verdict=judge(c, e, _campaign_checks(c, ev, k, checks))[0])
 
 
 def _untested_reason(c: Claim, reasons: Sequence[str]) -> str:
@@ -422,20 +421,3 @@ def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
     "depends")."""
     classes = table["verdict"].fillna("").astype(str).map(verdict_class)
     return {v: int((classes == v).sum()) for v in VERDICTS}
-
-
-def flips(verdicts: ClaimVerdicts) -> pd.DataFrame:
-    """Per claim: each campaign's verdict (a column C<k> per campaign, for display), the pooled one,
-    whether the campaigns' verdicts differ (a flip) and whether a campaign says the opposite of a pooled
-    agree/disagree (under the three-way rule only a campaign interval disjoint from the pooled one can: the
-    campaigns are consistency checks, the pooled interval decides)."""
-    ks = verdicts.campaign_numbers()
-    rows = []
-    for _, r in verdicts.claims.iterrows():
-        own = {f"C{k}": verdicts.campaign_verdict(r["id"], k) for k in ks}
-        per = [str(v) for v in own.values() if isinstance(v, str) and v]
-        rows.append({"id": r["id"], "seed": r["seed"], **own, "pooled": r["verdict"],
-                     "flip": len(per) > 1 and len(set(per)) > 1,
-                     "contradicted": r["verdict"] in ("agree", "disagree") and any(
-                         v in ("agree", "disagree") and v != r["verdict"] for v in per)})
-    return pd.DataFrame(rows)
