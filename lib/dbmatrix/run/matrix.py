@@ -334,6 +334,58 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     store.clean_staging()
     choice = choose_campaign(study, campaign)
     print(f"{exp.name}: {choice.line()}", flush=True)
+    work = _session_work(study, choice, hosts, host_name, max_runs)
+    counts = work.counts
+    est = summarize_plan(exp, work.pending, hosts=[s.name for s in specs],
+                         block_hosts=work.block_hosts).estimated_wall_s
+    report = RunProgress(exp.name, planned=len(work.plan), already_done=counts.already_done,
+                         to_run=len(work.pending), campaign=choice.number, hosts=len(specs),
+                         estimate_s=est if work.pending else None)
+    report.start()
+    if not work.pending and next_round is None:
+        return counts
+    session_started = utc_now()
+    if store.campaign_record(choice.number) is None:  # a started campaign is visible at once
+        _record_campaign(study, choice.number, session_started, None, registration)
+    session = _StudySession(study, specs, choice.number, work, report, on_interval,
+                            _progress_bar(exp.name, len(work.pending), progress, est, len(specs)))
+    fleet = Fleet(specs, exp, store, session.connect, session.execute, session.on_result,
+                  allow_lost=allow_lost_hosts, leaser=leaser_for(study.inventory),
+                  lease_request=session.lease_request, on_lease=session.on_lease)
+    with interrupts_stop_cleanly():
+        try:
+            left = session.rounds(fleet, next_round if max_runs is None else None)
+        finally:
+            session.bar.close()
+            _close_fleet(fleet)
+            if fleet.moves:
+                moved = {int(m["block"]): str(m["to"]) for m in fleet.moves}
+                record_assignment(store, exp, hosts, {**work.block_hosts, **moved}, fleet.moves)
+            rec = _record_campaign(study, choice.number, session_started, fleet, registration)
+    counts.campaign_complete = rec["complete"]
+    counts.not_attempted = len(left)
+    report.finish(not_run=len(left))
+    _tally(counts, fleet, left, several_hosts=len(specs) > 1, allow_lost_hosts=allow_lost_hosts)
+    return counts
+
+
+@dataclass
+class _SessionWork:
+    """What one session of :func:`run_study` measures: the campaign's plan, the runs still to measure (this
+    host's share with ``--host``, at most ``max_runs``), each run's host and each block's, and the counts."""
+
+    plan: list[PlannedRun]
+    pending: list[PlannedRun]
+    assignment: dict[str, str]  # run_id -> host
+    block_hosts: dict[int, str]
+    counts: RunReport
+
+
+def _session_work(study: Study, choice: Choice, hosts: list[str], host_name: str | None,
+                  max_runs: int | None) -> _SessionWork:
+    """The chosen campaign's plan, its blocks dealt to `hosts` (recorded in plan.json) and its runs not yet
+    ok: all of them, one host's share, or the first `max_runs`."""
+    exp, store = study.experiment, study.store
     plan = exp.plan(choice.number)
     block_hosts = study_assignment(study, hosts)
     record_assignment(store, exp, hosts, block_hosts)
@@ -346,84 +398,96 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         pending = [r for r in pending if assignment[r.run_id] == host_name]
     if max_runs is not None:
         pending = pending[:max_runs]
-    est = summarize_plan(exp, pending, hosts=[s.name for s in specs], block_hosts=block_hosts).estimated_wall_s
-    report = RunProgress(exp.name, planned=len(plan), already_done=counts.already_done, to_run=len(pending),
-                         campaign=choice.number, hosts=len(specs), estimate_s=est if pending else None)
-    report.start()
-    if not pending and next_round is None:
-        return counts
-    session_started = utc_now()
-    if store.campaign_record(choice.number) is None:  # a started campaign is visible at once
-        _record_campaign(study, choice.number, session_started, None, registration)
+    return _SessionWork(plan, pending, assignment, block_hosts, counts)
+
+
+def _progress_bar(name: str, total: int, progress: bool, estimate_s: float, hosts: int) -> Any:
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(pending), disable=not progress, unit="run", desc=exp.name,
+    bar = tqdm(total=total, disable=not progress, unit="run", desc=name,
                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
-    bar.set_postfix_str(f"plan ~{format_duration(est)} on {len(specs)} host(s)")
-    lock = threading.Lock()
+    bar.set_postfix_str(f"plan ~{format_duration(estimate_s)} on {hosts} host(s)")
+    return bar
 
-    def connect(w: Worker) -> None:
+
+class _StudySession:
+    """What one session of :func:`run_study` gives its fleet (connect a worker's hosts and calibrate, measure
+    a run, count a result, a lease per block, the media again on a new lease) and the rounds it runs."""
+
+    def __init__(self, study: Study, specs: Sequence[HostSpec], campaign: int, work: _SessionWork,
+                 report: RunProgress, on_interval: IntervalCallback | None, bar: Any) -> None:
+        self.study, self.exp, self.store = study, study.experiment, study.store
+        self.specs, self.campaign, self.work = specs, campaign, work
+        self.report, self.on_interval, self.bar = report, on_interval, bar
+        self.lock = threading.Lock()
+        self.fresh_for = dataset_token(self.exp, self.store, campaign)
+
+    def connect(self, w: Worker) -> None:
+        exp, store = self.exp, self.store
         w.ctx = connect_host(w.spec, exp, store)
         w.host = w.ctx.host
         if exp.topology.hosts:  # the other nodes' hosts of a cluster spread over the inventory
-            w.peers = {n: connect_host(study.inventory.host(n), exp, store)
+            w.peers = {n: connect_host(self.study.inventory.host(n), exp, store)
                        for n in dict.fromkeys(exp.topology.hosts[1:]) if n != w.spec.name}
         if exp.topology.calibrate is not None:
-            calibrate_followers(w, exp, store, choice.number)
+            calibrate_followers(w, exp, store, self.campaign)
 
-    fresh_for = dataset_token(exp, store, choice.number)
+    def execute(self, w: Worker, run: PlannedRun) -> RunRecord:
+        self.bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(self.specs) > 1 else run.run_id)
+        return run_or_record(w.ctx, self.exp, run, self.store, w.datasets, w.peers, self.on_interval,
+                             fresh_for=self.fresh_for)
 
-    def execute(w: Worker, run: PlannedRun) -> RunRecord:
-        bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(specs) > 1 else run.run_id)
-        return run_or_record(w.ctx, exp, run, store, w.datasets, w.peers, on_interval, fresh_for=fresh_for)
+    def on_result(self, w: Worker, m: RunRecord) -> None:
+        with self.lock:
+            self.work.counts.count(m.status)
+            self.work.counts.adaptive += m.adaptive
+            self.bar.update(1)
+            self.report.run_done(outcome_of(m))
 
-    def on_result(w: Worker, m: RunRecord) -> None:
-        with lock:
-            counts.count(m.status)
-            counts.adaptive += m.adaptive
-            bar.update(1)
-            report.run_done(outcome_of(m))
+    def lease_request(self, w: Worker, block: int) -> Any:  # one allocation per block (run.leasing)
+        mine = [r for r in self.work.pending if r.block == block]
+        return block_request(self.exp, self.study.inventory, block, w.spec.name,
+                             summarize_plan(self.exp, mine, hosts=[w.spec.name]).estimated_s if mine else 0.0)
 
-    def lease_request(w: Worker, block: int) -> Any:  # one allocation per block (run.leasing)
-        mine = [r for r in pending if r.block == block]
-        return block_request(exp, study.inventory, block, w.spec.name,
-                             summarize_plan(exp, mine, hosts=[w.spec.name]).estimated_s if mine else 0.0)
-
-    def on_lease(w: Worker) -> None:  # a new lease of a host set up before: its media again (an epilog may unmount)
+    def on_lease(self, w: Worker) -> None:
+        """A new lease of a host set up before: its media again (a scheduler's epilog may unmount them)."""
         for c in [w.ctx, *w.peers.values()]:
-            c.media.update(prepare_media(c.host, c.spec, exp))
+            c.media.update(prepare_media(c.host, c.spec, self.exp))
 
-    fleet = Fleet(specs, exp, store, connect, execute, on_result, allow_lost=allow_lost_hosts,
-                  leaser=leaser_for(study.inventory), lease_request=lease_request, on_lease=on_lease)
-    with interrupts_stop_cleanly():
-        try:
-            left = fleet.run([r for r in pending if not r.cell.open_loop], assignment)
-            if not fleet.halted:
-                left += fleet.run([r for r in pending if r.cell.open_loop], assignment)
-            if next_round is not None and max_runs is None and not left and not fleet.halted:
-                while (live := [w.spec.name for w in fleet.alive()]) and (extra := next_round(choice.number)):
-                    bar.total += len(extra)
-                    bar.refresh()
-                    report.add_runs(len(extra))
-                    left += fleet.run(extra, assign_runs(extra, {}, live))
-                    if left:
-                        break
-        finally:
-            bar.close()
-            for w in fleet.workers:
-                for c in [w.ctx, *w.peers.values()]:
-                    if c is not None:
-                        c.close()
-                for peer in w.peers.values():
-                    peer.host.close()
-            fleet.close()
-            if fleet.moves:
-                moved = {int(m["block"]): str(m["to"]) for m in fleet.moves}
-                record_assignment(store, exp, hosts, {**block_hosts, **moved}, fleet.moves)
-            rec = _record_campaign(study, choice.number, session_started, fleet, registration)
-    counts.campaign_complete = rec["complete"]
-    counts.not_attempted = len(left)
-    report.finish(not_run=len(left))
+    def rounds(self, fleet: Fleet, next_round: Callable[[int], list[PlannedRun]] | None) -> list[PlannedRun]:
+        """The pending closed-loop runs, then the open-loop ones (they need the closed-loop rates), then the
+        rounds `next_round` adds while every run so far was measured; returns the runs not measured."""
+        pending, assignment = self.work.pending, self.work.assignment
+        left = fleet.run([r for r in pending if not r.cell.open_loop], assignment)
+        if not fleet.halted:
+            left += fleet.run([r for r in pending if r.cell.open_loop], assignment)
+        if next_round is None or left or fleet.halted:
+            return left
+        while (live := [w.spec.name for w in fleet.alive()]) and (extra := next_round(self.campaign)):
+            self.bar.total += len(extra)
+            self.bar.refresh()
+            self.report.add_runs(len(extra))
+            left += fleet.run(extra, assign_runs(extra, {}, live))
+            if left:
+                break
+        return left
+
+
+def _close_fleet(fleet: Fleet) -> None:
+    """Close every worker's host connections (its cluster peers' too), then the fleet."""
+    for w in fleet.workers:
+        for c in [w.ctx, *w.peers.values()]:
+            if c is not None:
+                c.close()
+        for peer in w.peers.values():
+            peer.host.close()
+    fleet.close()
+
+
+def _tally(counts: RunReport, fleet: Fleet, left: list[PlannedRun], *, several_hosts: bool,
+           allow_lost_hosts: bool) -> None:
+    """The session's end in the counts: the runs not measured and why, the hosts lost, the blocks moved and,
+    with several hosts or a lost one, each host's tally."""
     if left:
         counts.not_run = {r.run_id: fleet.not_run.get(r.run_id, "not attempted") for r in left}
     lost = {w.spec.name: str(w.lost) for w in fleet.workers if w.lost}
@@ -432,9 +496,8 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
         counts.lost_hosts_allowed = allow_lost_hosts
     if fleet.moves:
         counts.blocks_moved = list(fleet.moves)
-    if len(specs) > 1 or lost:
+    if several_hosts or lost:
         counts.hosts = fleet.summary()
-    return counts
 
 
 def calibrate_followers(w: Worker, exp: Experiment, store: ResultStore, campaign: int) -> dict[str, Any]:
