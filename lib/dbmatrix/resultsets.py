@@ -27,7 +27,7 @@ from dbmatrix.spec.experiment import SpecError, load_spec
 from dbmatrix.study import PROFILES, Study, load_study, profile_specs
 
 RUNS_TABLE = Path("processed") / "runs.csv"
-CLAIM_COLUMNS = ["id", "claim", "study", "estimate", "ci_lo", "ci_hi", "confidence", "verdict"]
+CLAIM_COLUMNS = ["id", "claim", "study", "estimate", "ci_lo", "ci_hi", "confidence", "verdict", "kind"]
 DEFAULT_PROFILE = "quick"
 
 
@@ -232,8 +232,9 @@ def reference_runs(experiment: str, a: ResultSet, b: ResultSet) -> tuple[pd.Data
 
 
 def claims_table(studies: list[Study], campaign: int | None = None) -> pd.DataFrame | None:
-    """The claims judged on the studies' processed tables (:func:`dbmatrix.steps.verdicts`): pooled, or
-    one campaign's estimates and verdicts. None without a study with data."""
+    """The claims of the studies' judgement (:func:`dbmatrix.steps.verdicts`: the build's when it was made from
+    these data, else judged now by the same step): pooled, or one campaign's estimates and verdicts. None
+    without a study with data."""
     from dbmatrix import steps
 
     have = [s for s in studies if s.has_data()]
@@ -244,7 +245,8 @@ def claims_table(studies: list[Study], campaign: int | None = None) -> pd.DataFr
     if campaign is None:
         return table
     per = result.campaigns[result.campaigns["campaign"] == campaign][["id", "estimate", "ci_lo", "ci_hi", "verdict"]]
-    return table[["id", "claim", "study", "confidence"]].merge(per, on="id", how="left").reindex(columns=CLAIM_COLUMNS)
+    return table[["id", "claim", "study", "confidence", "kind"]].merge(per, on="id", how="left").reindex(
+        columns=CLAIM_COLUMNS)
 
 
 def side_claims(a: ResultSet, b: ResultSet) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:

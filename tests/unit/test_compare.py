@@ -103,8 +103,8 @@ def test_every_interval_says_its_level() -> None:
     assert list(c.claims["confidence_b"]) == [0.9736, 0.95]
     text = compare_text.render(c, width=100)
     assert c.n_intervals == 4 and "Intervals: 98.8 % CI each, so that all 4 cell x metric intervals" in text
-    assert "A 1.100 [1.000, 1.200] 95 % CI; B 1.100 [1.000, 1.200] 97.4 % CI" in text
-    assert "A 0.900 [0.800, 1.000] 98.9 % CI" in text and "inconclusive -> depends on compression  CHANGED" in text
+    assert "A 1.10 [1.00, 1.20] 95 % CI; B 1.10 [1.00, 1.20] 97.4 % CI" in text  # the claims' one formatter
+    assert "A 0.90 [0.80, 1.00] 98.9 % CI" in text and "inconclusive -> depends on compression  CHANGED" in text
     body = json.loads(compare_text.to_json(c))
     assert body["level"] == 0.95 and body["cell_level"] == pytest.approx(1 - 0.05 / 4)
 

@@ -203,8 +203,9 @@ def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFra
     (``confidence_a``/``_b``: the table's ``confidence`` column, else the level its basis names, else
     :data:`~dbmatrix.analyse.verdict_text.DEFAULT_CONFIDENCE`) and verdict, and ``changed`` (the verdicts
     differ). A table has the claims table's ``id``, ``claim``, ``estimate``, ``ci_lo``, ``ci_hi``, ``verdict``
-    columns (``confidence`` and ``basis`` where it has them)."""
-    cols = ["id", "claim", "estimate", "ci_lo", "ci_hi", "confidence", "verdict"]
+    columns (``confidence``, ``basis`` and ``kind`` where it has them; ``kind``: the metric's, how the claims'
+    formatter prints its numbers)."""
+    cols = ["id", "claim", "estimate", "ci_lo", "ci_hi", "confidence", "verdict", "kind"]
     empty = pd.DataFrame(columns=cols)
 
     def side(t: pd.DataFrame | None) -> pd.DataFrame:
@@ -221,8 +222,9 @@ def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFra
     for s in ("a", "b"):
         m[f"verdict_{s}"] = m[f"verdict_{s}"].fillna("").astype(str).replace("", "-")
     m["changed"] = m["verdict_a"] != m["verdict_b"]
+    m["kind"] = m["kind_a"].where(m["kind_a"].notna(), m["kind_b"]).fillna("ratio")
     return m[["id", "claim", "estimate_a", "ci_lo_a", "ci_hi_a", "confidence_a", "verdict_a", "estimate_b",
-              "ci_lo_b", "ci_hi_b", "confidence_b", "verdict_b", "changed"]].reset_index(drop=True)
+              "ci_lo_b", "ci_hi_b", "confidence_b", "verdict_b", "changed", "kind"]].reset_index(drop=True)
 
 
 @dataclass

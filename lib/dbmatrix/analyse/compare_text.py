@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse import compare_model as cm
+from dbmatrix.analyse.claims_view import measured, terminal
 from dbmatrix.analyse.compare import METRICS, Comparison, worst_change
 from dbmatrix.analyse.verdict_text import DEFAULT_CONFIDENCE, level_label, level_pct
 
@@ -159,15 +160,17 @@ def study_lines(c: Comparison, study: str, width: int, sort: str, only_changed: 
 
 
 def claim_side(r: pd.Series, s: str) -> str:
-    """One side's estimate of a claim with its interval and the interval's level ("-" without one)."""
+    """One side's estimate of a claim with its interval and the interval's level ("-" without one), as the
+    claims' one formatter prints them (:func:`dbmatrix.analyse.claims_view.measured`)."""
     est, lo, hi = (r.get(f"{k}_{s}") for k in ("estimate", "ci_lo", "ci_hi"))
+    kind = str(r.get("kind") or "ratio")
     if est is None or pd.isna(est):
         return "-"
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
-        return f"{float(est):.3f} (no CI)"
+        return f"{terminal(measured(kind, est))} (no CI)"
     conf = r.get(f"confidence_{s}")
     level = level_label(float(conf) if conf is not None and pd.notna(conf) else DEFAULT_CONFIDENCE)
-    return f"{float(est):.3f} [{float(lo):.3f}, {float(hi):.3f}] {level}"
+    return f"{terminal(measured(kind, est, lo, hi))} {level}"
 
 
 def claims_lines(c: Comparison, width: int, only_changed: bool, markdown: bool) -> list[str]:

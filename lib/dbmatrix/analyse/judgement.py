@@ -188,7 +188,8 @@ def _round_trip(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return read_table(io.StringIO(table_text(df)), columns) if len(df.columns) else pd.DataFrame(columns=columns)
 
 
-def _normal_verdicts(v: ClaimVerdicts) -> ClaimVerdicts:
+def normalise_verdicts(v: ClaimVerdicts) -> ClaimVerdicts:
+    """Claims' verdicts as their files hold them (:func:`normalise`)."""
     return ClaimVerdicts(_round_trip(v.claims, VERDICT_COLUMNS), _round_trip(v.campaigns, CAMPAIGN_COLUMNS),
                          _round_trip(v.levels, LEVEL_COLUMNS))
 
@@ -196,7 +197,7 @@ def _normal_verdicts(v: ClaimVerdicts) -> ClaimVerdicts:
 def normalise(j: Judgement) -> Judgement:
     """The judgement as its files hold it: the claims and cost tables through their CSV text (what
     :func:`load_judgement` gives back), the figure tables as they are (written at full precision)."""
-    return Judgement(_normal_verdicts(j.verdicts), _normal_verdicts(j.further),
+    return Judgement(normalise_verdicts(j.verdicts), normalise_verdicts(j.further),
                      _round_trip(j.costs, COST_COLUMNS), _round_trip(j.cost_summary, SUMMARY_COLUMNS),
                      dict(j.figures), tuple(j.figure_notes), j.inputs)
 

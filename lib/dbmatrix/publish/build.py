@@ -371,22 +371,14 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     ctx = HookContext(figures_dir, generated_dir, paper_src, judgement.claims, findings=out.findings)
     bodies = _sections(studies, ctx, out)
     remove_stale_figures(figures_dir, set(out.figures))
-    standard = [s for s in studies if get_kind(s.kind).standard_tables and s.a is not None]
-    primary = next((s for s in standard if get_kind(s.kind).primary), standard[0] if standard else None)
-    if primary is None:
-        raise RuntimeError(f"profile {profile}: no standalone study with data; the paper needs one")
+    standard, primary = _standard(studies, profile)
     shas = {st.name: _study_sha(st) for st in studies}
     build_sha = plots.data_hash(pd.DataFrame({"experiment": list(shas), "sha": list(shas.values())}))
     macros, hooked = _study_macros(standard, primary, profile, shas, ctx)
     by_name = {st.name: st for st in studies}
     drawn = {stem: by_name[n] for stem, n in out.figures.items() if n in by_name}
     macros.update(_text_macros(studies, drawn, primary, opts, judgement))
-    macros.update({
-        "buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
-        "nStudies": str(len(studies)),
-        "studyList": ", ".join(f"\\texttt{{{paper.latex_escape(s.name)}}}" for s in studies),
-        "nFigures": str(len(out.figures)), "ciPct": level_pct(DEFAULT_CONFIDENCE),
-    })
+    macros.update(_build_macros(studies, profile, build_sha, len(out.figures)))
     paper.write_macros(macros, generated_dir / "macros.tex")
     written = [generated_dir / "macros.tex"]
     for st in standard:
@@ -402,6 +394,23 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     if out.findings and opts.get("figure_check", "fail") == "fail":
         raise FigureCheckError(out.findings)
     return out
+
+
+def _standard(studies: Sequence[StudyTables], profile: str) -> tuple[list[StudyTables], StudyTables]:
+    """The studies with the standard tables and the primary one among them (the paper needs one)."""
+    standard = [s for s in studies if get_kind(s.kind).standard_tables and s.a is not None]
+    primary = next((s for s in standard if get_kind(s.kind).primary), standard[0] if standard else None)
+    if primary is None:
+        raise RuntimeError(f"profile {profile}: no standalone study with data; the paper needs one")
+    return standard, primary
+
+
+def _build_macros(studies: Sequence[StudyTables], profile: str, build_sha: str, n_figures: int) -> dict[str, str]:
+    """What the build is: its profile, data digest, studies and figures, the intervals' default level."""
+    return {"buildProfile": paper.latex_escape(profile), "buildDataHash": build_sha,
+            "nStudies": str(len(studies)),
+            "studyList": ", ".join(f"\\texttt{{{paper.latex_escape(s.name)}}}" for s in studies),
+            "nFigures": str(n_figures), "ciPct": level_pct(DEFAULT_CONFIDENCE)}
 
 
 def _write(folder: Path, name: str, text: str) -> Path:
