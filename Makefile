@@ -79,10 +79,14 @@ setup-paper: $(PY_STAMP) $(OS_PAPER)
 # versions this study was last run with (regenerate with `.venv/bin/pip freeze --exclude-editable`).
 # The notebooks' kernel `dbmatrix` (dbmatrix.lab) is installed into the venv, where Jupyter finds it
 # whatever JUPYTER_DATA_DIR says.
+# uv (from PyPI, like every other package) installs the same pinned set in seconds where pip takes a minute or
+# more on a fresh machine (make test's budget counts it); pip does it if uv cannot be had.
 $(PY_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	if $(BIN)/python -m pip install -q uv==0.13.9; then \
+	  $(BIN)/uv pip install --python $(BIN)/python -q -c constraints.txt -e '.[test]'; \
+	else $(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'; fi
 	$(BIN)/python -m ipykernel install --sys-prefix --name dbmatrix --display-name "dbmatrix (.venv)" >/dev/null
 	touch $@
 

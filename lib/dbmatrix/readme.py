@@ -82,7 +82,8 @@ def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -
     studies = sorted(d for d in reference.iterdir() if (d / "raw").is_dir()
                      and (experiments is None or d.name in experiments))
     per_campaign: dict[int, int] = {}
-    spans: dict[int, list[datetime]] = {}
+    seconds: dict[int, float] = {}  # per campaign: its studies' own spans added (they run one after another; a
+    # study measured again on another day must not stretch the campaign over the days between)
     datasets: dict[str, int] = {}
     cpus: set[int] = set()
     levels: set[str] = set()
@@ -95,15 +96,16 @@ def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -
                 per_campaign[k] = per_campaign.get(k, 0) + 1
         for rec in store.campaigns():
             if rec.get("started_utc") and rec.get("finished_utc"):
-                spans.setdefault(int(rec["campaign"]), []).extend([_utc(rec["started_utc"]),
-                                                                   _utc(rec["finished_utc"])])
+                k = int(rec["campaign"])
+                span = (_utc(rec["finished_utc"]) - _utc(rec["started_utc"])).total_seconds()
+                seconds[k] = seconds.get(k, 0.0) + span
         for f in sorted((d / "hosts").glob("*.json")):
             if not f.name.endswith(".media.json"):
                 cpus.add(int(json.loads(f.read_text()).get("online_cpus") or 0))
         for f in sorted((d / "datasets").glob("*/*.json")):
             info = json.loads(f.read_text())
             datasets[str(info["key"])] = int(info.get("datadir_physical_bytes") or 0)
-    seconds = {k: (max(v) - min(v)).total_seconds() for k, v in sorted(spans.items())}
+    seconds = dict(sorted(seconds.items()))
     if len(cpus) != 1:
         raise ValueError(f"{reference}: the reference's hosts have {sorted(cpus)} CPUs; the README names one")
     return ReferenceFacts(len(studies), cpus.pop(), len(per_campaign), sum(per_campaign.values()),
@@ -250,7 +252,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         "|---|---|---|",
         f"| `make smoke` | the smallest real run ({sm}): setup, runs, analysis, figures into `data/smoke/` | "
         f"{duration(smoke['seconds'])} ({smoke['source']}) |",
-        f"| `make reproduce` | every study of the `quick` profile, new runs in `data/runs/`, figures, paper | "
+        f"| `make reproduce` | every study of the `quick` profile, new runs in `data/runs/`, figures and the paper in `build/quick/` | "
         f"{measuring} of measuring (the reference's {len(quick.campaign_seconds)} campaigns, their records) "
         f"+ {duration(after['seconds'])} ({after['source']}) |",
         *paper_row,

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from tests.integration.factory import alive, study_from
 
+from dbmatrix import steps
 from dbmatrix.analyse import tables as analysis
-from dbmatrix.publish import build
 from dbmatrix.run.matrix import run_study, study_status
 from dbmatrix.store import ResultStore
 
@@ -106,7 +106,7 @@ def test_analysis_figure_and_macros_are_deterministic(study, ran, tmp_path):
     for name in ("a", "b"):
         a = analysis.analyse(study.store, study.experiment)
         root = tmp_path / name
-        written = build.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
+        written = steps.publish(study.store, study.experiment, "smoke", root / "figures", root / "paper" / "generated")
         outs.append((root, written, sorted((study.store.processed).iterdir())))
     assert len(a.cells) == 2 and (a.cells["n"] == 2).all()
     assert a.cells["ci_lo"].le(a.cells["mean"]).all() and a.cells["ci_hi"].ge(a.cells["mean"]).all()
