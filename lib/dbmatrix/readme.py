@@ -252,7 +252,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         "|---|---|---|",
         f"| `make smoke` | the smallest real run ({sm}): setup, runs, analysis, figures into `data/smoke/` | "
         f"{duration(smoke['seconds'])} ({smoke['source']}) |",
-        f"| `make reproduce` | every study of the `quick` profile, new runs in `data/runs/`, figures and the paper in `build/quick/` | "
+        "| `make reproduce` | every study of the `quick` profile, new runs in `data/runs/`, figures and the paper in "
+        "`build/quick/` | "
         f"{measuring} of measuring (the reference's {len(quick.campaign_seconds)} campaigns, their records) "
         f"+ {duration(after['seconds'])} ({after['source']}) |",
         *paper_row,
