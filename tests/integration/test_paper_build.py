@@ -18,7 +18,7 @@ import pytest
 from dbmatrix import cli, paths, steps
 from dbmatrix.analyse import tables as analysis
 from dbmatrix.analyse.kinds import load_study_tables
-from dbmatrix.publish import build, paper, placeholders
+from dbmatrix.publish import paper, placeholders
 from dbmatrix.study import load_studies, studies_with_data
 
 pytestmark = pytest.mark.integration
@@ -128,12 +128,12 @@ def test_every_macro_the_text_uses_is_defined(built: dict[str, object], tmp_path
 
 def test_regenerating_from_the_same_data_gives_the_same_bytes(built: dict[str, object], data: Path,
                                                             tmp_path: Path) -> None:
-    """A second build from the same data (publish_all, as `dbmatrix figures` calls it) gives the module
-    build's bytes: every figure, table and macro file, and the same provenance but for the data root the
+    """A second build from the same data (the judge step and publish_all, as `dbmatrix figures` calls them)
+    gives the module build's bytes: every figure, table and macro file, and the same provenance but for the data root the
     command line named."""
     tables = steps.study_tables(built["have"])
     not_run = [s.experiment.name for s in built["missing"]]
-    out = build.publish_all(tables, "quick", tmp_path / "figures", tmp_path / "generated", not_run=not_run)
+    out = steps.publish_tables(tables, "quick", tmp_path / "figures", tmp_path / "generated", not_run=not_run)
     again = {p.relative_to(tmp_path): p.read_bytes() for p in out.written}
     assert len(again) > 20 and any(rel.name == "provenance.json" for rel in again)
     for rel, content in again.items():
@@ -189,16 +189,16 @@ def test_make_rebuilds_only_what_is_stale(tmp_path: Path) -> None:
     first = make("paper", "PROFILE=quick")  # the staleness rules; the default profile is checked last
     assert "dbmatrix analyse" in first and "dbmatrix notebooks --profile quick --only 30" in first
     # a build of another profile goes to build/quick/, never into the tracked figures/ and paper/
-    build = repo / "build" / "quick"
-    assert "dbmatrix paper" in first and (build / "paper" / "main.pdf").is_file()
+    quick = repo / "build" / "quick"
+    assert "dbmatrix paper" in first and (quick / "paper" / "main.pdf").is_file()
     assert not (repo / "paper" / "main.pdf").exists() and not (repo / "figures").exists()
     assert not (repo / "paper" / "generated").exists()
     assert "dbmatrix setup" not in first, "make paper needs the venv and LaTeX, no OS package role"
     assert (repo / "data" / "notebooks" / "quick" / "30-figures.ipynb").is_file()
     assert not (repo / "data" / "runs").exists(), "make paper never writes runs"
     built_s = time.monotonic() - t0
-    products = sorted([*(build / "figures").iterdir(), *(build / "paper" / "generated").iterdir(),
-                       build / "paper" / "main.pdf"])
+    products = sorted([*(quick / "figures").iterdir(), *(quick / "paper" / "generated").iterdir(),
+                       quick / "paper" / "main.pdf"])
     mtimes = {p: p.stat().st_mtime_ns for p in products}
 
     again = make("paper", "PROFILE=quick")
@@ -237,7 +237,7 @@ def test_with_a_thread_sweep_the_paper_gains_figure_one(built: dict[str, object]
     store, _ = build_store(tmp_path / "threads-quick", sweep)
     analysis.analyse(store, sweep)
     tables = [*steps.study_tables(built["have"]), load_study_tables(store, sweep, "threads", "thr")]
-    out = build.publish_all(tables, "quick", tmp_path / "figures", tmp_path / "paper" / "generated")
+    out = steps.publish_tables(tables, "quick", tmp_path / "figures", tmp_path / "paper" / "generated")
     assert out.figures["throughput-vs-threads"] == "threads-quick"
     pdf = paper.build_paper(tmp_path / "paper")
     assert "fig-throughput-vs-threads" in (tmp_path / "paper" / "generated" / "figures.tex").read_text()
