@@ -22,6 +22,7 @@ can move every verdict, so it is not attributed to one claim.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -112,10 +113,19 @@ def code_changed(campaigns: Sequence[Mapping[str, Any]], code_digest: str | None
 
 def verdict_code_digest(lib_root: Path | None = None) -> str:
     """A digest of the source files the verdicts are computed by: the import closure of
-    :data:`VERDICT_CODE` in the package (:mod:`dbmatrix.codedeps`), file names and contents."""
+    :data:`VERDICT_CODE` in the package (:mod:`dbmatrix.codedeps`), file names and contents. Parsing the
+    import graph takes seconds and every build and view asks for it: it is computed once per state of the
+    package's files (their names, sizes and mtimes)."""
+    root = lib_root or Path(__file__).resolve().parents[3]
+    state = tuple((str(p), st.st_mtime_ns, st.st_size) for p in sorted(root.rglob("*.py")) for st in [p.stat()])
+    return _verdict_code_digest(root, state)
+
+
+@functools.lru_cache(maxsize=8)
+def _verdict_code_digest(root: Path, state: tuple[tuple[str, int, int], ...]) -> str:
+    """:func:`verdict_code_digest` for one state of the files (`state` only keys the cache)."""
     from dbmatrix import codedeps
 
-    root = lib_root or Path(__file__).resolve().parents[3]
     graph = codedeps.load_graph(root)
     files = codedeps.closure(graph, VERDICT_CODE)
     h = hashlib.sha256()
