@@ -214,7 +214,9 @@ def test_allowed_host_lost_mid_block_keeps_the_started_block_and_moves_the_unsta
 
 def test_a_host_lost_mid_matrix_stops_the_line_unless_allowed(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "res")
-    rec = Recorder(store, dead={"h1"}, slow_s=0.05)
+    # h2's runs take long enough that h1's loss reaches the line before h2 starts a third one, on a loaded
+    # machine too (at 0.05 s a run, three xdist workers beside servers let h2 start three)
+    rec = Recorder(store, dead={"h1"}, slow_s=0.3)
     fleet = _fleet(tmp_path, ["h1", "h2"], rec, allow_lost=False)
     _, assignment = _assignment(["h1", "h2"])
     runs = EXP4.plan()
