@@ -145,8 +145,13 @@ return {path: w.context.path, status: k ? k.status : null, kernel: k ? k.name : 
 
 def wait_for(fn: Any, timeout: float, what: str, driver: Any = None, shot: Path | None = None) -> Any:
     deadline = time.monotonic() + timeout
+    from selenium.common.exceptions import StaleElementReferenceException
+
     while True:
-        v = fn()
+        try:
+            v = fn()
+        except StaleElementReferenceException:  # the page re-rendered what `fn` was reading: not ready yet
+            v = None
         if v:
             return v
         if time.monotonic() > deadline:
