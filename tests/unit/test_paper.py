@@ -12,7 +12,6 @@ import pytest
 from dbmatrix.analyse.claims import ClaimVerdicts
 from dbmatrix.publish.claims_tex import band_text, render_claims_details, render_claims_table
 from dbmatrix.publish.paper import (
-    claim_measured,
     latex_escape,
     macro_name,
     macros_defined,
@@ -189,11 +188,12 @@ def test_claims_table_and_measured_numbers() -> None:
             "includes 1)") in tex2
     assert "C1 agree, C2 agree" in tex2 and "not tested\\newline C1" not in tex2
     assert "C1 1.02 (inconclusive), C2 1.09 (agree)" in render_claims_details(two)
-    assert claim_measured({"kind": "share", "estimate": 0.96, "ci_lo": 0.9, "ci_hi": 1.0}) == \
-        "96\\,\\% [90\\,\\%, 100\\,\\%]"
-    assert claim_measured({"kind": "ratio", "estimate": float("nan")}) == "--"
-    assert claim_measured({"kind": "ratio", "estimate": 1.62, "ci_lo": 0.71, "ci_hi": float("inf")}) == \
-        "1.62 [0.71, $\\infty$]"  # an unbounded side, never "inf"
+    # the claims' one formatter (analyse.claims_view), as the paper's table prints it
+    from dbmatrix.analyse.claims_view import measured, tex
+
+    assert tex(measured("share", 0.96, 0.9, 1.0)) == "96\\,\\% [90\\,\\%, 100\\,\\%]"
+    assert measured("ratio", float("nan")) == ""  # no estimate: the view prints its placeholder
+    assert tex(measured("ratio", 1.62, 0.71, float("inf"))) == "1.62 [0.71, $\\infty$]"  # never "inf"
 
 
 def test_provenance_and_inputs() -> None:

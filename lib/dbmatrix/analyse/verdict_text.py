@@ -262,11 +262,3 @@ def conditions(row: Mapping[str, Any], levels: pd.DataFrame | None = None) -> li
         return [ConditionText(it["level"].strip(), _num(it["est"]), math.nan, math.nan, it["verdict"])
                 for it in _PAIR_ITEM.finditer(p["body"])]
     return []
-
-
-def read_levels(path: Any) -> pd.DataFrame | None:
-    """A written levels table (``claims-levels.csv``), None when there is none."""
-    from pathlib import Path
-
-    p = Path(path)
-    return pd.read_csv(p, keep_default_na=True) if p.is_file() else None

@@ -252,34 +252,6 @@ def render_setup_table(hosts: Sequence[tuple[Mapping[str, object], Mapping[str, 
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------------------ claims table
-
-
-def _num(v: float, unit: str) -> str:
-    if math.isnan(v):
-        return "--"
-    if math.isinf(v):  # an interval without a bound on that side
-        return "$-\\infty$" if v < 0 else "$\\infty$"
-    if unit == "difference":
-        return f"{v:+.1f}"
-    if unit == "share":
-        return f"{v * 100:.0f}\\,\\%"
-    return f"{v:.2f}"
-
-
-def claim_measured(row: Mapping[str, object]) -> str:
-    """Estimate with its interval as the claims table prints it (ratios as a/b, differences in points)."""
-    kind = str(row.get("kind", "ratio"))
-    est, lo, hi = (float(row.get(k) if row.get(k) is not None else float("nan"))  # type: ignore[arg-type]
-                   for k in ("estimate", "ci_lo", "ci_hi"))
-    if math.isnan(est):
-        return "--"
-    body = _num(est, kind)
-    if not (math.isnan(lo) or math.isnan(hi)):
-        body += f" [{_num(lo, kind)}, {_num(hi, kind)}]"
-    return body + (" pts" if kind == "difference" else "")
-
-
 # ------------------------------------------------------------------------------------ provenance
 
 
