@@ -71,10 +71,17 @@ def allocation_lines(study: Study) -> list[str]:
     if isinstance(a, str):
         return [f"repetitions (Kalibera-Jones): {a}"]
     lines = a.lines()
-    spec_r = study.experiment.repetitions
+    exp = study.experiment
+    later = exp.repetitions_in(2)
+    where = ("campaigns.repetitions" if exp.campaign_repetitions is not None else
+             "repetitions (no campaigns.repetitions: every campaign runs the pilot's)")
     if not math.isfinite(a.raw):
         lines.append(f"  the campaign level is not distinguishable from 0 in the pilot ({a.components.cell_df:g} df): "
-                     f"the formula is unbounded; the spec's {spec_r} repetition(s) per cell stand")
-    elif a.runs_per_cell != spec_r:
-        lines.append(f"  the spec runs {spec_r} per cell per campaign: the allocation puts that time into campaigns")
+                     f"the formula is unbounded; the spec's later campaigns run {later} per cell ({where})")
+    elif a.runs_per_cell != later:
+        lines.append(f"  the spec's later campaigns run {later} per cell per campaign ({where}), not the allocation's "
+                     f"{a.runs_per_cell}: set campaigns.repetitions: {a.runs_per_cell}")
+    else:
+        lines.append(f"  the spec's later campaigns run it ({where}: {later}); the first, the pilot, ran "
+                     f"{exp.repetitions}")
     return lines

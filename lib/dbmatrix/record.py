@@ -39,7 +39,9 @@ record" and each step below is written to leave a manifest that already has the 
    at their default; ``adaptive`` absent -> False;
 5. the typed record: a null field is absent (legacy ``"error": null``, ``"log_dir": null``), and so is an
    empty dict or list (a failed Galera run's ``"wsrep": {}``); new optional field ``lease``; unknown fields,
-   and fields of another JSON type than their annotation says, are refused by name.
+   and fields of another JSON type than their annotation says, are refused by name;
+6. factors again (group_commit, issue 40): ``cell`` holds every factor, the ones added since at their default
+   (step 4 for the manifests written at version 5).
 
 ``tests/unit/test_record.py`` loads every committed reference manifest (``data/reference/**/raw/*``,
 calibration runs included) through this path and round-trips it, and tests each step on a minimal example
@@ -57,7 +59,7 @@ from typing import Any
 from dbmatrix.spec.experiment import LEGACY_CACHE_BASIS
 from dbmatrix.spec.factors import FACTOR_DEFAULTS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 STATUSES = ("ok", "failed")
 
 
@@ -306,8 +308,15 @@ def update_to_5(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
+def update_to_6(d: dict[str, Any]) -> dict[str, Any]:
+    """Factors added since version 5 (group_commit) hold their default in the ``cell``."""
+    d["cell"] = {**{f: v for f, v in FACTOR_DEFAULTS.items() if f not in (d.get("cell") or {})},
+                 **(d.get("cell") or {})}
+    return d
+
+
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    2: update_to_2, 3: update_to_3, 4: update_to_4, 5: update_to_5}
+    2: update_to_2, 3: update_to_3, 4: update_to_4, 5: update_to_5, 6: update_to_6}
 
 
 def schema_of(d: Mapping[str, Any]) -> int:

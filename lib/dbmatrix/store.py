@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import engines
-from dbmatrix.parse import cache_counters, sysbench
+from dbmatrix.parse import binlog_counters, cache_counters, sysbench
 from dbmatrix.parse.system_counters import DELTA_KEYS as SYSTEM_COUNTERS  # keys of a record's system
 from dbmatrix.record import RunRecord
 from dbmatrix.record import load as load_record
@@ -238,6 +238,7 @@ class ResultStore:
                           "lat_avg_ms", "lat_pct_ms", "lat_max_ms", "threads"):
                     row[k] = s.get(k)
                 row.update(self.cache_counters(m))
+                row.update(self.binlog_counters(m))
             rows.append(row)
         df = pd.DataFrame(rows)
         if classes:
@@ -257,6 +258,16 @@ class ResultStore:
         return cache_counters.cache_counters(engine.status_counters if engine else None,
                                              cache_counters.parse_status(before.read_text()),
                                              cache_counters.parse_status(after.read_text()))
+
+    def binlog_counters(self, m: RunRecord) -> dict[str, float]:
+        """Whether the run's binary log was on and synced, and its group commits over the window
+        (:mod:`dbmatrix.parse.binlog_counters`); NaN for runs without the saved variables and status."""
+        d = self.raw / m.run_id
+        files = [d / "variables.tsv", d / "status-before.tsv", d / "status-after.tsv"]
+        if not all(f.is_file() for f in files):
+            return dict.fromkeys(binlog_counters.COLUMNS, float("nan"))
+        variables, before, after = (cache_counters.parse_status(f.read_text()) for f in files)
+        return binlog_counters.binlog_counters(variables, before, after)
 
     def load_intervals(self) -> pd.DataFrame:
         """Per-second sysbench rows of every completed run (autocorrelated: not replicates)."""

@@ -72,5 +72,6 @@ def test_the_paper_plan_prints_the_allocation_from_the_committed_reference() -> 
     lines = {s.experiment.name: allocation_lines(s) for s in load_studies("paper", for_run=True)}
     tpcc = "\n".join(lines["tpcc-paper"])
     assert "runs 6.33 %" in tpcc and "dataset load x campaign 4.25 %" in tpcc
-    assert "= 1 run(s) per cell per campaign; 24 cells" in tpcc and "the spec runs 3 per cell" in tpcc
+    assert "= 1 run(s) per cell per campaign; 24 cells" in tpcc
+    assert "the spec's later campaigns run it (campaigns.repetitions: 1); the first, the pilot, ran 3" in tpcc
     assert "unbounded" in "\n".join(lines["scaleout-paper"])

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_factor_lists_derive_from_the_registry_in_order() -> None:
     assert FACTORS == ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload",
                        "log_medium", "rate_fraction", "slave_threads", "write_to", "follower_medium", "instances",
-                       "pinning")
+                       "pinning", "group_commit")
     assert tuple(f.name for f in REGISTRY) == FACTORS
     assert list(FACTOR_DEFAULTS) == list(FACTORS)
     assert dict(FACTOR_DEFAULTS) == {f.name: f.default for f in REGISTRY}
@@ -98,7 +98,8 @@ def test_defaults() -> None:
     assert dict(FACTOR_DEFAULTS) == {
         "engine": "innodb", "cache_pct": 100, "block_size": "16k", "compression": "none", "medium": "disk",
         "threads": 4, "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
-        "slave_threads": 1, "write_to": "node1", "follower_medium": "same", "instances": 1, "pinning": "none"}
+        "slave_threads": 1, "write_to": "node1", "follower_medium": "same", "instances": 1, "pinning": "none",
+        "group_commit": 0}
 
 
 @pytest.mark.parametrize("name", FACTORS)
@@ -133,6 +134,8 @@ GOOD: list[tuple[str, Any, Any]] = [
     ("write_to", "all", "all"), ("follower_medium", "same", "same"), ("follower_medium", "slow", "slow"),
     ("instances", 1, 1), ("instances", 16, 16), ("pinning", "none", "none"), ("pinning", None, "none"),
     ("pinning", "instance", "instance"), ("pinning", "numa", "numa"),
+    ("group_commit", 0, 0), ("group_commit", "off", 0), ("group_commit", 1000, 1000),
+    ("group_commit", 1_000_000, 1_000_000),
 ]
 
 
@@ -201,6 +204,10 @@ BAD: list[tuple[str, Any, str]] = [
                         "dealt over topology.hosts)")),
     ("pinning", "socket", ("factors.pinning: unknown level 'socket'; allowed: none (no CPU sets), instance (one "
                            "CPU set per instance on its host), numa (instances grouped per NUMA node)")),
+    *(("group_commit", raw, f"factors.group_commit: {raw!r} is not allowed; allowed: 0 or 'off' (MariaDB's "
+        "default: binlog_commit_wait_count 0, commits group only when they queue behind a sync) or the microseconds, "
+        "1 to 1000000, the group's leader waits for the cell's client threads to join it (binlog_commit_wait_usec; "
+        "needs server_options.log_bin)") for raw in ("on", -5, 2_000_000, True)),
 ]
 
 
@@ -265,7 +272,7 @@ def test_table_labels() -> None:
         "engine": "Engine", "cache_pct": "Cache %", "block_size": "Page", "compression": "Compr.",
         "medium": "Medium", "threads": "Thr.", "workload": "Workload", "log_medium": "Log medium",
         "rate_fraction": "Rate", "slave_threads": "slave_threads", "write_to": "write_to",
-        "follower_medium": "Followers", "instances": "Inst.", "pinning": "Pinning"}
+        "follower_medium": "Followers", "instances": "Inst.", "pinning": "Pinning", "group_commit": "Group commit"}
     assert factor_label("residual") == "residual"  # not a factor: as it is
 
 
@@ -274,8 +281,9 @@ def test_claim_wording() -> None:
         "engine": "engine", "cache_pct": "cache", "block_size": "block", "compression": "compression",
         "medium": "medium", "threads": "threads", "workload": "workload", "log_medium": "log_medium",
         "rate_fraction": "rate_fraction", "slave_threads": "appliers", "write_to": "write_to",
-        "follower_medium": "followers' medium", "instances": "instances", "pinning": "pinning"}
-    assert {f: factor_unit(f) for f in FACTORS if factor_unit(f)} == {"cache_pct": " %"}
+        "follower_medium": "followers' medium", "instances": "instances", "pinning": "pinning",
+        "group_commit": "group-commit wait"}
+    assert {f: factor_unit(f) for f in FACTORS if factor_unit(f)} == {"cache_pct": " %", "group_commit": " µs"}
     assert factor_word("tps") == "tps" and factor_unit("tps") == ""
 
 
@@ -365,8 +373,46 @@ def test_reference_data_cell_ids_and_digests_are_reproduced() -> None:
 
 def test_digest_leaves_out_late_factors_at_their_default() -> None:
     omitted = {f.name for f in REGISTRY if f.digest_omits_default}
-    assert omitted == {*GALERA_FACTORS, "instances", "pinning"}
+    assert omitted == {*GALERA_FACTORS, "instances", "pinning", "group_commit"}
     d = parse_experiment({"experiment": "x"}).to_dict()
     assert set(d["factors"]) == set(FACTORS) - omitted
     g = parse_experiment({"experiment": "x", "topology": {"kind": "galera"}, "factors": {"slave_threads": [1, 4]}})
     assert g.to_dict()["factors"]["slave_threads"] == [1, 4] and "write_to" not in g.to_dict()["factors"]
+
+
+# -- group commit: options and the binary log ---------------------------------------------------------
+
+
+def test_group_commit_renders_the_wait_and_needs_the_binary_log() -> None:
+    from dbmatrix.run.mysqld import group_commit_options
+
+    spec = {"experiment": "gc", "factors": {"threads": [2, 8], "group_commit": [0, 1000]},
+            "server_options": {"log_bin": "binlog", "sync_binlog": 1}}
+    exp = parse_experiment(spec)
+    opts = {c.cell_id: group_commit_options(c) for c in exp.cells()}
+    assert opts == {"innodb-c100-b16k-none-disk-t2": [], "innodb-c100-b16k-none-disk-t8": [],
+                    "innodb-c100-b16k-none-disk-t2-gc1000": ["--binlog-commit-wait-count=2",
+                                                             "--binlog-commit-wait-usec=1000"],
+                    "innodb-c100-b16k-none-disk-t8-gc1000": ["--binlog-commit-wait-count=8",
+                                                             "--binlog-commit-wait-usec=1000"]}
+    with pytest.raises(SpecError, match=r"^factors.group_commit: a wait above 0 groups binary-log commits, but the "
+                                        r"binary log is off; set server_options.log_bin"):
+        parse_experiment({**spec, "server_options": {"sync_binlog": 1}})
+    with pytest.raises(SpecError, match=r"^server_options.binlog_commit_wait_usec: set by a factor"):
+        parse_experiment({**spec, "server_options": {"log_bin": "binlog", "binlog_commit_wait_usec": 10}})
+    assert parse_experiment({**spec, "factors": {"threads": [2, 8]}}).digest() == parse_experiment(
+        {**spec, "factors": {"threads": [2, 8], "group_commit": 0}}).digest()
+
+
+def test_later_campaigns_run_the_allocation_and_the_digest_ignores_it() -> None:
+    base = {"experiment": "x", "factors": {"threads": [2, 8]}, "repetitions": 3}
+    exp = parse_experiment({**base, "campaigns": {"repetitions": 1}})
+    assert exp.digest() == parse_experiment(base).digest()
+    assert [exp.repetitions_in(k) for k in (1, 2, 5)] == [3, 1, 1]
+    assert len(exp.plan(1)) == 6 and len(exp.plan(2)) == 2
+    assert {r.block for r in exp.plan(3)} == {1}
+    assert parse_experiment(base).repetitions_in(4) == 3
+    with pytest.raises(SpecError, match=r"^campaigns.repetitions: 0 must be an integer >= 1"):
+        parse_experiment({**base, "campaigns": {"repetitions": 0}})
+    with pytest.raises(SpecError, match=r"^campaigns: .* must be a mapping with one key, repetitions"):
+        parse_experiment({**base, "campaigns": 1})

@@ -19,13 +19,16 @@ MISSING_S = 2  # a series may hold a second or two fewer rows than measure_s (re
 
 def test_the_paper_profile_has_one_study_per_seed_kind() -> None:
     assert {n: s.kind for n, s in STUDIES.items()} == {
-        "tpcc-paper": "tpcc", "galera-paper": "galera", "threads-paper": "threads", "scaleout-paper": "scaleout"}
+        "tpcc-paper": "tpcc", "galera-paper": "galera", "threads-paper": "threads", "scaleout-paper": "scaleout",
+        "groupcommit-paper": "threads"}
 
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
 def test_every_study_replicates_and_loads_afresh(name: str) -> None:
+    """A pilot (the first campaign) with a run variance of its own in every cell; later campaigns at the
+    allocation, one run per cell; every campaign loads its datasets afresh."""
     exp = STUDIES[name].experiment
-    assert exp.repetitions >= 3 and exp.dataset_load == "per_campaign"
+    assert exp.repetitions >= 2 and exp.repetitions_in(2) == 1 and exp.dataset_load == "per_campaign"
     assert exp.measure_s >= 30 and exp.measure_s - MISSING_S >= MIN_STEADY_S
 
 
@@ -73,6 +76,13 @@ def test_scaleout_goes_past_saturation_on_a_doubling_grid() -> None:
     assert all(b == 2 * a for a, b in pairwise(t)) and max(t) >= 8
 
 
-def test_a_campaign_takes_about_two_hours_by_the_plan() -> None:
-    total = sum(summarize_plan(s.experiment).estimated_s for s in STUDIES.values())
-    assert 90 * 60 <= total <= 125 * 60, total / 60
+def test_a_later_campaign_takes_about_an_hour_by_the_plan() -> None:
+    """A campaign after the pilots, at one run per cell (the group-commit study's pilot beside them), fits
+    the hour a sitting is meant to take."""
+    from dataclasses import replace
+
+    total = sum(summarize_plan(replace(s.experiment, repetitions=s.experiment.repetitions_in(2))).estimated_s
+                for s in STUDIES.values() if s.experiment.name != "groupcommit-paper")
+    pilot = summarize_plan(STUDIES["groupcommit-paper"].experiment).estimated_s
+    assert 30 * 60 <= total <= 50 * 60, total / 60
+    assert total + pilot <= 75 * 60, (total + pilot) / 60

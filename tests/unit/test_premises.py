@@ -15,7 +15,7 @@ def test_every_catalogue_premise_has_a_registered_check() -> None:
     used = {p.kind for c in all_claims() for p in c.premises}
     assert used and used <= set(PREMISES)
     assert list(PREMISES) == ["fc_paused", "compresses", "saturated", "cache_below_data", "engine_writes", "halves",
-                              "doubling_grid"]
+                              "doubling_grid", "binlog_synced"]
     assert all(k.description and k.name == name for name, k in PREMISES.items())
 
 

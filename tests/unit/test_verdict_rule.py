@@ -669,4 +669,6 @@ def test_claims_judged_on_the_committed_reference_are_revised_after_data() -> No
     reg = first_registration(records)
     assert reg is not None and "rule" not in reg
     tested = [c for c in all_claims() if "tpcc" in c.sources and not c.not_tested]
-    assert {registration_status(c, reg) for c in tested} == {"revised after data"}
+    added = {c.id for c in tested if registration_status(c, reg) == "added after data"}
+    assert added == {"pmemIowait"}  # registered after those campaigns (issue 40), judged on their counters
+    assert {registration_status(c, reg) for c in tested if c.id not in added} == {"revised after data"}

@@ -102,6 +102,7 @@ def render_options(
         *engines.startup_options(),  # InnoDB's: cold, identical starting state
     ]
     opts += engine_options(cell, cache, log_dir)
+    opts += group_commit_options(cell)
     for name in constants or {}:
         if name.replace("-", "_") in FACTOR_OPTIONS:
             raise SpecError(f"server_options.{name}: set by a factor or by the harness; "
@@ -109,6 +110,14 @@ def render_options(
     for name, value in sorted(constants_for(cell, constants or {}).items()):
         opts.append(f"--{name.replace('-', '_').replace('_', '-')}={value}")
     return opts
+
+
+def group_commit_options(cell: Cell) -> list[str]:
+    """The group_commit factor's options: none at 0 (MariaDB's default), else the leader waits up to the level's
+    microseconds for the cell's client threads to join its group (a full group commits at once)."""
+    if not cell.group_commit:
+        return []
+    return [f"--binlog-commit-wait-count={max(cell.threads, 2)}", f"--binlog-commit-wait-usec={cell.group_commit}"]
 
 
 def constants_for(cell: Cell, constants: Mapping[str, str]) -> dict[str, str]:

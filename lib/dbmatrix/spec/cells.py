@@ -48,6 +48,7 @@ class Cell:
     follower_medium: str = "same"
     instances: int = 1
     pinning: str = "none"
+    group_commit: int = 0
 
     @property
     def cell_id(self) -> str:

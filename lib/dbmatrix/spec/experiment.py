@@ -107,7 +107,7 @@ DEFAULT_DATASET_LOAD = "reuse"
 TOP_LEVEL_KEYS = (
     "experiment", "description", "workload", "factors", "repetitions", "seed", "warmup_s",
     "measure_s", "server_options", "baseline", "run_timeout_s", "design", "comparisons", "noise",
-    "cpu_placement", "topology", "stop_mode", "cache_basis", "claims", "dataset_load",
+    "cpu_placement", "topology", "stop_mode", "cache_basis", "claims", "dataset_load", "campaigns",
 )
 
 
@@ -159,6 +159,16 @@ class Experiment:
     # checked against the registry by dbmatrix.analyse.claims.needs.claims_for
     claims: tuple[str, ...] = ()
     dataset_load: str = DEFAULT_DATASET_LOAD
+    # runs per cell in every campaign after the first (``campaigns: {repetitions: N}``); None: ``repetitions``.
+    # The first campaign is the pilot whose variance components set this allocation (Kalibera-Jones,
+    # dbmatrix.analyse.allocation); how many runs a campaign repeats does not change what a run measures, so
+    # it stays out of the digest and a reference can go on with its next campaign.
+    campaign_repetitions: int | None = None
+
+    def repetitions_in(self, campaign: int) -> int:
+        """Runs per cell of `campaign`: the spec's ``repetitions`` in the first (the pilot), its
+        ``campaigns.repetitions`` in every later one."""
+        return self.repetitions if campaign <= 1 or self.campaign_repetitions is None else self.campaign_repetitions
 
     @property
     def fresh_datasets(self) -> bool:
@@ -205,7 +215,7 @@ class Experiment:
         camp = "" if campaign == 1 else f"camp{campaign}:"
         for phase, group in (("", [c for c in cells if not c.open_loop]),
                              ("open:", [c for c in cells if c.open_loop])):
-            for block in range(1, self.repetitions + 1):
+            for block in range(1, self.repetitions_in(campaign) + 1):
                 order = list(group)
                 random.Random(f"{self.seed}:{camp}{phase}{block}").shuffle(order)
                 for cell in order:
@@ -269,12 +279,15 @@ class Experiment:
             del d["claims"]
         if self.dataset_load == DEFAULT_DATASET_LOAD:  # added with per-campaign loads: digests stay the same
             del d["dataset_load"]
+        del d["campaign_repetitions"]
+        if self.campaign_repetitions is not None:
+            d["campaigns"] = {"repetitions": self.campaign_repetitions}
         return d
 
     def digest(self) -> str:
-        """The spec's digest, which binds results to it; which claims the study decides does not change what
-        is measured, so the claim list is left out."""
-        d = {k: v for k, v in self.to_dict().items() if k != "claims"}
+        """The spec's digest, which binds results to it; which claims the study decides and how many runs
+        later campaigns repeat do not change what is measured, so they are left out."""
+        d = {k: v for k, v in self.to_dict().items() if k not in ("claims", "campaigns")}
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -430,12 +443,32 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         cache_basis=_parse_cache_basis(raw.get("cache_basis", DEFAULT_CACHE_BASIS)),
         claims=_parse_claims(raw.get("claims")),
         dataset_load=_parse_dataset_load(raw.get("dataset_load", DEFAULT_DATASET_LOAD)),
+        campaign_repetitions=_parse_campaigns(raw.get("campaigns")),
     )
     check_topology(exp)
+    check_group_commit(exp)
     if "tpcc" in factors["workload"]:
         check_isolation(workload.isolation, factors["engine"])
     exp.cells()  # impossible combinations fail here, at plan time
     return exp
+
+
+def _parse_campaigns(raw: Any) -> int | None:
+    """``campaigns: {repetitions: N}``: the runs per cell of every campaign after the first."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"repetitions"}:
+        raise SpecError(f"campaigns: {raw!r} must be a mapping with one key, repetitions (runs per cell in every "
+                        "campaign after the first, the pilot, which runs `repetitions`)")
+    return positive_int(raw, "repetitions", None, where="campaigns.")
+
+
+def check_group_commit(exp: Experiment) -> None:
+    """A group-commit wait only means something with the binary log on (``server_options.log_bin``)."""
+    binlog = str(exp.server_options.get("log_bin", "")).strip().upper() not in ("", "0", "OFF")
+    if any(exp.factors["group_commit"]) and not binlog:
+        raise SpecError("factors.group_commit: a wait above 0 groups binary-log commits, but the binary log is "
+                        "off; set server_options.log_bin (and sync_binlog: 1, as seed 001) or keep group_commit 0")
 
 
 def check_isolation(isolation: str, engine_levels: Sequence[str]) -> None:

@@ -60,6 +60,7 @@ MAX_SLAVE_THREADS = 512
 # Server instances per run of the instances topology (a port block per host holds 40 ports).
 MAX_INSTANCES = 64
 PINNINGS = ("none", "instance", "numa")
+MAX_GROUP_COMMIT_USEC = 1_000_000  # binlog_commit_wait_usec's own limit is larger; a second is plenty
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,17 @@ def _pinning(lv: Any) -> Any:
     return lv
 
 
+def _group_commit(lv: Any) -> Any:
+    if lv in ("off", None, False):
+        lv = 0
+    if isinstance(lv, bool) or not isinstance(lv, int) or not 0 <= lv <= MAX_GROUP_COMMIT_USEC:
+        raise SpecError(f"factors.group_commit: {lv!r} is not allowed; allowed: 0 or 'off' (MariaDB's default: "
+                        "binlog_commit_wait_count 0, commits group only when they queue behind a sync) or the "
+                        f"microseconds, 1 to {MAX_GROUP_COMMIT_USEC}, the group's leader waits for the cell's "
+                        "client threads to join it (binlog_commit_wait_usec; needs server_options.log_bin)")
+    return lv
+
+
 # ------------------------------------------------------------------------------ the registry
 
 REGISTRY: tuple[Factor, ...] = (
@@ -262,6 +274,13 @@ REGISTRY: tuple[Factor, ...] = (
            title="CPU pinning",
            label="Pinning", word="pinning", instances_only=True, digest_omits_default=True,
            doc="instances topology: none, one CPU set per instance, or instances grouped per NUMA node"),
+    Factor("group_commit", 0, _group_commit, lambda v: None if v == 0 else f"gc{v}",
+           title="Binlog group-commit wait (µs)",
+           label="Group commit", word="group-commit wait", unit=" µs", digest_omits_default=True,
+           doc="binary-log group commit: 0, MariaDB's default (binlog_commit_wait_count 0: commits group only "
+               "when they queue behind a sync); U > 0, the group's leader waits up to U µs for the cell's "
+               "client threads to join (binlog_commit_wait_count = threads, binlog_commit_wait_usec = U), as "
+               "MySQL's binlog_group_commit_sync_delay with its no_delay_count; needs the binary log on"),
 )
 
 BY_NAME: Mapping[str, Factor] = MappingProxyType({f.name: f for f in REGISTRY})

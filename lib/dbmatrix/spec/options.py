@@ -20,6 +20,7 @@ HARNESS_OPTIONS = engines.harness_options() | frozenset({
     "wsrep_on", "wsrep_provider", "wsrep_cluster_address", "wsrep_node_address", "wsrep_provider_options",
     "wsrep_sst_receive_address", "wsrep_sst_method", "wsrep_slave_threads", "wsrep_cluster_name",
     "wsrep_node_name", "binlog_format", "innodb_autoinc_lock_mode",
+    "binlog_commit_wait_count", "binlog_commit_wait_usec",  # the group_commit factor
 })
 _OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 

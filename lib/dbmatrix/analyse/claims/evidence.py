@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -10,6 +10,22 @@ from dbmatrix.analyse.claims.model import Evidence
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.host_facts import merge_host_facts
 from dbmatrix.analyse.kinds import get_kind
+
+# Shares of the host's CPU time from a run's counters, in per cent: column -> its CPU-seconds per second column.
+HOST_SHARES = {"host_iowait_pct": "host_iowait_cpus"}
+
+
+def with_host_shares(runs: pd.DataFrame, cpus: Mapping[str, int]) -> pd.DataFrame:
+    """The runs with :data:`HOST_SHARES` added: CPU-seconds per second over the host's logical CPUs, in %
+    (NaN where the host's CPU count is unknown)."""
+    if "host" not in runs.columns or not any(src in runs.columns for src in HOST_SHARES.values()):
+        return runs
+    runs = runs.copy()
+    n = runs["host"].map(lambda h: cpus.get(str(h), float("nan"))).astype(float)
+    for col, src in HOST_SHARES.items():
+        if src in runs.columns:
+            runs[col] = pd.to_numeric(runs[src], errors="coerce") / n * 100.0
+    return runs
 
 
 def claims_evidence(studies: Sequence[StudyTables]) -> list[Evidence]:
@@ -21,7 +37,7 @@ def claims_evidence(studies: Sequence[StudyTables]) -> list[Evidence]:
     out = []
     for st in studies:
         kind = get_kind(st.kind)
-        runs = st.runs if st.a is not None else pd.DataFrame()
+        runs = with_host_shares(st.runs, cpus) if st.a is not None else pd.DataFrame()
         extra, replication = kind.evidence_tables(st)
         out.append(Evidence(st.name, st.kind, runs, dict(st.experiment.factors),
                             replication, st.a.hosts if st.a is not None else None,

@@ -19,7 +19,7 @@ MARGINS: dict[str, float] = {
     "tps": 0.05, "p95_ms": 0.05, "read_kb_per_txn": 0.05, "write_kb_per_txn": 0.05, "tps_ratio": 0.05,
     "lat_avg_ratio": 0.05, "lat_p95_ratio": 0.05, "data_physical_bytes": 0.005, "fc_paused_pct_points": 5.0,
     "steady": 0.0, "scale_saturation": 0.05, "scale_p95_doubling": 0.05, "scale_peak_16_8": 0.05,
-    "scale_stability": 0.05, "p99_ms": 0.05, "mysqld_cpu_us_per_txn": 0.05,
+    "scale_stability": 0.05, "p99_ms": 0.05, "mysqld_cpu_us_per_txn": 0.05, "host_iowait_pct": 2.0,
 }
 DEFAULT_MARGIN = 0.05
 BOUNDS = ("", "upper", "lower")  # Claim.bound

@@ -143,7 +143,7 @@ def claim_cells(claim: Claim, exp: Experiment, emulates: Emulates | None = None)
 def _model_contrast(claim: Claim, exp: Experiment) -> bool:
     """Whether the claim's estimate is a contrast of the study's factorial model (or of dataset pairs): not
     a share, and not one of the study kind's own estimators (Galera's replication tables, scale-out's)."""
-    return claim.factor is not None and claim.kind != "share" and not kind_of(exp).estimates(claim)
+    return claim.factor is not None and claim.kind not in ("share", "difference") and not kind_of(exp).estimates(claim)
 
 
 def identification(claim: Claim, exp: Experiment, emulates: Emulates | None = None) -> str | None:

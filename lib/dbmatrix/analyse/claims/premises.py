@@ -250,3 +250,19 @@ def pressured(ev: Evidence) -> str:
     return pressured_setting(runs) if runs is not None else "all"
 
 
+
+
+@premise("binlog_synced", "every run at the claim's conditions had the binary log on and sync_binlog at `threshold` "
+                          "(the server's own variables)")
+def _binlog_synced(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
+    runs = _at_runs(claim, ev)
+    on, sync = _num_col(runs, "binlog_on"), _num_col(runs, "sync_binlog")
+    known = on.notna() & sync.notna()
+    if runs.empty or not known.any():
+        raise NotTestable("the runs do not record the server's log_bin and sync_binlog")
+    ok = int(((on == 1) & (sync == p.threshold))[known].sum())
+    total = int(known.sum())
+    text = f"log_bin ON with sync_binlog = {p.threshold:g} in {ok} of {total} runs"
+    if ok == total:
+        return PremiseCheck(True, text)
+    return PremiseCheck(False, text) if ok == 0 else PremiseCheck(None, text, True)
