@@ -65,11 +65,27 @@ def study_allocation(study: Study) -> Allocation | str:
     return allocate(study.experiment.name, metric, comp, run_s, camp_s, cells)
 
 
+def looks_line(study: Study) -> list[str]:
+    """The campaign looks of a study with a campaign allocation: each look's level (the registered rule)."""
+    from dbmatrix.analyse.claims.verdicts import CONFIDENCE, MAX_CAMPAIGNS
+    from dbmatrix.analyse.stats.group_sequential import CampaignLooks
+    from dbmatrix.analyse.stats.sequential import level_text
+    from dbmatrix.run.matrix import next_campaign
+
+    if study.experiment.campaign_repetitions is None:
+        return []
+    looks = CampaignLooks(MAX_CAMPAIGNS, 1 - CONFIDENCE)
+    n = next_campaign(study)[0]
+    levels = ", ".join(f"{k}: {level_text(looks.confidence(k))}" for k in range(1, MAX_CAMPAIGNS + 1))
+    return [f"  looks: judged after every campaign, at most {MAX_CAMPAIGNS} (exact O'Brien-Fleming-type "
+            f"boundaries): {levels}; the next campaign ({n}) is look {min(n, MAX_CAMPAIGNS)}"]
+
+
 def allocation_lines(study: Study) -> list[str]:
-    """The plan's lines: the allocation with its inputs, against the spec's repetitions."""
+    """The plan's lines: the allocation with its inputs, against the spec's repetitions, and the looks."""
     a = study_allocation(study)
     if isinstance(a, str):
-        return [f"repetitions (Kalibera-Jones): {a}"]
+        return [f"repetitions (Kalibera-Jones): {a}", *looks_line(study)]
     lines = a.lines()
     exp = study.experiment
     later = exp.repetitions_in(2)
@@ -84,4 +100,4 @@ def allocation_lines(study: Study) -> list[str]:
     else:
         lines.append(f"  the spec's later campaigns run it ({where}: {later}); the first, the pilot, ran "
                      f"{exp.repetitions}")
-    return lines
+    return [*lines, *looks_line(study)]

@@ -212,7 +212,7 @@ def _checked_line(checks: list) -> str:
 def cmd_plan(args: argparse.Namespace) -> int:
     from dbmatrix.allocation_plan import allocation_lines
     from dbmatrix.claim_plan import claim_plan_lines, refuse_unidentified
-    from dbmatrix.run.matrix import campaign_lines, format_duration, summarize_study
+    from dbmatrix.run.matrix import campaign_lines, format_duration, next_campaign
 
     studies = _studies(args, access=True)
     refuse_unidentified(studies)
@@ -229,9 +229,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
                      *(allocation_lines(study) if args.profile == "paper" else [])]:
             print(line)
     if len(studies) > 1:
-        total = sum(summarize_study(s).estimated_wall_s for s in studies)
-        print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all "
-              "(one campaign)")
+        nxt = {s.experiment.name: next_campaign(s) for s in studies}
+        total = sum(est for _, _, est in nxt.values())
+        which = ", ".join(f"{name} {n}" for name, (n, _, _) in nxt.items())
+        print(f"\nprofile {args.profile}: {len(studies)} studies, estimated {format_duration(total)} in all for "
+              f"the campaign --campaign auto runs of each ({which})")
     return 0
 
 

@@ -12,9 +12,11 @@ from collections.abc import Sequence
 
 from dbmatrix.analyse.claims.catalogue import CLAIMS
 from dbmatrix.analyse.claims.model import MARGINS, Claim
-from dbmatrix.analyse.claims.verdicts import CONFIDENCE, HETEROGENEITY_ALPHA, RULE
+from dbmatrix.analyse.claims.verdicts import CONFIDENCE, HETEROGENEITY_ALPHA, MAX_CAMPAIGNS, RULE
 from dbmatrix.analyse.contrasts import METRIC_LABELS
 from dbmatrix.analyse.shares import SHARE_CLIP
+from dbmatrix.analyse.stats.group_sequential import CampaignLooks
+from dbmatrix.analyse.stats.sequential import level_text
 from dbmatrix.analyse.verdict_text import level_pct
 from dbmatrix.spec.factors import factor_word
 
@@ -56,6 +58,10 @@ def method_macros(claims: Sequence[Claim] = CLAIMS) -> dict[str, str]:
     out["claimsNBound"] = str(sum(1 for c in tested if c.bound))
     out["claimsConfidence"] = f"{level_pct(float(RULE.get('confidence', CONFIDENCE)))}\\,\\%"
     out["claimsHeterogeneityAlpha"] = f"{HETEROGENEITY_ALPHA:g}"
+    looks = CampaignLooks(MAX_CAMPAIGNS, 1 - CONFIDENCE)
+    out["claimsMaxCampaigns"] = str(MAX_CAMPAIGNS)
+    out["claimsLookLevels"] = ", ".join(
+        f"{level_text(looks.confidence(k)).replace(' %', '')}\\,\\%" for k in range(1, MAX_CAMPAIGNS + 1))
     return out
 
 
@@ -115,9 +121,15 @@ def render_claims_method(claims: Sequence[Claim] = CLAIMS) -> str:
              "region, \\emph{disagrees} when the whole interval misses it (it lies in the zone of no effect or "
              "outside the band), and is \\emph{inconclusive} otherwise. The estimate alone never decides: one "
              "estimate cannot agree while imprecise and disagree once precise, and an agreement and a "
-             "disagreement need disjoint intervals. The intervals are at \\claimsConfidence, except in a study "
-             "run until decided, whose claims are judged at its last look's level (a repeated interval, wider, "
-             "so that the looks together keep the error rate); every interval printed states its level.",
+             "disagreement need disjoint intervals. A study run in campaigns is judged after every campaign, at "
+             "most \\claimsMaxCampaigns{} of them: look $k$ judges the pooled interval at the level of the "
+             "exact group-sequential boundary of its look (O'Brien--Fleming-type alpha spending over the "
+             "campaigns, boundaries from the joint normal law of the looks; \\claimsLookLevels{} from the "
+             "first look to the last), so that the intervals of all looks together cover the true values "
+             "with probability \\claimsConfidence; a claim still open at the last look is inconclusive at the "
+             "registered maximum. A single campaign is judged at \\claimsConfidence{} (within one campaign, said as "
+             "such), a campaign run until decided at its last look's level; every interval printed states "
+             "its level.",
              "\\paragraph{Stand-ins that bound the real medium.} A stand-in faster than the medium it stands "
              "for (RAM for persistent memory: tmpfs, a RAM block device) bounds the real effect from above, so "
              "the \\claimsNBound{} claims that rest on one are judged one-sided: they disagree only when even the "

@@ -627,9 +627,25 @@ def campaign_lines(study: Study, plan_note: bool = False) -> list[str]:
     lines = [f"  {s.describe()}" for s in states] or ["  no campaign yet"]
     note = (" (run ids above are campaign 1's; campaign k >= 2 appends -camp<k> and shuffles with its own "
             "seed)") if plan_note else ""
+    auto = choose("auto", states)
+    exp = study.experiment
+    later = []
+    if exp.repetitions_in(auto.number) != exp.repetitions:
+        n, runs, est = next_campaign(study)
+        later = [f"  campaign {n} runs {exp.repetitions_in(n)} per cell (campaigns.repetitions; the pilot ran "
+                 f"{exp.repetitions}): {runs} runs, estimated {format_duration(est)}"]
     return [f"campaigns in {study.store.root}{note}:", *lines,
-            f"  --campaign auto would run {choose('auto', states).line()}",
-            f"  --campaign last would run {choose('last', states).line()}"]
+            f"  --campaign auto would run {auto.line()}",
+            f"  --campaign last would run {choose('last', states).line()}", *later]
+
+
+def next_campaign(study: Study) -> tuple[int, int, float]:
+    """The campaign ``--campaign auto`` would run: its number, its runs still to do and their estimated wall
+    time (a later campaign runs ``campaigns.repetitions`` per cell, the first the spec's ``repetitions``)."""
+    exp, store = study.experiment, study.store
+    n = choose("auto", campaign_states_of(store, exp)).number
+    pending = [r for r in exp.plan(n) if store.status(r.run_id) != "ok"]
+    return n, len(pending), (summarize_study(study, pending).estimated_wall_s if pending else 0.0)
 
 
 def study_status(study: Study) -> StudyStatus:

@@ -168,6 +168,7 @@ class Evidence:
     host_cpus: Mapping[str, int] = field(default_factory=dict)  # host -> logical CPUs
     campaign_extra: Mapping[int, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
     campaign_records: Sequence[Mapping[str, Any]] = ()  # processed/campaigns.json (analyse.campaign_records)
+    campaign_looks: bool = False  # judged after every campaign at its look's level (verdicts.RULE["looks"])
 
     def hosts(self) -> list[str]:
         return hosts_of(self.runs)

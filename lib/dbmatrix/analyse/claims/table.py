@@ -17,6 +17,8 @@ from dbmatrix.analyse.claims.model import Claim, Evidence, PremiseCheck
 from dbmatrix.analyse.claims.premises import check_premise
 from dbmatrix.analyse.claims.registration import first_registration, registration_status
 from dbmatrix.analyse.claims.verdicts import (
+    CONFIDENCE,
+    MAX_CAMPAIGNS,
     VERDICTS,
     Condition,
     combine,
@@ -31,6 +33,7 @@ from dbmatrix.analyse.claims.verdicts import (
 )
 from dbmatrix.analyse.contrasts import Estimate, NotIdentified, NotTestable
 from dbmatrix.analyse.judgement import CAMPAIGN_COLUMNS, LEVEL_COLUMNS, VERDICT_COLUMNS, ClaimVerdicts, flips
+from dbmatrix.analyse.stats.group_sequential import CampaignLooks
 from dbmatrix.analyse.stats.sequential import final_look, level_text
 
 __all__ = ["CAMPAIGN_COLUMNS", "LEVEL_COLUMNS", "VERDICT_COLUMNS", "ClaimVerdicts", "PerLevel", "evaluate", "flips",
@@ -281,7 +284,8 @@ def _pool(c: Claim, evidence: Sequence[Evidence]) -> list[Evidence]:
     return [Evidence("+".join(e.experiment for e in pool), "pooled",
                      pd.concat([e.runs for e in pool], ignore_index=True),
                      host_cpus={h: n for e in pool for h, n in e.host_cpus.items()},
-                     campaign_records=[r for e in pool for r in e.campaign_records])]
+                     campaign_records=[r for e in pool for r in e.campaign_records],
+                     campaign_looks=any(e.campaign_looks for e in pool))]
 
 
 def _judge_claim(j: _Judged, c: Claim, evidence: Sequence[Evidence], several: bool,
@@ -371,10 +375,15 @@ def _untested_reason(c: Claim, reasons: Sequence[str]) -> str:
 
 
 def _level(ev: Evidence, confidence: float | None) -> tuple[float, str]:
-    """The level a study's claims are judged at and what the basis adds: 95 % and nothing, unless the study
-    was run until decided (its final look) or a look asks for a level."""
+    """The level a study's claims are judged at and what the basis adds: the look's level of the exact
+    group-sequential boundary when campaigns are its looks (RULE["looks"]), the final look's for a campaign
+    run until decided, else 95 %; a level asked for (a look within a campaign) wins."""
     if confidence is not None:
         return confidence, "" if confidence == 0.95 else f"; {level_text(confidence)} interval (a look)"
+    if ev.campaign_looks:
+        looks = CampaignLooks(MAX_CAMPAIGNS, 1 - CONFIDENCE)
+        k = max(len(ev.campaigns()), 1)
+        return looks.confidence(k), f"; {looks.describe(k)}"
     seq = final_look(ev.campaign_records)
     return (seq[0], f"; {seq[1]}") if seq else (0.95, "")
 

@@ -38,6 +38,10 @@ PER_PAIR = "per pair (measured, no CI)"  # the reason of a measured quantity jud
 STAND_IN_BOUND = "beyond the stand-in's bound"
 HETEROGENEITY_ALPHA = 0.05  # "campaigns differ" below it: a consistency check, never a veto
 CONFIDENCE = 0.95
+# Campaigns as looks (issue 39): a study whose design runs campaigns at an allocation (spec ``campaigns:``) is
+# judged after every campaign at the level of the exact group-sequential boundary of its look, alpha spent over
+# at most this many campaigns (dbmatrix.analyse.stats.group_sequential.CampaignLooks).
+MAX_CAMPAIGNS = 6
 
 # The rule as plain data: its digest enters every campaign's registration (registration.registry, "rule").
 RULE: dict[str, Any] = {
@@ -67,6 +71,12 @@ RULE: dict[str, Any] = {
                                "effect when each interval holds its own; measured quantities: the largest "
                                "value",
                     "primary": "the primary condition's verdict; the others reported as sensitivity"},
+    "looks": {"unit": "campaign: a study with a campaign allocation (spec campaigns:) is judged after each",
+              "max_campaigns": MAX_CAMPAIGNS, "alpha": 1 - CONFIDENCE, "spending": "obrien-fleming (Lan-DeMets)",
+              "boundaries": "exact group-sequential, canonical joint distribution with equally informative "
+                            "campaigns (Armitage-McPherson-Rowe recursion); look k's interval at the boundary's "
+                            "nominal level with the t quantile on its own df",
+              "beyond_max": "the last look's level; a claim open there is inconclusive at the registered maximum"},
     "campaigns": "one decision on the pooled interval; each campaign's own verdict and a heterogeneity F test "
                  f"(alpha {HETEROGENEITY_ALPHA:g}) are consistency checks",
     "steady_state": "throughput claims use the MSER-trimmed steady window (tps_steady); counter and histogram "
