@@ -32,12 +32,6 @@ REPRO_OUT := build/$(PROFILE)$(if $(DATA),-$(notdir $(DATA)))
 # CAMPAIGN: which campaign (one run of the whole matrix on one boot) reproduce/run measure: auto = a new
 # campaign when the latest one is complete, else resume it; last = resume the latest; new; or a number.
 CAMPAIGN ?= auto
-# BUDGET: the paper profile only: `dbmatrix run --until-decided --budget $(BUDGET)` adds replicate blocks to the
-# cells of claims still undecided until every claim is decided or the budget is spent. The budget covers the
-# whole campaign (all studies), split over them in proportion to their planned durations (what a study leaves
-# goes to the studies after it); the base design takes
-# about 1 h 55 min by `dbmatrix plan --profile paper`, so the default leaves each study ~18 % more for extra blocks.
-BUDGET ?= 2h15m
 LAB_PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
@@ -60,7 +54,7 @@ DATA_ARG := $(if $(DATA),--data $(DATA))
 help:
 	@echo "make smoke      the smallest real run (profile smoke: server packages, runs, analysis, figures) into $(SMOKE_ROOT)/"
 	@echo "make reproduce  server + LaTeX packages, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (runs in data/runs/), the paper"
-	@echo "                PROFILE=paper: ~2 h per campaign, runs until the claims are decided or BUDGET=$(BUDGET) is spent"
+	@echo "                PROFILE=paper: one campaign (~1 h; the claims are judged after every campaign, at most 6)"
 	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark, no root);"
 	@echo "                the $(BUILD_PROFILE) profile's studies (the committed build: paper; PROFILE=quick for the quick ones)"
 	@echo "make paper      paper/main.pdf (figures first if stale); needs LaTeX (make setup-paper), no root otherwise"
@@ -96,27 +90,17 @@ $(VENV)/.os-%: $(PY_STAMP) lib/dbmatrix/hosts/setup.py
 	$(BIN)/dbmatrix setup --roles $*
 	touch $@
 
-# New runs go to data/runs/<experiment>/ (resumable), never into the committed data/reference/.
-# The paper profile measures first with repetitions until decided (the notebooks then analyse that campaign:
-# --campaign last, so they do not start another), every other profile through the notebooks as always.
+# New runs go to data/runs/<experiment>/ (resumable), never into the committed data/reference/: one campaign
+# per call (the paper profile's claims are judged after every campaign: run the next one in another sitting).
 # The build (figures, paper inputs, the paper) goes to $(REPRO_OUT)/, never to the tracked figures/ and paper/.
 reproduce: $(PY_STAMP) $(OS_SERVER) $(OS_PAPER)
-ifeq ($(PROFILE),paper)
-	$(BIN)/dbmatrix run --profile paper --campaign $(CAMPAIGN) --until-decided --budget $(BUDGET) $(DATA_ARG)
-	DBMATRIX_BUILD_DIR=$(CURDIR)/$(REPRO_OUT) $(BIN)/dbmatrix notebooks --profile paper --campaign last $(DATA_ARG)
-else
 	DBMATRIX_BUILD_DIR=$(CURDIR)/$(REPRO_OUT) $(BIN)/dbmatrix notebooks --profile $(PROFILE) --campaign $(CAMPAIGN) \
 	  $(DATA_ARG)
-endif
 	$(MAKE) --no-print-directory paper PROFILE=$(PROFILE)
 	@echo "reproduce: runs in data/runs/, figures in $(REPRO_OUT)/figures/, the paper $(REPRO_OUT)/paper/main.pdf"
 
 run: $(PY_STAMP) $(OS_SERVER)
-ifeq ($(PROFILE),paper)
-	$(BIN)/dbmatrix run --profile paper --campaign $(CAMPAIGN) --until-decided --budget $(BUDGET) $(DATA_ARG)
-else
 	$(BIN)/dbmatrix run --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
-endif
 
 # The smallest real run: the smoke profile (one engine, two cache levels, one repetition) through the same
 # notebooks as reproduce, with everything it writes under $(SMOKE_ROOT)/ (gitignored): runs, executed

@@ -43,6 +43,7 @@ from dbmatrix.analyse.claims.costs import read_log
 from dbmatrix.analyse.claims.evidence import claims_evidence
 from dbmatrix.analyse.claims.looks import ClaimLook, cells_to_add, claim_cells, judge_look, projection, study_claims
 from dbmatrix.analyse.claims.model import Claim, Evidence
+from dbmatrix.analyse.claims.verdicts import MAX_CAMPAIGNS
 from dbmatrix.analyse.stats.sequential import DEFAULT_SPENDING, MAX_LOOKS, RECORD_KEY, Schedule, level_text, max_looks
 from dbmatrix.analyse.tables import analyse
 from dbmatrix.run.progress import format_duration
@@ -94,6 +95,13 @@ def rounds_option(until_decided: bool, budget: str | None, studies: Sequence[Stu
         raise SpecError("budget: --budget needs --until-decided")
     if not until_decided:
         return None
+    looked = [s.experiment.name for s in studies if s.experiment.campaign_repetitions is not None]
+    if looked:
+        raise SpecError(f"--until-decided: {', '.join(looked)} run in campaigns, which are the looks of its claims "
+                        "(judged after every campaign at the exact group-sequential level, at most "
+                        f"{MAX_CAMPAIGNS}): blocks added within a campaign would be looks the rule does not "
+                        "count; run the next campaign instead (dbmatrix run --campaign new), or leave out the "
+                        "spec's campaigns: key")
     try:
         seconds = parse_duration(budget) if budget is not None else None
     except ValueError as exc:

@@ -242,8 +242,9 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         spent = " and ".join(duration(s) for s in paper.campaign_seconds.values())
         paper_after = timings.get("make reproduce PROFILE=paper, after the runs")
         paper_row = [
-            "| `make reproduce PROFILE=paper` | the paper profile (the committed paper's data): each study's "
-            "repetitions added until its claims are decided or `BUDGET` is spent | "
+            "| `make reproduce PROFILE=paper` | the paper profile (the committed paper's data): its next campaign "
+            "(the pilot's repetitions first, then the Kalibera-Jones allocation; the claims are judged after "
+            "every campaign) | "
             f"{spent} of measuring (the reference's {_count(len(paper.campaign_seconds), 'campaign')}, their "
             "records)"
             + (f" + {duration(paper_after['seconds'])} ({paper_after['source']})" if paper_after else "") + " |"]

@@ -196,6 +196,18 @@ def test_parse_duration_forms_and_errors() -> None:
     assert rounds_option(False, None) is None and callable(rounds_option(True, None))
 
 
+def test_until_decided_is_refused_where_campaigns_are_the_looks() -> None:
+    """The paper profile's studies are judged after every campaign (the exact group-sequential levels): blocks
+    added within a campaign would be looks that rule does not count."""
+    from dbmatrix.study import load_studies
+
+    studies = load_studies("paper")
+    with pytest.raises(SpecError, match=r"^--until-decided: tpcc-paper, galera-paper, threads-paper, "
+                                        r"scaleout-paper, groupcommit-paper run in campaigns, which are the looks"):
+        rounds_option(True, "2h", studies)
+    assert rounds_option(False, None, studies) is None
+
+
 def test_claim_cells_by_the_claims_levels() -> None:
     exp = load_spec(SMOKE)
     assert claim_cells(MORE_CACHE, exp) == {c.cell_id for c in exp.cells()}
