@@ -20,7 +20,8 @@ from dbmatrix.spec.sizing import datadir_lower_bound
 
 LIB = Path(__file__).resolve().parents[2] / "lib" / "dbmatrix"
 REGISTRY = LIB / "engines"
-ROLES = {"requests", "hits", "misses", "data_hits", "data_misses", "flush_bytes", "compaction_bytes"}
+ROLES = {"requests", "hits", "misses", "data_hits", "data_misses", "flush_bytes", "compaction_bytes",
+         "index_misses", "index_insert_bytes", "data_insert_bytes"}
 # Engine names outside the registry that stay for now, each with why (shrink, never grow):
 KNOWN = {
     # publish/ is another change's (issue 42 item 1); Engine.title holds the same words

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_factor_lists_derive_from_the_registry_in_order() -> None:
     assert FACTORS == ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload",
                        "log_medium", "rate_fraction", "slave_threads", "write_to", "follower_medium", "instances",
-                       "pinning", "group_commit")
+                       "pinning", "group_commit", "index_cache")
     assert tuple(f.name for f in REGISTRY) == FACTORS
     assert list(FACTOR_DEFAULTS) == list(FACTORS)
     assert dict(FACTOR_DEFAULTS) == {f.name: f.default for f in REGISTRY}
@@ -99,7 +99,7 @@ def test_defaults() -> None:
         "engine": "innodb", "cache_pct": 100, "block_size": "16k", "compression": "none", "medium": "disk",
         "threads": 4, "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
         "slave_threads": 1, "write_to": "node1", "follower_medium": "same", "instances": 1, "pinning": "none",
-        "group_commit": 0}
+        "group_commit": 0, "index_cache": "cache"}
 
 
 @pytest.mark.parametrize("name", FACTORS)
@@ -135,7 +135,7 @@ GOOD: list[tuple[str, Any, Any]] = [
     ("instances", 1, 1), ("instances", 16, 16), ("pinning", "none", "none"), ("pinning", None, "none"),
     ("pinning", "instance", "instance"), ("pinning", "numa", "numa"),
     ("group_commit", 0, 0), ("group_commit", "off", 0), ("group_commit", 1000, 1000),
-    ("group_commit", 1_000_000, 1_000_000),
+    ("group_commit", 1_000_000, 1_000_000), ("index_cache", "cache", "cache"), ("index_cache", "table", "table"),
 ]
 
 
@@ -208,6 +208,10 @@ BAD: list[tuple[str, Any, str]] = [
         "default: binlog_commit_wait_count 0, commits group only when they queue behind a sync) or the microseconds, "
         "1 to 1000000, the group's leader waits for the cell's client threads to join it (binlog_commit_wait_usec; "
         "needs server_options.log_bin)") for raw in ("on", -5, 2_000_000, True)),
+    ("index_cache", "pinned", ("factors.index_cache: unknown level 'pinned'; allowed: cache (MyRocks' default: "
+                               "index and filter blocks compete with data blocks in the block cache) or table "
+                               "(index and filter blocks held by the table readers, outside the block cache: "
+                               "rocksdb_cache_index_and_filter_blocks OFF); MyRocks only")),
 ]
 
 
@@ -272,7 +276,8 @@ def test_table_labels() -> None:
         "engine": "Engine", "cache_pct": "Cache %", "block_size": "Page", "compression": "Compr.",
         "medium": "Medium", "threads": "Thr.", "workload": "Workload", "log_medium": "Log medium",
         "rate_fraction": "Rate", "slave_threads": "slave_threads", "write_to": "write_to",
-        "follower_medium": "Followers", "instances": "Inst.", "pinning": "Pinning", "group_commit": "Group commit"}
+        "follower_medium": "Followers", "instances": "Inst.", "pinning": "Pinning", "group_commit": "Group commit",
+        "index_cache": "Index blocks"}
     assert factor_label("residual") == "residual"  # not a factor: as it is
 
 
@@ -282,7 +287,7 @@ def test_claim_wording() -> None:
         "medium": "medium", "threads": "threads", "workload": "workload", "log_medium": "log_medium",
         "rate_fraction": "rate_fraction", "slave_threads": "appliers", "write_to": "write_to",
         "follower_medium": "followers' medium", "instances": "instances", "pinning": "pinning",
-        "group_commit": "group-commit wait"}
+        "group_commit": "group-commit wait", "index_cache": "index blocks in"}
     assert {f: factor_unit(f) for f in FACTORS if factor_unit(f)} == {"cache_pct": " %", "group_commit": " µs"}
     assert factor_word("tps") == "tps" and factor_unit("tps") == ""
 
@@ -373,7 +378,7 @@ def test_reference_data_cell_ids_and_digests_are_reproduced() -> None:
 
 def test_digest_leaves_out_late_factors_at_their_default() -> None:
     omitted = {f.name for f in REGISTRY if f.digest_omits_default}
-    assert omitted == {*GALERA_FACTORS, "instances", "pinning", "group_commit"}
+    assert omitted == {*GALERA_FACTORS, "instances", "pinning", "group_commit", "index_cache"}
     d = parse_experiment({"experiment": "x"}).to_dict()
     assert set(d["factors"]) == set(FACTORS) - omitted
     g = parse_experiment({"experiment": "x", "topology": {"kind": "galera"}, "factors": {"slave_threads": [1, 4]}})
@@ -416,3 +421,19 @@ def test_later_campaigns_run_the_allocation_and_the_digest_ignores_it() -> None:
         parse_experiment({**base, "campaigns": {"repetitions": 0}})
     with pytest.raises(SpecError, match=r"^campaigns: .* must be a mapping with one key, repetitions"):
         parse_experiment({**base, "campaigns": 1})
+
+
+def test_index_cache_is_a_myrocks_setting_rendered_as_its_option() -> None:
+    from dbmatrix.run.mysqld import ServerPaths, render_options
+
+    exp = parse_experiment({"experiment": "ix", "factors": {"engine": "myrocks", "index_cache": ["cache", "table"]}})
+    paths = ServerPaths.under("/r", "/d", "s")
+    opts = {c.cell_id: render_options(c, paths, user="mysql", cache=1 << 20) for c in exp.cells()}
+    flag = "--rocksdb-cache-index-and-filter-blocks=OFF"
+    assert flag in opts["myrocks-c100-b16k-none-disk-t4-ixtable"]
+    assert flag not in opts["myrocks-c100-b16k-none-disk-t4"]
+    with pytest.raises(SpecError, match=r"^factors.index_cache: 'table' is a MyRocks setting; engine 'innodb'"):
+        parse_experiment({"experiment": "ix", "factors": {"index_cache": ["cache", "table"]}})
+    with pytest.raises(SpecError, match=r"^server_options.rocksdb_cache_index_and_filter_blocks: set by a factor"):
+        parse_experiment({"experiment": "ix", "factors": {"engine": "myrocks"},
+                          "server_options": {"rocksdb_cache_index_and_filter_blocks": "OFF"}})

@@ -46,8 +46,12 @@ class Engine:
     startup_options: tuple[str, ...] = ()
     # Role -> SHOW GLOBAL STATUS counter (lower case), read by dbmatrix.parse.cache_counters: "requests" and
     # "misses" (every lookup and those that read the medium), or "hits" and "misses"; "data_hits" and
-    # "data_misses" (data blocks alone); "flush_bytes" and "compaction_bytes" (bytes the engine wrote).
+    # "data_misses" (data blocks alone); "flush_bytes" and "compaction_bytes" (bytes the engine wrote);
+    # "index_misses", "index_insert_bytes", "data_insert_bytes" (index and data blocks the cache took in).
     status_counters: Mapping[str, str] = _EMPTY
+    # The boolean server option that keeps index and filter blocks in the block cache (factors.index_cache:
+    # "table" turns it OFF); None: the engine has no such setting, only index_cache "cache" is allowed.
+    index_cache_option: str | None = None
     # Whether the cell's log directory (factors.log_medium) takes InnoDB's redo log; when it takes another
     # log (RocksDB's WAL) the redo log of the server's InnoDB stays in the datadir.
     log_dir_holds_redo: bool = True

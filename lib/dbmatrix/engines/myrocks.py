@@ -46,11 +46,15 @@ class MyRocks(Engine):
     option_prefix = "rocksdb_"
     cache_variable = "rocksdb_block_cache_size"
     harness_options = frozenset({"rocksdb_block_cache_size", "rocksdb_block_size", "rocksdb_default_cf_options",
-                                 "rocksdb_wal_dir"})
+                                 "rocksdb_wal_dir", "rocksdb_cache_index_and_filter_blocks"})
+    index_cache_option = "rocksdb_cache_index_and_filter_blocks"
     status_counters = MappingProxyType({
         "hits": "rocksdb_block_cache_hit", "misses": "rocksdb_block_cache_miss",
         "data_hits": "rocksdb_block_cache_data_hit", "data_misses": "rocksdb_block_cache_data_miss",
         "flush_bytes": "rocksdb_flush_write_bytes", "compaction_bytes": "rocksdb_compact_write_bytes",
+        "index_misses": "rocksdb_block_cache_index_miss",
+        "index_insert_bytes": "rocksdb_block_cache_index_bytes_insert",
+        "data_insert_bytes": "rocksdb_block_cache_data_bytes_insert",
     })
     log_dir_holds_redo = False  # the WAL moves; the server's InnoDB keeps its redo log in the datadir
     foreign_keys = False

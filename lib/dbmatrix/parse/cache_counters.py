@@ -18,7 +18,10 @@ import math
 from collections.abc import Mapping
 
 COLUMNS = ("cache_lookups", "cache_misses", "cache_hit_ratio", "cache_data_hit_ratio", "engine_flush_bytes",
-           "engine_compaction_bytes")
+           "engine_compaction_bytes", "cache_index_misses", "cache_index_insert_bytes", "cache_data_insert_bytes")
+# Counters by block type (MyRocks): what a cache that thrashes on index blocks shows (issue 41)
+TYPED = {"index_misses": "cache_index_misses", "index_insert_bytes": "cache_index_insert_bytes",
+         "data_insert_bytes": "cache_data_insert_bytes"}
 
 
 def parse_status(text: str) -> dict[str, str]:
@@ -51,6 +54,7 @@ def cache_counters(counters: Mapping[str, str] | None, before: Mapping[str, str]
 
     if "flush_bytes" in counters:
         out.update(engine_flush_bytes=delta("flush_bytes"), engine_compaction_bytes=delta("compaction_bytes"))
+    out.update({col: delta(role) for role, col in TYPED.items() if role in counters})
     if "requests" in counters:  # every lookup counted, and the misses among them
         lookups, misses = delta("requests"), delta("misses")
         out.update(cache_lookups=lookups, cache_misses=misses)

@@ -103,6 +103,9 @@ def render_options(
     ]
     opts += engine_options(cell, cache, log_dir)
     opts += group_commit_options(cell)
+    index_option = engines.engine(cell.engine).index_cache_option
+    if cell.index_cache == "table" and index_option:  # the index_cache factor (spec.cells.check_combination)
+        opts.append(f"--{index_option.replace('_', '-')}=OFF")
     for name in constants or {}:
         if name.replace("-", "_") in FACTOR_OPTIONS:
             raise SpecError(f"server_options.{name}: set by a factor or by the harness; "

@@ -49,6 +49,7 @@ class Cell:
     instances: int = 1
     pinning: str = "none"
     group_commit: int = 0
+    index_cache: str = "cache"
 
     @property
     def cell_id(self) -> str:
@@ -119,6 +120,9 @@ def check_combination(cell: Cell) -> None:
             f"factors.block_size: {cell.block_size!r} is not allowed for {cell.engine}; "
             f"allowed: {', '.join(e.block_sizes)}"
         )
+    if cell.index_cache != "cache" and e.index_cache_option is None:
+        raise SpecError(f"factors.index_cache: {cell.index_cache!r} is a MyRocks setting; engine {cell.engine!r} "
+                        "allows only cache (the default)")
     impossible = e.check_levels(cell.block_size, cell.compression)
     if impossible:
         raise SpecError(impossible)

@@ -210,6 +210,18 @@ def _group_commit(lv: Any) -> Any:
     return lv
 
 
+INDEX_CACHES = ("cache", "table")
+
+
+def _index_cache(lv: Any) -> Any:
+    if lv not in INDEX_CACHES:
+        raise SpecError(f"factors.index_cache: unknown level {lv!r}; allowed: cache (MyRocks' default: index and "
+                        "filter blocks compete with data blocks in the block cache) or table (index and filter "
+                        "blocks held by the table readers, outside the block cache: "
+                        "rocksdb_cache_index_and_filter_blocks OFF); MyRocks only")
+    return lv
+
+
 # ------------------------------------------------------------------------------ the registry
 
 REGISTRY: tuple[Factor, ...] = (
@@ -281,6 +293,11 @@ REGISTRY: tuple[Factor, ...] = (
                "when they queue behind a sync); U > 0, the group's leader waits up to U µs for the cell's "
                "client threads to join (binlog_commit_wait_count = threads, binlog_commit_wait_usec = U), as "
                "MySQL's binlog_group_commit_sync_delay with its no_delay_count; needs the binary log on"),
+    Factor("index_cache", "cache", _index_cache, lambda v: None if v == "cache" else f"ix{v}",
+           title="Index and filter blocks",
+           label="Index blocks", word="index blocks in", digest_omits_default=True,
+           doc="MyRocks: index and filter blocks in the block cache (cache, the default) or held by the table "
+               "readers outside it (table: rocksdb_cache_index_and_filter_blocks OFF); a diagnostic factor"),
 )
 
 BY_NAME: Mapping[str, Factor] = MappingProxyType({f.name: f for f in REGISTRY})
