@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from dbmatrix.analyse.claims import claims_evidence, evaluate
-from dbmatrix.analyse.claims.catalogue import FURTHER
+from dbmatrix.analyse.claims.catalogue import CLAIMS, FURTHER
 from dbmatrix.analyse.claims.costs import study_costs
 from dbmatrix.analyse.figure_data import (
     FigureDataError,
@@ -30,6 +30,7 @@ from dbmatrix.analyse.judgement import (
     normalise,
 )
 from dbmatrix.analyse.kinds import get_kind
+from dbmatrix.analyse.mechanism import mechanism_rows
 
 FigureModel = Callable[[StudyTables], tuple[dict[str, pd.DataFrame], dict[str, str]]]
 
@@ -103,5 +104,7 @@ def judge(studies: Sequence[StudyTables], code: str = "") -> Judgement:
     costs, summary = decision_tables(studies)
     figures, notes = figure_tables(studies)
     inputs = inputs_digest({st.name: study_digest(st) for st in studies}, code)
-    return normalise(Judgement(evaluate(evidence), evaluate(evidence, FURTHER), costs, summary, figures, notes,
-                               inputs))
+    seeds, further = evaluate(evidence), evaluate(evidence, FURTHER)
+    judged = pd.concat([seeds.claims, further.claims], ignore_index=True)
+    mechanism = mechanism_rows((*CLAIMS, *FURTHER), judged, evidence)
+    return normalise(Judgement(seeds, further, costs, summary, figures, notes, inputs, mechanism))

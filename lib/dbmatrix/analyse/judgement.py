@@ -42,7 +42,12 @@ SUMMARY_COLUMNS = ("study", "campaign", "claims", "decided", "open", "not_by_run
 # The numeric columns of the tables above (every other column is text, "" where empty).
 NUMERIC = frozenset({"band_lo", "band_hi", "n", "estimate", "ci_lo", "ci_hi", "campaigns", "confidence", "campaign",
                      "decided_at", "blocks", "looks", "runs", "run_s", "projected_blocks", "claims", "decided",
-                     "open", "not_by_runs", "elapsed_s", "elapsed_s_per_decided"})
+                     "open", "not_by_runs", "elapsed_s", "elapsed_s_per_decided", "value_a", "value_b", "ratio",
+                     "runs_a", "runs_b"})
+# claims-mechanism.csv: the counters of the cells each claim compares (dbmatrix.analyse.mechanism)
+MECHANISM_COLUMNS = ("id", "study", "condition", "counter", "label", "a", "b", "value_a", "value_b", "ratio",
+                     "runs_a", "runs_b")
+MECHANISM_FILE = "claims-mechanism.csv"
 MANIFEST = "judgement.json"
 FLOAT_FORMAT = "%.6g"  # the claims tables' numbers (as claims.csv has always held them)
 
@@ -126,6 +131,7 @@ class Judgement:
     figures: dict[str, FigureTables] = field(default_factory=dict)
     figure_notes: tuple[tuple[str, str, str], ...] = ()  # (stem, study, why that study cannot give it)
     inputs: str = ""  # :func:`inputs_digest` of the studies judged
+    mechanism: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MECHANISM_COLUMNS))
 
     @property
     def claims(self) -> pd.DataFrame:
@@ -181,7 +187,7 @@ def read_table(source: str | Path | io.StringIO, columns: Sequence[str] = ()) ->
 
 
 _INTEGER = frozenset({"n", "campaigns", "campaign", "blocks", "looks", "runs", "claims", "decided", "open",
-                      "not_by_runs"})
+                      "not_by_runs", "runs_a", "runs_b"})
 
 
 def _round_trip(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -199,7 +205,7 @@ def normalise(j: Judgement) -> Judgement:
     :func:`load_judgement` gives back), the figure tables as they are (written at full precision)."""
     return Judgement(normalise_verdicts(j.verdicts), normalise_verdicts(j.further),
                      _round_trip(j.costs, COST_COLUMNS), _round_trip(j.cost_summary, SUMMARY_COLUMNS),
-                     dict(j.figures), tuple(j.figure_notes), j.inputs)
+                     dict(j.figures), tuple(j.figure_notes), j.inputs, _round_trip(j.mechanism, MECHANISM_COLUMNS))
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -226,6 +232,7 @@ def write_judgement(j: Judgement, folder: Path) -> list[Path]:
             out.append(_write(folder / name, table_text(df)))
     for name, df in zip(COST_FILES, (j.costs, j.cost_summary)):
         out.append(_write(folder / name, table_text(df)))
+    out.append(_write(folder / MECHANISM_FILE, table_text(j.mechanism.reindex(columns=list(MECHANISM_COLUMNS)))))
     figures: dict[str, Any] = {}
     for stem, ft in sorted(j.figures.items()):
         tables = {}
@@ -272,7 +279,9 @@ def load_judgement(folder: Path) -> Judgement:
                                   {str(k): str(x) for k, x in f.get("labels", {}).items()})
                for stem, f in meta.get("figures", {}).items()}
     notes = tuple((str(a), str(b), str(c)) for a, b, c in meta.get("figure_notes", []))
-    return Judgement(v["claims"], v["further"], costs, summary, figures, notes, str(meta.get("inputs", "")))
+    mechanism = read_table(folder / MECHANISM_FILE, MECHANISM_COLUMNS)
+    return Judgement(v["claims"], v["further"], costs, summary, figures, notes, str(meta.get("inputs", "")),
+                     mechanism)
 
 
 def judgement_inputs(folder: Path) -> str | None:

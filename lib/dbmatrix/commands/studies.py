@@ -156,12 +156,31 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         print(line)
     print(f"claims: {counts_text(table['verdict'].fillna('').astype(str))}")
     print()
+    for line in mechanism_lines(j):
+        print(line)
     for line in [*steps.campaign_lines(table, studies), *decision_lines(j.costs, j.cost_summary), source]:
         print(line)
     if args.csv:
         files = _verdict_csvs(args.csv, result)
         print(f"claims table: {files['claims']}; per campaign: {files['campaigns']}; per condition: {files['levels']}")
     return 0
+
+
+def mechanism_lines(j: Any) -> list[str]:
+    """Per decided claim (ours too), the counters of its compared cells that moved most (claims-mechanism.csv)."""
+    from dbmatrix.analyse.mechanism import moved
+
+    rows = j.mechanism
+    if rows.empty:
+        return []
+    out = ["what moved behind each decided verdict (the engine's and the host's counters of the compared cells, "
+           "a vs b, means over runs; claims-mechanism.csv has them all):"]
+    both = j.both().claims
+    for _, r in both.iterrows():
+        if str(r["verdict"]) in ("agree", "disagree") or str(r["verdict"]).startswith("depends"):
+            lines = moved(rows, str(r["id"]))
+            out += [f"  {r['id']} ({r['verdict']}): {lines[0]}", *(f"    {x}" for x in lines[1:])] if lines else []
+    return [*out, ""]
 
 
 def flip_lines(result: Any, flips: Any) -> list[str]:
