@@ -222,7 +222,9 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
            "paper profile decides. " if indicative else
            "These verdicts are provisional: one campaign, no second one to show they replicate. "
            if provisional else "")
-        + "The decided ones:\n")
+        + "The media are stand-ins, labelled so everywhere: PMEM is emulated in RAM (tmpfs for fsdax mode, XFS "
+        "on a RAM-backed loop device for sector mode; judged as upper bounds) and \"NVMe\" is this VM's virtio "
+        "root disk. The decided ones:\n")
     others = len(rows) - len(decided)
     decided_rows = verdicts.claims[[is_decided(str(v)) for v in verdicts.claims["verdict"]]]
     claims = claims_table(verdicts, decided_rows, opposing=opposing) + (

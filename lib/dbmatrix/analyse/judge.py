@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from dbmatrix.analyse.claims import claims_evidence, evaluate
+from dbmatrix.analyse.claims.campaign_costs import campaign_decisions
 from dbmatrix.analyse.claims.catalogue import CLAIMS, FURTHER
 from dbmatrix.analyse.claims.costs import study_costs
 from dbmatrix.analyse.figure_data import (
@@ -107,4 +108,5 @@ def judge(studies: Sequence[StudyTables], code: str = "") -> Judgement:
     seeds, further = evaluate(evidence), evaluate(evidence, FURTHER)
     judged = pd.concat([seeds.claims, further.claims], ignore_index=True)
     mechanism = mechanism_rows((*CLAIMS, *FURTHER), judged, evidence)
-    return normalise(Judgement(seeds, further, costs, summary, figures, notes, inputs, mechanism))
+    looks = campaign_decisions((*CLAIMS, *FURTHER), evidence)
+    return normalise(Judgement(seeds, further, costs, summary, figures, notes, inputs, mechanism, looks))

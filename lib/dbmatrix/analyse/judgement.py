@@ -43,11 +43,16 @@ SUMMARY_COLUMNS = ("study", "campaign", "claims", "decided", "open", "not_by_run
 NUMERIC = frozenset({"band_lo", "band_hi", "n", "estimate", "ci_lo", "ci_hi", "campaigns", "confidence", "campaign",
                      "decided_at", "blocks", "looks", "runs", "run_s", "projected_blocks", "claims", "decided",
                      "open", "not_by_runs", "elapsed_s", "elapsed_s_per_decided", "value_a", "value_b", "ratio",
-                     "runs_a", "runs_b"})
+                     "runs_a", "runs_b", "machine_s", "half_width", "needed_half_width"})
 # claims-mechanism.csv: the counters of the cells each claim compares (dbmatrix.analyse.mechanism)
 MECHANISM_COLUMNS = ("id", "study", "condition", "counter", "label", "a", "b", "value_a", "value_b", "ratio",
                      "runs_a", "runs_b")
 MECHANISM_FILE = "claims-mechanism.csv"
+# decisions-campaigns.csv: per claim of a study whose campaigns are its looks, the look it was decided at and
+# what it cost, or the campaigns an open one would need (dbmatrix.analyse.claims.campaign_costs)
+LOOK_COLUMNS = ("id", "study", "campaigns", "verdict", "decided_at", "machine_s", "half_width", "needed_half_width",
+                "projected_campaigns", "note")
+LOOK_FILE = "decisions-campaigns.csv"
 MANIFEST = "judgement.json"
 FLOAT_FORMAT = "%.6g"  # the claims tables' numbers (as claims.csv has always held them)
 
@@ -132,6 +137,7 @@ class Judgement:
     figure_notes: tuple[tuple[str, str, str], ...] = ()  # (stem, study, why that study cannot give it)
     inputs: str = ""  # :func:`inputs_digest` of the studies judged
     mechanism: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MECHANISM_COLUMNS))
+    looks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LOOK_COLUMNS))
 
     @property
     def claims(self) -> pd.DataFrame:
@@ -205,7 +211,8 @@ def normalise(j: Judgement) -> Judgement:
     :func:`load_judgement` gives back), the figure tables as they are (written at full precision)."""
     return Judgement(normalise_verdicts(j.verdicts), normalise_verdicts(j.further),
                      _round_trip(j.costs, COST_COLUMNS), _round_trip(j.cost_summary, SUMMARY_COLUMNS),
-                     dict(j.figures), tuple(j.figure_notes), j.inputs, _round_trip(j.mechanism, MECHANISM_COLUMNS))
+                     dict(j.figures), tuple(j.figure_notes), j.inputs, _round_trip(j.mechanism, MECHANISM_COLUMNS),
+                     _round_trip(j.looks, LOOK_COLUMNS))
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -233,6 +240,7 @@ def write_judgement(j: Judgement, folder: Path) -> list[Path]:
     for name, df in zip(COST_FILES, (j.costs, j.cost_summary)):
         out.append(_write(folder / name, table_text(df)))
     out.append(_write(folder / MECHANISM_FILE, table_text(j.mechanism.reindex(columns=list(MECHANISM_COLUMNS)))))
+    out.append(_write(folder / LOOK_FILE, table_text(j.looks.reindex(columns=list(LOOK_COLUMNS)))))
     figures: dict[str, Any] = {}
     for stem, ft in sorted(j.figures.items()):
         tables = {}
@@ -280,8 +288,9 @@ def load_judgement(folder: Path) -> Judgement:
                for stem, f in meta.get("figures", {}).items()}
     notes = tuple((str(a), str(b), str(c)) for a, b, c in meta.get("figure_notes", []))
     mechanism = read_table(folder / MECHANISM_FILE, MECHANISM_COLUMNS)
+    looks = read_table(folder / LOOK_FILE, LOOK_COLUMNS)
     return Judgement(v["claims"], v["further"], costs, summary, figures, notes, str(meta.get("inputs", "")),
-                     mechanism)
+                     mechanism, looks)
 
 
 def judgement_inputs(folder: Path) -> str | None:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from dbmatrix import paths
 from dbmatrix.commands.common import studies_of
 from dbmatrix.spec.experiment import SpecError
@@ -156,7 +158,7 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         print(line)
     print(f"claims: {counts_text(table['verdict'].fillna('').astype(str))}")
     print()
-    for line in mechanism_lines(j):
+    for line in [*mechanism_lines(j), *look_cost_lines(j)]:
         print(line)
     for line in [*steps.campaign_lines(table, studies), *decision_lines(j.costs, j.cost_summary), source]:
         print(line)
@@ -180,6 +182,33 @@ def mechanism_lines(j: Any) -> list[str]:
         if str(r["verdict"]) in ("agree", "disagree") or str(r["verdict"]).startswith("depends"):
             lines = moved(rows, str(r["id"]))
             out += [f"  {r['id']} ({r['verdict']}): {lines[0]}", *(f"    {x}" for x in lines[1:])] if lines else []
+    return [*out, ""]
+
+
+def look_cost_lines(j: Any) -> list[str]:
+    """Per claim of a study whose campaigns are looks: the look it was decided at and the campaigns' wall
+    time until then, or for an open one the campaigns it would need (decisions-campaigns.csv)."""
+    from dbmatrix.run.progress import format_duration
+
+    t = j.looks
+    if t.empty:
+        return []
+    out = ["cost per decision (campaigns as looks): decided at look k (the first k campaigns) and their wall "
+           "time; open: half-width now, needed, projected campaigns"]
+    decided = t[t["decided_at"].astype(str) != ""]
+    for _, r in t.iterrows():
+        if str(r["decided_at"]):
+            out.append(f"  {r['id']} ({r['study']}): first decided at look {r['decided_at']} of {r['campaigns']} "
+                       f"after {format_duration(float(r['machine_s']))} of campaigns (now: {r['verdict']})")
+        elif str(r["projected_campaigns"]):
+            out.append(f"  {r['id']} ({r['study']}): open; half-width {float(r['half_width']):.3g} (log scale), "
+                       f"needs {float(r['needed_half_width']):.3g}: about {r['projected_campaigns']} campaigns")
+        else:
+            out.append(f"  {r['id']} ({r['study']}): {r['verdict']}; {r['note']}")
+    spent = pd.to_numeric(decided["machine_s"], errors="coerce")
+    if len(decided):
+        out.append(f"  {len(decided)} decided; median wall time of the campaigns until decided "
+                   f"{format_duration(float(spent.median()))}")
     return [*out, ""]
 
 
