@@ -6,6 +6,7 @@ says which claims each study decides and the cells each reads (:mod:`dbmatrix.an
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from dbmatrix.analyse.claims.needs import Emulates, decided_lines, design_refusals
 from dbmatrix.spec.experiment import SpecError
@@ -34,5 +35,12 @@ def refuse_unidentified(studies: Sequence[Study]) -> None:
 
 
 def claim_plan_lines(study: Study) -> list[str]:
-    """The plan's lines on the claims the study decides and the cells each reads."""
-    return decided_lines(study.experiment, study_emulates(study))
+    """The plan's lines on the claims the study decides and the cells each reads, then our own findings it
+    decides (the further findings, judged by the same rule)."""
+    from dbmatrix.analyse.claims.catalogue import FURTHER
+
+    exp, emulates = study.experiment, study_emulates(study)
+    ours = decided_lines(replace(exp, claims=()), emulates, FURTHER)
+    return [*decided_lines(exp, emulates),
+            *([line.replace("claims decided here", "our further findings decided here", 1) for line in ours]
+              if len(ours) > 1 else [])]
