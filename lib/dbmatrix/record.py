@@ -336,7 +336,16 @@ def migrate(d: Mapping[str, Any]) -> dict[str, Any]:
     for to in range(version + 1, SCHEMA_VERSION + 1):
         cur = MIGRATIONS[to](cur)
         cur["schema"] = to
-    return cur
+    return _factor_defaults(cur)
+
+
+def _factor_defaults(d: dict[str, Any]) -> dict[str, Any]:
+    """A factor added after a manifest was written holds its default in its ``cell``, whatever its schema
+    version: adding a factor never needs a migration step (steps 4 and 6 did this before it was general)."""
+    cell = d.get("cell")
+    if isinstance(cell, dict) and cell and any(f not in cell for f in FACTOR_DEFAULTS):
+        d["cell"] = {**{f: v for f, v in FACTOR_DEFAULTS.items() if f not in cell}, **cell}
+    return d
 
 
 def load(text: str) -> RunRecord:

@@ -150,12 +150,20 @@ def test_the_reference_tpcc_campaigns_pass_each_other_at_10_percent(capsys: pyte
 
 @needs_reference
 def test_a_copy_of_the_reference_slowed_to_0_7_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the reference's first two campaigns (one boot, one VM): the third ran on a VM 2.3x slower, whose spread
+    # between campaigns is wider than this slow-down, so a 30 % loss would pass against all three
     runs = pd.read_csv(TPCC / "processed" / "runs.csv")
+    runs = runs[runs["campaign"] <= 2]
+    ref = tmp_path / "ref" / "tpcc-paper" / "processed"
+    ref.mkdir(parents=True)
+    runs.to_csv(ref / "runs.csv", index=False)
+    (ref / "analysis.json").write_text(json.dumps({"experiment": "tpcc-paper"}))
     slow = tmp_path / "tpcc-paper" / "processed"
     slow.mkdir(parents=True)
     runs.assign(tps=runs["tps"] * 0.7, p95_ms=runs["p95_ms"] / 0.7).to_csv(slow / "runs.csv", index=False)
     (slow / "analysis.json").write_text(json.dumps({"experiment": "tpcc-paper"}))
-    assert cli.main(["compare", str(TPCC), str(slow.parent), "--no-claims", "--fail-above", "10", "--json"]) == 1
+    assert cli.main(["compare", str(ref.parent), str(slow.parent), "--no-claims", "--fail-above", "10",
+                     "--json"]) == 1
     body = json.loads(capsys.readouterr().out)
     reg = body["gate"]["regressions"]
     assert len(reg) == 48 and all(r["pct"] == pytest.approx(-30.0) for r in reg if r["metric"] == "tps")
@@ -163,4 +171,4 @@ def test_a_copy_of_the_reference_slowed_to_0_7_fails(tmp_path: Path, capsys: pyt
     same.mkdir(parents=True)
     runs.to_csv(same / "runs.csv", index=False)
     (same / "analysis.json").write_text(json.dumps({"experiment": "tpcc-paper"}))
-    assert cli.main(["compare", str(TPCC), str(same.parent), "--no-claims", "--fail-above", "0"]) == 0
+    assert cli.main(["compare", str(ref.parent), str(same.parent), "--no-claims", "--fail-above", "0"]) == 0

@@ -63,6 +63,8 @@ def number(v: Any, kind: str) -> str:
         return f"{x:+.1f}"
     if kind == "share":
         return f"{x * 100:.0f}{NARROW}%"
+    if abs(x) >= 1e4 or 0 < abs(x) < 0.01:  # an early look's interval on few df: its order of magnitude
+        return f"{x:.1e}"
     return f"{x:.2f}"
 
 

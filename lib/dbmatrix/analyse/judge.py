@@ -108,5 +108,5 @@ def judge(studies: Sequence[StudyTables], code: str = "") -> Judgement:
     seeds, further = evaluate(evidence), evaluate(evidence, FURTHER)
     judged = pd.concat([seeds.claims, further.claims], ignore_index=True)
     mechanism = mechanism_rows((*CLAIMS, *FURTHER), judged, evidence)
-    looks = campaign_decisions((*CLAIMS, *FURTHER), evidence)
+    looks = campaign_decisions((*CLAIMS, *FURTHER), evidence, judged)
     return normalise(Judgement(seeds, further, costs, summary, figures, notes, inputs, mechanism, looks))

@@ -194,21 +194,25 @@ def look_cost_lines(j: Any) -> list[str]:
     if t.empty:
         return []
     out = ["cost per decision (campaigns as looks): decided at look k (the first k campaigns) and their wall "
-           "time; open: half-width now, needed, projected campaigns"]
-    decided = t[t["decided_at"].astype(str) != ""]
-    for _, r in t.iterrows():
-        if str(r["decided_at"]):
-            out.append(f"  {r['id']} ({r['study']}): first decided at look {r['decided_at']} of {r['campaigns']} "
-                       f"after {format_duration(float(r['machine_s']))} of campaigns (now: {r['verdict']})")
-        elif str(r["projected_campaigns"]):
-            out.append(f"  {r['id']} ({r['study']}): open; half-width {float(r['half_width']):.3g} (log scale), "
-                       f"needs {float(r['needed_half_width']):.3g}: about {r['projected_campaigns']} campaigns")
+           "time; open: the interval's half-width now and the one a decision needs (log scale for ratios, points "
+           "for differences), and the campaigns that would get there at the measured variance"]
+    at = pd.to_numeric(t["decided_at"], errors="coerce")
+    proj = pd.to_numeric(t["projected_campaigns"], errors="coerce")
+    for (_, r), k, p in zip(t.iterrows(), at, proj):
+        if pd.notna(k):
+            spent = float(r["machine_s"])
+            took = f"after {format_duration(spent)} of campaigns" if math.isfinite(spent) else "(no campaign times)"
+            out.append(f"  {r['id']} ({r['study']}): first decided at look {int(k)} of {r['campaigns']} "
+                       f"{took} (now: {r['verdict']})")
+        elif pd.notna(p):
+            out.append(f"  {r['id']} ({r['study']}): open; half-width {float(r['half_width']):.3g}, needs "
+                       f"{float(r['needed_half_width']):.3g}: decided at about {int(p)} campaigns")
         else:
-            out.append(f"  {r['id']} ({r['study']}): {r['verdict']}; {r['note']}")
-    spent = pd.to_numeric(decided["machine_s"], errors="coerce")
-    if len(decided):
-        out.append(f"  {len(decided)} decided; median wall time of the campaigns until decided "
-                   f"{format_duration(float(spent.median()))}")
+            out.append(f"  {r['id']} ({r['study']}): {r['verdict']}" + (f"; {r['note']}" if r["note"] else ""))
+    spent = pd.to_numeric(t.loc[at.notna().to_numpy(), "machine_s"], errors="coerce").dropna()
+    if len(spent):
+        out.append(f"  {int(at.notna().sum())} decided at some look; median wall time of the campaigns until "
+                   f"decided {format_duration(float(spent.median()))}")
     return [*out, ""]
 
 

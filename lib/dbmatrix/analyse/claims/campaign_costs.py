@@ -92,10 +92,12 @@ def _half_width(row: pd.Series, claim: Claim) -> float:
     return (hi - lo) / 2
 
 
-def campaign_decisions(claims: Sequence[Claim], evidence: Sequence[Evidence]) -> pd.DataFrame:
-    """Per claim judged on a study whose campaigns are looks: its first decided look, the machine time of the
-    campaigns up to it, or for an open claim its half-width, the half-width a decision needs and the
-    projected campaigns (see the module doc)."""
+def campaign_decisions(claims: Sequence[Claim], evidence: Sequence[Evidence],
+                       judged: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per claim judged on a study whose campaigns are looks (`judged`: the build's claims table, which says on
+    which study each claim was judged; without it every study that can judge it): its first decided look, the
+    machine time of the campaigns up to it, or for an open claim its half-width, the half-width a decision
+    needs and the projected campaigns (see the module doc)."""
     from dbmatrix.analyse.claims.table import evaluate
 
     rows: list[dict[str, Any]] = []
@@ -103,7 +105,10 @@ def campaign_decisions(claims: Sequence[Claim], evidence: Sequence[Evidence]) ->
         ks = ev.campaigns()
         if not ev.campaign_looks or ev.runs.empty:
             continue
-        mine = [c for c in claims if ev.kind in c.sources and not c.not_tested and c.kind != "share"]
+        on = (None if judged is None else
+              {str(i): str(st) for i, st in zip(judged["id"], judged["study"])})
+        mine = [c for c in claims if ev.kind in c.sources and not c.not_tested and c.kind != "share"
+                and (on is None or on.get(c.id) == ev.experiment)]
         if not mine:
             continue
         series = {k: evaluate([prefix(ev, k)], mine).claims.set_index("id") for k in ks}

@@ -285,7 +285,7 @@ CLAIMS: tuple[Claim, ...] = (
           not_tested="the slide does not say what 'better CPU utilization' measures (more CPU busy with "
                      "less iowait, or less CPU per query), so no estimate can agree or disagree with it",
           quote="Persistent Memory as Storage saw up to 59% better CPU Utilization", conditions=SEED003),
-    Claim("pmemIowait", "003", "slide 16", "PMEM removes NVMe's %iowait overhead",
+    Claim("pmemIowait", "003", "slide 16", "PMEM removes NVMe's \\%iowait overhead",
           "host_iowait_pct", (-100.0, 0.0), kind="difference", factor="medium", a="emulated:pmem", b="native",
           at={"engine": "myrocks", "cache_pct": SEED003_NO_CACHE}, per=("medium",), sources=_T,
           combine="primary", primary=PMEM_PRIMARY,

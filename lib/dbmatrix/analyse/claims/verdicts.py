@@ -355,4 +355,7 @@ def heterogeneity_text(h: tuple[float, float, float, float] | None) -> str:
 
 
 def fmt(x: float) -> str:
+    """A number of a basis or reason: 3 significant digits; an unbounded side as inf (nan as --)."""
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
     return f"{x:.3g}" if np.isfinite(x) else "--"
