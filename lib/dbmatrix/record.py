@@ -309,9 +309,8 @@ def update_to_5(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def update_to_6(d: dict[str, Any]) -> dict[str, Any]:
-    """Factors added since version 5 (group_commit) hold their default in the ``cell``."""
-    d["cell"] = {**{f: v for f, v in FACTOR_DEFAULTS.items() if f not in (d.get("cell") or {})},
-                 **(d.get("cell") or {})}
+    """Factors added since version 5 (group_commit): :func:`migrate` gives every manifest the defaults of the
+    factors its ``cell`` lacks, at any version, so this step only marks the version."""
     return d
 
 

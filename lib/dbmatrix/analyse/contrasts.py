@@ -299,6 +299,16 @@ def _numeric_levels(levels: list[Any], factor: str) -> list[float]:
         raise NotTestable(f"{factor}: levels {levels} are not numbers, so min/max mean nothing") from None
 
 
+def runs_at(runs: pd.DataFrame, at: Mapping[str, Any]) -> pd.DataFrame:
+    """The runs at the levels `at` (level specs such as "max" or "native" resolved on the runs; a factor the
+    runs do not have is skipped)."""
+    for f, v in at.items():
+        if f in runs.columns:
+            lv = resolve_level(runs, f, v)
+            runs = runs[runs[f].map(level_key) == level_key(lv)]
+    return runs
+
+
 def resolve_level(runs: pd.DataFrame, factor: str, spec: Any) -> Any:
     """A claim's level in this study's runs: a level as written, or min / max / second-max (numbers),
     ``emulated:<device>`` (the medium emulating it), ``native`` (a medium emulating nothing)."""

@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.claims.model import Claim, Evidence
-from dbmatrix.analyse.contrasts import NotTestable, resolve_level
+from dbmatrix.analyse.contrasts import NotTestable, runs_at
 from dbmatrix.analyse.judgement import MECHANISM_COLUMNS
-from dbmatrix.analyse.stats import level_key
 
 COLUMNS = MECHANISM_COLUMNS  # the judgement file's (claims-mechanism.csv)
 # counter -> its words; per-transaction counters are derived from window totals by mechanism_frame
@@ -66,30 +65,19 @@ def mechanism_frame(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _side(runs: pd.DataFrame, factor: str, spec: Any) -> pd.DataFrame:
-    """The runs at one compared level; a family spec ("emulated:pmem", "native") takes every member."""
-    if isinstance(spec, str) and (spec.startswith("emulated:") or spec == "native"):
-        if "emulated" not in runs.columns:
-            return runs.iloc[0:0]
-        em = runs["emulated"].fillna("").astype(str)
-        want = spec.split(":", 1)[1] if spec.startswith("emulated:") else ""
-        return runs[em.str.startswith(want) & (em != "")] if want else runs[em == ""]
-    level = resolve_level(runs, factor, spec)
-    return runs[runs[factor].map(level_key) == level_key(level)]
-
-
-def _at(runs: pd.DataFrame, at: dict[str, Any]) -> pd.DataFrame:
-    for f, v in at.items():
-        if f in runs.columns:
-            runs = runs[runs[f].map(level_key) == level_key(resolve_level(runs, f, v))]
-    return runs
+    """The runs at one compared level (a spec such as "max" or "native" resolved on the runs)."""
+    return runs_at(runs, {factor: spec})
 
 
 def condition_rows(claim: Claim, study: str, runs: pd.DataFrame, condition: str = "") -> list[dict[str, Any]]:
     """One row per counter measured on both sides of one condition of `claim` (runs already derived)."""
     if claim.factor is None or claim.factor not in runs.columns:
         return []
-    here = _at(runs, dict(claim.at))
-    a, b = _side(here, claim.factor, claim.a), _side(here, claim.factor, claim.b)
+    try:
+        here = runs_at(runs, claim.at)
+        a, b = _side(here, claim.factor, claim.a), _side(here, claim.factor, claim.b)
+    except NotTestable:  # a level the runs do not have: nothing to show
+        return []
     if a.empty or b.empty:
         return []
     rows = []

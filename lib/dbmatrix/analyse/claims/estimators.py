@@ -5,9 +5,7 @@ registry (:mod:`dbmatrix.analyse.kinds`), a kind's own estimators."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 import pandas as pd
 
@@ -19,12 +17,11 @@ from dbmatrix.analyse.contrasts import (
     NotTestable,
     dataset_ratio,
     ratio_estimate,
-    resolve_level,
+    runs_at,
     steady_share,
 )
 from dbmatrix.analyse.kinds import find_kind
 from dbmatrix.analyse.shares import share_difference
-from dbmatrix.analyse.stats import level_key
 
 # ============================================================================ estimates
 
@@ -52,7 +49,7 @@ def _estimate(claim: Claim, ev: Evidence, confidence: float) -> Estimate:
     if claim.metric == "data_physical_bytes":  # measured sizes: no interval, the level does not matter
         return dataset_ratio(ev.runs, claim.factor, claim.a, claim.b, claim.at)
     if claim.kind == "difference":  # a share of time (0-100 %), a - b in points
-        return share_difference(_at_levels(ev.runs, claim.at), claim.metric, claim.factor, claim.a,
+        return share_difference(runs_at(ev.runs, claim.at), claim.metric, claim.factor, claim.a,
                                 claim.b, confidence)
     runs = ev.runs
     if "rate_fraction" in runs.columns:
@@ -61,15 +58,6 @@ def _estimate(claim: Claim, ev: Evidence, confidence: float) -> Estimate:
     est = ratio_estimate(runs, metric, claim.factor, claim.a, claim.b, claim.at,
                          level_order=ev.level_order, design=ev.design, confidence=confidence)
     return replace(est, basis=f"{est.basis}; {note}") if note else est
-
-
-def _at_levels(runs: pd.DataFrame, at: Mapping[str, Any]) -> pd.DataFrame:
-    """The runs at the levels `at` (level specs such as "max" resolved on the runs)."""
-    for f, v in at.items():
-        if f in runs.columns:
-            lv = resolve_level(runs, f, v)
-            runs = runs[runs[f].map(level_key) == level_key(lv)]
-    return runs
 
 
 # Throughput is judged on each run's steady window: the per-second series after the MSER-truncated warm-up

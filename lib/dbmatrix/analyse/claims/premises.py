@@ -41,16 +41,9 @@ def _level(ev: Evidence, factor: str, spec: Any) -> Any:
 
 def _at_runs(claim: Claim, ev: Evidence, **extra: Any) -> pd.DataFrame:
     """The runs at the claim's conditions (and the extra factor levels given)."""
-    from dbmatrix.analyse.contrasts import resolve_level
-    from dbmatrix.analyse.stats import level_key
+    from dbmatrix.analyse.contrasts import runs_at
 
-    runs = ev.runs
-    for f, v in {**claim.at, **extra}.items():
-        if f not in runs.columns:
-            continue
-        lv = resolve_level(runs, f, v)
-        runs = runs[runs[f].map(level_key) == level_key(lv)]
-    return runs
+    return runs_at(ev.runs, {**claim.at, **extra})
 
 
 def measured(values: pd.Series, threshold: float, *, above: bool = True, confidence: float = 0.95

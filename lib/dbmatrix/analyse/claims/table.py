@@ -135,11 +135,11 @@ def level_claims(claim: Claim, ev: Evidence) -> list[tuple[str, Claim]]:
     from dbmatrix.analyse.contrasts import level_product, positive_values, resolve_level
     from dbmatrix.spec.factors import factor_unit, factor_word
 
-    if claim.kind == "difference":  # shares of time: 0 is a value (tmpfs has no iowait)
-        values = pd.to_numeric(ev.runs.get(claim.metric, pd.Series(dtype=float)), errors="coerce")
-        data = ev.runs[values.notna()] if claim.metric in ev.runs.columns else ev.runs.iloc[0:0]
-    else:
+    if claim.kind != "difference":
         data = positive_values(ev.runs, claim.metric)
+    else:  # shares of time: 0 is a value (tmpfs has no iowait)
+        data = ev.runs[pd.to_numeric(ev.runs[claim.metric], errors="coerce").notna()] \
+            if claim.metric in ev.runs.columns else ev.runs.iloc[0:0]
     if data.empty:
         raise NotTestable(f"{claim.metric} was not measured")
     held = {f: resolve_level(data, f, v) for f, v in claim.at.items() if f not in claim.per}
