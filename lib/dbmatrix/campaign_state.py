@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from dbmatrix.platform_facts import platform_of
 from dbmatrix.record import RunRecord
+
+#: one host's platform (:func:`dbmatrix.platform_facts.platform_of`) as hashable items
+Platform = tuple[str, tuple[tuple[str, str], ...]]
 
 
 def short_boot(boot_id: str | None) -> str:
@@ -20,13 +24,14 @@ def short_boot(boot_id: str | None) -> str:
 @dataclass(frozen=True)
 class CampaignState:
     """What the results directory says about one campaign: its planned runs, how many are ok or failed,
-    and the boots its runs were measured on."""
+    and the boots and platforms (per host) its runs were measured on."""
 
     number: int
     planned: int
     ok: int
     failed: int = 0
     boot_ids: tuple[str, ...] = ()
+    platforms: tuple[Platform, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -44,16 +49,30 @@ def campaign_states(planned: Mapping[int, Sequence[str]],
     the campaigns found, :func:`campaigns_found`), from the run records of the results directory."""
     status: dict[str, str | None] = {}
     boots: dict[int, list[str]] = {}
+    platforms: dict[int, list[Platform]] = {}
     for m in records:
         status[m.run_id] = m.status
         b = m.boot_id
         if b and b not in boots.setdefault(m.campaign, []):
             boots[m.campaign].append(b)
+        p = platform_of(m.host_facts or {})
+        if p and (pl := (m.host, tuple(sorted(p.items())))) not in platforms.setdefault(m.campaign, []):
+            platforms[m.campaign].append(pl)
     out = []
     for k in sorted(planned):
         ids = planned[k]
         out.append(CampaignState(k, len(ids), sum(status.get(i) == "ok" for i in ids),
-                                 sum(status.get(i) == "failed" for i in ids), tuple(boots.get(k, ()))))
+                                 sum(status.get(i) == "failed" for i in ids), tuple(boots.get(k, ())),
+                                 tuple(sorted(platforms.get(k, ())))))
+    return out
+
+
+def platforms_by_campaign(states: Iterable[CampaignState]) -> dict[int, dict[str, list[dict[str, str]]]]:
+    """campaign -> host -> its platforms, the shape :func:`dbmatrix.platform_facts.platform_changes` reads."""
+    out: dict[int, dict[str, list[dict[str, str]]]] = {}
+    for s in states:
+        for host, items in s.platforms:
+            out.setdefault(s.number, {}).setdefault(host, []).append(dict(items))
     return out
 
 

@@ -213,6 +213,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dbmatrix.allocation_plan import allocation_lines
     from dbmatrix.claim_plan import claim_plan_lines, refuse_unidentified
     from dbmatrix.run.matrix import campaign_lines, format_duration, next_campaign
+    from dbmatrix.sentinel_plan import sentinel_plan_lines
 
     studies = _studies(args, access=True)
     refuse_unidentified(studies)
@@ -225,7 +226,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _plan_one(study)
         if study.experiment.name in checks:
             print(_checked_line(checks[study.experiment.name]))
-        for line in [*campaign_lines(study, plan_note=True), *claim_plan_lines(study),
+        for line in [*campaign_lines(study, plan_note=True), *sentinel_plan_lines(study), *claim_plan_lines(study),
                      *(allocation_lines(study) if args.profile == "paper" else [])]:
             print(line)
     if len(studies) > 1:

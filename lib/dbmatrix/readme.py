@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse import claims_view
-from dbmatrix.analyse.campaign_records import independence, summaries
+from dbmatrix.analyse.campaign_records import independence, run_platforms, summaries
 from dbmatrix.analyse.claims.registry_doc import render_registry
 from dbmatrix.analyse.judgement import ClaimVerdicts, read_verdicts
 from dbmatrix.analyse.verdict_text import counts_text, is_decided
@@ -89,7 +89,7 @@ def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -
     levels: set[str] = set()
     for d in studies:
         store = ResultStore(d)
-        levels.add(independence(summaries(store.campaigns())).label)
+        levels.add(independence(summaries(store.campaigns(), run_platforms(store))).label)
         for m in store.records():
             if m.ok:
                 k = m.campaign

@@ -40,6 +40,9 @@ from dbmatrix.spec.experiment import FACTORS
 MANIFEST = "manifest.json"
 
 
+SENTINEL_DIR = "sentinel"
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -108,6 +111,11 @@ class ResultStore:
         return self.root / "datasets" / host / f"{key}.json"
 
     # -- campaigns ----------------------------------------------------------------------------
+    def sentinel_dir(self, campaign: int) -> Path:
+        """Where `campaign`'s A/A sentinel runs are kept, a results directory of their own (never read as
+        the design's runs: :mod:`dbmatrix.spec.sentinel`)."""
+        return self.root / SENTINEL_DIR / f"campaign-{campaign}"
+
     def campaign_file(self, campaign: int) -> Path:
         return self.root / "campaigns" / f"{campaign}.json"
 

@@ -1,6 +1,7 @@
 """Campaigns through the command line: the smoke spec run twice with `--campaign auto` into one results
 directory gives two complete campaigns (the second's run ids end in -camp2), each with its record on
-this boot; `--campaign last` afterwards runs nothing."""
+this boot; `--campaign last` afterwards runs nothing. The spec's A/A sentinel (from campaign 2 on) runs
+at the start and end of campaign 2, through the study's run path, and never enters its records."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def dbmatrix_run(workdir: Path, results: Path, campaign: str) -> tuple[str, dict
     if not spec.is_file():
         raw = yaml.safe_load((paths.repo_root() / "specs" / "smoke.yaml").read_text())
         raw["factors"]["cache_pct"] = 100
+        raw["campaigns"] = {"sentinel": {"cell": "first", "from_campaign": 2}}
         spec.write_text(yaml.safe_dump({**raw, "measure_s": 1}))
     env = {**os.environ, "PYTHONPATH": str(paths.repo_root() / "lib"), "DBMATRIX_WORKDIR": str(workdir)}
     r = subprocess.run([sys.executable, "-m", "dbmatrix", "run", "--profile", "smoke", "--spec",
@@ -46,12 +48,19 @@ def test_two_auto_invocations_make_two_campaigns_on_one_boot(tmp_path: Path) -> 
     assert f"campaign 2 (new: auto: campaign 1 complete on boot {boot[:8]})" in out2, out2
     assert (c2["campaign"], c2["already_done"], c2["failed"], c2["campaign_complete"]) == (2, 0, 0, True)
     assert c2["ok"] == c1["ok"]
+    assert "sentinel start (" in out2 and "sentinel end (" in out2 and "sentinel" not in out1
+    assert out2.index("sentinel start") < out2.index("sentinel end")
 
     store = ResultStore(results)
     runs = store.load_runs()
     assert sorted(runs["campaign"].unique().tolist()) == [1, 2]
     two = runs[runs["campaign"] == 2]
     assert len(two) == c2["ok"] and two["run_id"].str.endswith("-camp2").all()
+    sentinel = ResultStore(results / "sentinel" / "campaign-2").load_runs()
+    assert sentinel["repetition"].tolist() == [1, 2] and (sentinel["status"] == "ok").all()
+    assert sentinel["started_utc"].iloc[0] < two["started_utc"].min() < two["started_utc"].max() \
+        < sentinel["started_utc"].iloc[1]
+    assert not (results / "sentinel" / "campaign-1").exists()
     assert not runs[runs["campaign"] == 1]["run_id"].str.contains("-camp").any()
     assert set(runs["boot_id"]) == {boot}
     seeds = {m.run_id: m.sysbench_seed for m in store.records()}

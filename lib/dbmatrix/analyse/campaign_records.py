@@ -13,6 +13,9 @@ flag, the dataset snapshots (created in the campaign, or reused from before it) 
 - the mixed cases (``independent boots, reused snapshots``, ``same boot, fresh datasets``, or ``partly
   shared``) name what was shared;
 - one campaign: ``one campaign: within-campaign replication only``.
+
+A label gains ``; hardware differs between campaigns`` (or software, or both) when the run records' platforms
+(:mod:`dbmatrix.platform_facts`: CPU, caches, memory, kernel, server build) differ between campaigns.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbmatrix.platform_facts import platform_changes, platform_of
 from dbmatrix.store import ResultStore, write_text_atomic
 
 CAMPAIGNS_FILE = "campaigns.json"
@@ -35,8 +39,10 @@ def _snapshot_id(d: Mapping[str, Any]) -> str:
     return f"{d.get('host')}:{d.get('key')}@{d.get('created_utc')}"
 
 
-def summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """One campaign's facts that bear on independence (missing ones as None / empty)."""
+def summary(record: Mapping[str, Any], platforms: Mapping[str, Sequence[Mapping[str, str]]] | None = None
+            ) -> dict[str, Any]:
+    """One campaign's facts that bear on independence (missing ones as None / empty); `platforms`: host ->
+    the platforms (:func:`dbmatrix.platform_facts.platform_of`) its run records name."""
     started = record.get("started_utc")
     datasets = []
     for d in record.get("datasets") or []:
@@ -58,11 +64,28 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
             # the spec's dataset policy (reuse / per_campaign), in records written since it is recorded
             **({"dataset_load": record["dataset_load"]} if record.get("dataset_load") else {}),
             # a campaign run until decided: its looks' schedule and final look (dbmatrix.decide)
-            **({"until_decided": record["until_decided"]} if record.get("until_decided") else {})}
+            **({"until_decided": record["until_decided"]} if record.get("until_decided") else {}),
+            **({"platforms": {h: [dict(p) for p in ps] for h, ps in sorted(platforms.items())}}
+               if platforms else {})}
 
 
-def summaries(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return sorted((summary(r) for r in records), key=lambda s: s["campaign"])
+def summaries(records: Sequence[Mapping[str, Any]],
+              platforms: Mapping[int, Mapping[str, Sequence[Mapping[str, str]]]] | None = None
+              ) -> list[dict[str, Any]]:
+    """Every campaign's :func:`summary`; `platforms`: campaign -> host -> platforms (:func:`run_platforms`)."""
+    return sorted((summary(r, (platforms or {}).get(int(r.get("campaign") or 0))) for r in records),
+                  key=lambda s: s["campaign"])
+
+
+def run_platforms(store: ResultStore) -> dict[int, dict[str, list[dict[str, str]]]]:
+    """campaign -> host -> the distinct platforms its run records name (in the order first seen)."""
+    out: dict[int, dict[str, list[dict[str, str]]]] = {}
+    for m in store.records():
+        p = platform_of(m.host_facts or {})
+        seen = out.setdefault(m.campaign, {}).setdefault(m.host, [])
+        if p and p not in seen:
+            seen.append(p)
+    return out
 
 
 @dataclass(frozen=True)
@@ -104,6 +127,10 @@ def independence(camps: Sequence[Mapping[str, Any]]) -> Independence:
         label = WITHIN_SESSION
     else:
         label = f"{boot_word}, {data_word}"
+    changes = platform_changes({int(c["campaign"]): c["platforms"] for c in camps if c.get("platforms")})
+    moved = [w for w in ("hardware", "software") if any(x.startswith(w) for x in changes)]
+    if moved:  # the campaign level also holds a change of machine: say so wherever the label is printed
+        label = f"{label}; {' and '.join(moved)} {'differ' if len(moved) > 1 else 'differs'} between campaigns"
     details = []
     n_boots = len(set().union(*boots))
     details.append(f"{len(camps)} campaigns on {n_boots} boot{'s' if n_boots != 1 else ''}")
@@ -116,6 +143,7 @@ def independence(camps: Sequence[Mapping[str, Any]]) -> Independence:
                        + (" (uncommitted changes)" if any(c["dirty"] for c in camps) else ""))
     n_snap = len(set().union(*snaps))
     details.append(f"{n_snap} dataset snapshot{'s' if n_snap != 1 else ''}")
+    details += changes
     return Independence(label, tuple(details), len(camps))
 
 
@@ -123,7 +151,7 @@ def independence(camps: Sequence[Mapping[str, Any]]) -> Independence:
 
 def write_campaign_summaries(store: ResultStore) -> None:
     """``processed/campaigns.json`` from the study's campaign records (empty list without any)."""
-    text = json.dumps(summaries(store.campaigns()), indent=1, sort_keys=True) + "\n"
+    text = json.dumps(summaries(store.campaigns(), run_platforms(store)), indent=1, sort_keys=True) + "\n"
     write_text_atomic(store.processed / CAMPAIGNS_FILE, text)
 
 

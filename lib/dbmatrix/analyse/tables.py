@@ -29,11 +29,13 @@ import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.campaign_records import write_campaign_summaries
+from dbmatrix.analyse.cell_model import study_components
 from dbmatrix.analyse.comparisons import model_pairwise_comparisons
 from dbmatrix.analyse.contrasts import INTERACTION_ALPHA, NotTestable, fit_log_model, ordered_levels
 from dbmatrix.analyse.effects import FactorialFit, factorial_model, pairwise_comparisons
 from dbmatrix.analyse.host_facts import write_host_record
 from dbmatrix.analyse.hosts import host_check, multi_host
+from dbmatrix.analyse.sentinel import write_sentinel
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
     EFFICIENCY_METRICS,
@@ -53,6 +55,7 @@ from dbmatrix.analyse.stats import (
     welch_log_ratio,
 )
 from dbmatrix.spec.experiment import FACTORS, Experiment
+from dbmatrix.spec.factors import DATASET_FACTORS
 from dbmatrix.store import ResultStore, write_text_atomic
 
 MiB = 1024 * 1024
@@ -492,7 +495,18 @@ def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = F
     write_text_atomic(out / "model.json", json.dumps(a.model, indent=2, sort_keys=True) + "\n")
     write_host_record(store)
     write_campaign_summaries(store)
+    write_sentinel(store.root, out, design_run_sd(runs, exp))
     return a
+
+
+def design_run_sd(runs: pd.DataFrame, exp: Experiment) -> float | None:
+    """The study's run-to-run SD of log tps within a campaign x cell (its run variance component), the
+    yardstick of the sentinel's A/A ratio; None where the design has no replicated cell."""
+    cols = [f for f in exp.varied_factors() if f in runs.columns]
+    if "tps" not in runs.columns or runs.empty:
+        return None
+    comp = study_components(runs, "tps", cols, [f for f in cols if f in DATASET_FACTORS])
+    return math.sqrt(comp.run) if math.isfinite(comp.run) and comp.run > 0 else None
 
 
 def load_processed(store: ResultStore) -> Analysis:

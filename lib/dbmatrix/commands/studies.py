@@ -18,6 +18,7 @@ from dbmatrix.spec.experiment import SpecError
 
 def cmd_status(args: argparse.Namespace) -> int:
     from dbmatrix.run.matrix import campaign_lines, format_duration, study_status, time_accounting
+    from dbmatrix.sentinel_plan import sentinel_plan_lines
     from dbmatrix.study import data_source
 
     if getattr(args, "as_json", False):
@@ -45,7 +46,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                   "time left above is wall-clock, hosts in parallel)")
         if st.host_check:
             print(f"  {st.host_check}")
-        for line in campaign_lines(study):
+        for line in [*campaign_lines(study), *sentinel_plan_lines(study)]:
             print(line)
         t = time_accounting(study.store)
         if t["total_s"]:

@@ -17,10 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbmatrix.campaign_state import platforms_by_campaign
 from dbmatrix.hosts import cpulimit, media
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import RunInterrupted
 from dbmatrix.paths import git_state
+from dbmatrix.platform_facts import platform_changes, platform_summary
 from dbmatrix.record import RunRecord
 from dbmatrix.run import calibration
 from dbmatrix.run.campaigns import (
@@ -37,6 +39,7 @@ from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
 from dbmatrix.run.progress import RunProgress, format_duration, outcome_of
 from dbmatrix.run.reports import RunReport, StudyStatus
+from dbmatrix.run.sentinel_runs import END, START, sentinel_due, sentinel_runs_left, sentinel_store
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.slurm import block_request, leaser_for
 from dbmatrix.run.standalone import Standalone
@@ -454,9 +457,45 @@ class _StudySession:
         for c in [w.ctx, *w.peers.values()]:
             c.media.update(prepare_media(c.host, c.spec, self.exp))
 
+    def sentinel(self, fleet: Fleet, position: str) -> None:
+        """The campaign's opening or closing A/A sentinel run, when due (:mod:`dbmatrix.run.sentinel_runs`),
+        on the first live host; its runs are kept apart from the design and never stop the matrix."""
+        run = sentinel_due(self.exp, self.store, self.campaign, position, self.work.plan)
+        if run is None or fleet.halted:
+            return
+        if fleet.leased:
+            print(f"{self.exp.name}: sentinel {position}: not run (hosts leased per block)", flush=True)
+            return
+        fleet.connect_all()
+        live = fleet.alive()
+        if not live or live[0].ctx is None:
+            return
+        w = live[0]
+        try:
+            m = run_or_record(w.ctx, self.exp, run, sentinel_store(self.store, self.campaign), w.datasets,
+                              w.peers, fresh_for=self.fresh_for)
+        except (KeyboardInterrupt, RunInterrupted):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the sentinel is a check beside the design, never its end
+            print(f"{self.exp.name}: sentinel {position} ({run.cell.cell_id}) failed: {type(exc).__name__}: {exc}",
+                  flush=True)
+            return
+        tps = (m.summary or {}).get("tps") if m.ok else None
+        print(f"{self.exp.name}: sentinel {position} ({run.cell.cell_id}) {m.status}"
+              + (f" {float(tps):.1f} tps" if tps is not None else f": {m.error}"), flush=True)
+
     def rounds(self, fleet: Fleet, next_round: Callable[[int], list[PlannedRun]] | None) -> list[PlannedRun]:
-        """The pending closed-loop runs, then the open-loop ones (they need the closed-loop rates), then the
-        rounds `next_round` adds while every run so far was measured; returns the runs not measured."""
+        """The campaign's opening sentinel run (if due), the pending closed-loop runs, then the open-loop
+        ones (they need the closed-loop rates), then the rounds `next_round` adds while every run so far was
+        measured, then the closing sentinel run (if due); returns the runs not measured."""
+        self.sentinel(fleet, START)
+        left = self._design_rounds(fleet, next_round)
+        if not left:
+            self.sentinel(fleet, END)
+        return left
+
+    def _design_rounds(self, fleet: Fleet, next_round: Callable[[int], list[PlannedRun]] | None
+                       ) -> list[PlannedRun]:
         pending, assignment = self.work.pending, self.work.assignment
         left = fleet.run([r for r in pending if not r.cell.open_loop], assignment)
         if not fleet.halted:
@@ -630,10 +669,19 @@ def campaign_lines(study: Study, plan_note: bool = False) -> list[str]:
     auto = choose("auto", states)
     exp = study.experiment
     later = []
+    sentinels = len(sentinel_runs_left(exp, study.store, auto.number))
+    with_sentinel = f" ({sentinels} of them the A/A sentinel's)" if sentinels else ""
     if exp.repetitions_in(auto.number) != exp.repetitions:
         n, runs, est = next_campaign(study)
         later = [f"  campaign {n} runs {exp.repetitions_in(n)} per cell (campaigns.repetitions; the pilot ran "
-                 f"{exp.repetitions}): {runs} runs, estimated {format_duration(est)}"]
+                 f"{exp.repetitions}): {runs} runs{with_sentinel}, estimated {format_duration(est)}"]
+    elif sentinels:
+        later = [f"  campaign {auto.number} adds {sentinels} A/A sentinel run(s) to its design runs"]
+    changes = platform_changes(platforms_by_campaign(states))
+    if changes:
+        lines += [f"  {c}" for c in changes]
+    elif len(states) > 1 and (same := platform_summary(platforms_by_campaign(states))):
+        lines.append(f"  platform: the same in every campaign ({same})")
     return [f"campaigns in {study.store.root}{note}:", *lines,
             f"  --campaign auto would run {auto.line()}",
             f"  --campaign last would run {choose('last', states).line()}", *later]
@@ -645,6 +693,7 @@ def next_campaign(study: Study) -> tuple[int, int, float]:
     exp, store = study.experiment, study.store
     n = choose("auto", campaign_states_of(store, exp)).number
     pending = [r for r in exp.plan(n) if store.status(r.run_id) != "ok"]
+    pending += sentinel_runs_left(exp, store, n)
     return n, len(pending), (summarize_study(study, pending).estimated_wall_s if pending else 0.0)
 
 

@@ -59,6 +59,7 @@ from dbmatrix.spec.factors import (  # noqa: F401 (re-exported)
 )
 from dbmatrix.spec.factors import factor as registry_factor
 from dbmatrix.spec.options import HARNESS_OPTIONS, check_option_text, option_value
+from dbmatrix.spec.sentinel import Sentinel, parse_sentinel, sentinel_cell_index
 from dbmatrix.spec.topology import (  # noqa: F401
     CALIBRATION_LIMITS,
     MAX_GALERA_NODES,
@@ -164,6 +165,17 @@ class Experiment:
     # dbmatrix.analyse.allocation); how many runs a campaign repeats does not change what a run measures, so
     # it stays out of the digest and a reference can go on with its next campaign.
     campaign_repetitions: int | None = None
+    # the A/A sentinel run at the start and end of every campaign (``campaigns: {sentinel: ...}``,
+    # dbmatrix.spec.sentinel); outside the design and the digest, like the repetitions above
+    campaign_sentinel: Sentinel | None = None
+
+    def sentinel_cell(self, campaign: int) -> Cell | None:
+        """The cell `campaign`'s sentinel runs (None: the spec has none, or not yet in this campaign)."""
+        s = self.campaign_sentinel
+        if s is None or not s.runs_in(campaign):
+            return None
+        cells = self.cells()
+        return cells[sentinel_cell_index(s, cells, self.varied_factors(), self.factors)]
 
     def repetitions_in(self, campaign: int) -> int:
         """Runs per cell of `campaign`: the spec's ``repetitions`` in the first (the pilot), its
@@ -279,9 +291,14 @@ class Experiment:
             del d["claims"]
         if self.dataset_load == DEFAULT_DATASET_LOAD:  # added with per-campaign loads: digests stay the same
             del d["dataset_load"]
-        del d["campaign_repetitions"]
+        del d["campaign_repetitions"], d["campaign_sentinel"]
+        campaigns: dict[str, Any] = {}
         if self.campaign_repetitions is not None:
-            d["campaigns"] = {"repetitions": self.campaign_repetitions}
+            campaigns["repetitions"] = self.campaign_repetitions
+        if self.campaign_sentinel is not None:
+            campaigns["sentinel"] = self.campaign_sentinel.to_dict()
+        if campaigns:
+            d["campaigns"] = campaigns
         return d
 
     def digest(self) -> str:
@@ -444,22 +461,28 @@ def parse_experiment(raw: Mapping[str, Any]) -> Experiment:
         claims=_parse_claims(raw.get("claims")),
         dataset_load=_parse_dataset_load(raw.get("dataset_load", DEFAULT_DATASET_LOAD)),
         campaign_repetitions=_parse_campaigns(raw.get("campaigns")),
+        campaign_sentinel=parse_sentinel((raw.get("campaigns") or {}).get("sentinel")),
     )
     check_topology(exp)
     check_group_commit(exp)
     if "tpcc" in factors["workload"]:
         check_isolation(workload.isolation, factors["engine"])
     exp.cells()  # impossible combinations fail here, at plan time
+    exp.sentinel_cell(exp.campaign_sentinel.from_campaign if exp.campaign_sentinel else 1)  # and the sentinel
     return exp
 
 
 def _parse_campaigns(raw: Any) -> int | None:
-    """``campaigns: {repetitions: N}``: the runs per cell of every campaign after the first."""
+    """``campaigns: {repetitions: N, sentinel: ...}``: the runs per cell of every campaign after the first
+    (the sentinel: :func:`dbmatrix.spec.sentinel.parse_sentinel`)."""
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != {"repetitions"}:
-        raise SpecError(f"campaigns: {raw!r} must be a mapping with one key, repetitions (runs per cell in every "
-                        "campaign after the first, the pilot, which runs `repetitions`)")
+    if not isinstance(raw, dict) or not raw or not set(raw) <= {"repetitions", "sentinel"}:
+        raise SpecError(f"campaigns: {raw!r} must be a mapping with the keys repetitions (runs per cell in every "
+                        "campaign after the first, the pilot, which runs `repetitions`) and/or sentinel (an A/A "
+                        "cell run at the start and end of every campaign)")
+    if "repetitions" not in raw:
+        return None
     return positive_int(raw, "repetitions", None, where="campaigns.")
 
 
