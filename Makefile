@@ -48,7 +48,7 @@ GEN := $(BUILD_OUT)/paper/generated
 PAPER_PDF := $(BUILD_OUT)/paper/main.pdf
 DATA_ARG := $(if $(DATA),--data $(DATA))
 
-.PHONY: help setup setup-paper smoke reproduce run figures paper readme test test-unit test-browser lint lab \
+.PHONY: help setup setup-paper smoke reproduce run figures paper publish-pdf readme test test-unit test-browser lint lab \
 	clean clean-host distclean FORCE
 
 help:
@@ -58,6 +58,7 @@ help:
 	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark, no root);"
 	@echo "                the $(BUILD_PROFILE) profile's studies (the committed build: paper; PROFILE=quick for the quick ones)"
 	@echo "make paper      paper/main.pdf (figures first if stale); needs LaTeX (make setup-paper), no root otherwise"
+	@echo "make publish-pdf docs/paper.pdf: the committed build's paper for readers without LaTeX (commit it)"
 	@echo "make test       every OS role, lint (ruff, mypy), then unit, integration, browser and notebook tests"
 	@echo "make lab        JupyterLab on 127.0.0.1:$(LAB_PORT) with the project's kernel (Python only)"
 	@echo "make setup      .venv and every OS package role (server, paper, test)"
@@ -143,6 +144,13 @@ $(PAPER_PDF): $(GEN)/provenance.json $(wildcard paper/*.tex) $(wildcard paper/*.
 	@command -v latexmk >/dev/null || { echo "make paper needs LaTeX (latexmk, TeX Live): make setup-paper" \
 	  "(apt-get/dnf as root) or install them yourself"; exit 2; }
 	$(BUILD_ENV) $(BIN)/dbmatrix paper
+
+# docs/paper.pdf, the committed build's paper for readers without LaTeX (README): refreshed on purpose only,
+# since the PDF names the commit it was built at and would change at every commit.
+publish-pdf:
+	$(MAKE) --no-print-directory paper PROFILE=paper DATA=reference
+	cp paper/main.pdf docs/paper.pdf
+	@echo "publish-pdf: docs/paper.pdf (commit it)"
 
 # The README's generated blocks (claims and verdicts, counts, measured times, requirements) from the
 # committed data: run after the claims table, the reference or docs/measured.json change; a unit test fails

@@ -63,6 +63,11 @@ def test_intervals_text_gives_a_cell_s_runs_and_degrees_of_freedom() -> None:
     assert m == {"intervalsText": "Each cell of \\texttt{matrix} has 4 runs (2 repetitions in each of 2 "
                                   "campaigns), so a cell's Student-$t$ interval has 3 degrees of freedom (t = 3.18).",
                  "nStudyCampaigns": "2", "campaignsPerCellText": "in each of 2 campaigns"}
+    # the runs say how many each campaign has (a later campaign of the allocation runs fewer)
+    st.analysis.runs = pd.DataFrame({"campaign": [1] * 6 + [2] * 2, "cell_id": ["a", "b"] * 4})
+    st.analysis.cells = pd.DataFrame({"n": [4, 4]})
+    assert "(4 independent cold-start runs per cell over 2 campaigns (3 and 1 per campaign))" in \
+        intervals_text(st)["intervalsText"]
 
 
 def _designed(name: str, kind: str, info: dict[str, Any], reasons: list[str] | None = None) -> Any:

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from dbmatrix.publish import figures as plots
+from dbmatrix.publish import figures_cache
 from dbmatrix.publish.figures import FigureDataError
 from dbmatrix.publish.paper import type3_fonts
 
@@ -88,6 +89,12 @@ def test_block_size_ratios_shade_the_claim_only_where_its_condition_holds() -> N
                and c.get_paths()[0].vertices[:, 0].max() > 0.5) >= 1
     with pytest.raises(FigureDataError):
         plots.block_size_ratios(t.iloc[0:0])
+    # issue 41: one series per compression, never a ratio averaged over it
+    comp = pd.concat([t.assign(compression="none"), t.assign(compression="lz4", estimate=t["estimate"] * 4)])
+    fig, info = plots.block_size_ratios(comp[comp["engine"] == "myrocks"])
+    assert info["series"] == [("myrocks", "none"), ("myrocks", "lz4")]
+    assert [x.get_text() for x in fig.axes[0].get_legend().get_texts()] == ["no compression", "lz4"]
+    plt.close(fig)
 
 
 def test_factor_effects_read_treatment_over_baseline_with_readable_names() -> None:
@@ -118,11 +125,11 @@ def test_fewer_than_three_runs_show_the_runs_not_a_t_interval() -> None:
     cells = pd.DataFrame({"cell_id": ["a", "b"], "cache_pct": [25, 100], "mean": [100.0, 200.0],
                           "ci_lo": [-500.0, -300.0], "ci_hi": [700.0, 700.0], "n": [2, 2]})
     runs = pd.DataFrame({"cell_id": ["a", "a", "b", "b"], "tps": [90.0, 110.0, 190.0, 210.0]})
-    fig, info = plots.throughput_vs_cache(cells, runs)
+    fig, info = figures_cache.throughput_vs_cache(cells, runs)
     assert info["runs_only"] and not any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers)
     assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 4  # every run drawn
     plt.close(fig)
-    fig, info = plots.throughput_vs_cache(cells.assign(n=4), runs)
+    fig, info = figures_cache.throughput_vs_cache(cells.assign(n=4), runs)
     assert not info["runs_only"] and any(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers)
     plt.close(fig)
     assert interval_text([2, 2]).startswith("points are the individual runs, $n = 2$ per cell")
@@ -151,12 +158,12 @@ def test_medium_cache_labels_emulated_media() -> None:
              "emulated": "pmem-fsdax" if m == "tmpfs" else None}
             for e, m, c in itertools.product(["innodb", "myrocks"], ["disk", "tmpfs"], [25, 100])]
     t = pd.DataFrame(rows)
-    fig, _info = plots.medium_cache(t, t.assign(mean=5.0, ci_lo=4.0, ci_hi=6.0))
+    fig, _info = figures_cache.medium_cache(t, t.assign(mean=5.0, ci_lo=4.0, ci_hi=6.0))
     labels = [x.get_text() for x in fig.legends[0].get_texts()]
     assert "tmpfs (emulated pmem-fsdax), myrocks" in labels and "disk, innodb" in labels
     plt.close(fig)
     with pytest.raises(FigureDataError, match="two or more media"):
-        plots.medium_cache(t[t["medium"] == "disk"], t)
+        figures_cache.medium_cache(t[t["medium"] == "disk"], t)
 
 
 def test_throughput_over_time() -> None:
@@ -246,3 +253,68 @@ def test_a_figure_displays_itself_as_png_in_a_notebook() -> None:
     assert png.startswith(b"\x89PNG")
     width = int.from_bytes(png[16:20], "big")
     assert width == round(plots.COLUMN_WIDTH_IN * fig.dpi)  # at the figure's dpi, not savefig's 300
+
+
+def test_throughput_vs_cache_draws_a_panel_per_block_size_and_compression() -> None:
+    """Issue 41: a line through the mean of cells of several block sizes passes through no data; each panel
+    holds one block size x compression, and each line joins one medium's cell means."""
+    rows = [{"cell_id": f"{b}-{c}-{m}-{k}", "block_size": b, "compression": c, "medium": m, "cache_pct": k,
+             "mean": (40.0 if (b, c) == ("4k", "lz4") else 400.0) * (2 if k else 1) * (1.5 if m == "tmpfs" else 1),
+             "ci_lo": 1.0, "ci_hi": 2000.0, "n": 4, "emulated": "pmem-fsdax" if m == "tmpfs" else None}
+            for b, c, m, k in itertools.product(["16k", "4k"], ["none", "lz4"], ["tmpfs", "disk"], [0, 8.5])]
+    cells = pd.DataFrame(rows)
+    runs = pd.DataFrame({"cell_id": cells["cell_id"], "tps": cells["mean"]})
+    fig, info = figures_cache.throughput_vs_cache(cells, runs)
+    assert info["facets"] == ["block_size", "compression"] and info["panels"] == 4
+    titles = [a.get_title(loc="left") for a in fig.axes if a.get_visible()]
+    assert titles == ["4k blocks, no compression", "4k blocks, lz4", "16k blocks, no compression",
+                      "16k blocks, lz4"]
+    lz4 = fig.axes[1]
+    lines = [ln for ln in lz4.get_lines() if len(ln.get_xdata()) == 2]
+    assert sorted(round(float(v)) for ln in lines for v in ln.get_ydata()) == [40, 60, 80, 120]  # the cells
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["disk", "tmpfs (emulated pmem-fsdax)"]
+    plt.close(fig)
+
+
+def test_a_medium_has_one_colour_in_every_cache_figure() -> None:
+    a = figures_cache.medium_styles(["tmpfs", "disk", "ramblock"])
+    b = figures_cache.medium_styles(["ramblock", "tmpfs", "disk"])
+    assert a == b and len({c for c, _ in a.values()}) == 3
+
+
+def test_compression_is_drawn_and_said_per_block_size_and_cache_level() -> None:
+    """Issue 41: lz4 / none is 0.2 at 4 KB with a cache and 1.0 at 16 KB; a mean over them says neither."""
+    from dbmatrix.publish.build import _compression_ratios
+
+    rows = [{"engine": "myrocks", "block_size": b, "cache_pct": k, "compression": c,
+             "mean": 100.0 * (0.2 if (b, k, c) == ("4k", 8.5, "lz4") else 1.0), "ci_lo": 90.0, "ci_hi": 110.0}
+            for k in (0.0, 8.5) for b in ("4k", "16k") for c in ("none", "lz4")]
+    tps = pd.DataFrame(rows)
+    sizes = pd.DataFrame({"engine": ["myrocks"] * 2, "block_size": ["16k"] * 2, "compression": ["none", "lz4"],
+                          "data_physical_bytes": [300e6, 90e6]})
+    fig, info = plots.compression_panels(tps, sizes, tps.assign(mean=8.0))
+    assert info["groups"] == ["4k\n0 %", "16k\n0 %", "4k\n8.5 %", "16k\n8.5 %"]
+    assert fig.axes[0].get_xlabel() == "block size / cache (% of data)"
+    plt.close(fig)
+    said = _compression_ratios(tps)
+    assert [w for w, _ in said] == ["4k blocks and cache 0\\,\\%", "16k blocks and cache 0\\,\\%",
+                                    "4k blocks and cache 8.5\\,\\%", "16k blocks and cache 8.5\\,\\%"]
+    assert [round(r, 2) for _, r in said] == [1.0, 1.0, 0.2, 1.0]
+    assert _compression_ratios(tps[tps["cache_pct"] == 0].drop(columns=["cache_pct", "block_size"])
+                               .head(2)) == [("", 1.0)]
+
+
+def test_a_three_level_main_effect_gets_a_row_per_level_against_its_baseline() -> None:
+    """The medium (three levels) was left out of the forest plot; each level against the baseline, with the
+    difference's SE of a balanced sum-to-zero design (for two levels the same as the two-level rule)."""
+    se, q = 0.05, 2.0
+    b = {"disk": -0.6, "tmpfs": 0.6, "ramblock": 0.0}
+    eff = pd.DataFrame([{"term": "medium", "kind": "main", "factor_1": "medium", "level_1": lv, "factor_2": None,
+                         "level_2": None, "log_effect": v, "se": se, "ci_lo": np.exp(v - q * se),
+                         "ci_hi": np.exp(v + q * se)} for lv, v in b.items()])
+    rows = plots._effect_rows(eff, {"medium": "disk"}, {"tmpfs": "pmem-fsdax"}).set_index("label")
+    r = rows.loc["Medium: tmpfs (emulated) / disk"]
+    assert r["ratio"] == pytest.approx(np.exp(1.2))
+    assert np.log(r["ci_hi"] / r["ratio"]) == pytest.approx(q * se * np.sqrt(3))
+    assert "Medium: ramblock / disk" in rows.index and len(rows) == 2

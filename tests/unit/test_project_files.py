@@ -189,7 +189,8 @@ def test_every_figure_has_its_paper_fragment():
         assert "\\ciPct" in frag or "IntervalText" in frag or "CI" not in frag, f"{fd.stem}: CI level"
     main = (ROOT / "paper" / "main.tex").read_text()
     for name in ("generated/figures.tex", "generated/table-claims.tex", "generated/table-setup.tex",
-                 "generated/replication-section.tex", "generated/tpcc-section.tex", "generated/provenance.tex"):
+                 "generated/replication-section.tex", "generated/tpcc-section.tex", "generated/scaleout-section.tex",
+                 "generated/provenance.tex"):
         assert f"\\input{{{name}}}" in main
 
 

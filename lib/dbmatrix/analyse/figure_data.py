@@ -154,24 +154,28 @@ def baseline_of(st: StudyTables) -> dict[str, Any]:
 
 
 def block_size_table(st: StudyTables) -> tuple[pd.DataFrame, str, str]:
-    """Throughput ratio treatment/baseline block size (:func:`treatment_baseline`) per engine and cache
-    level (contrasts.ratio_estimate: matched cells, else the two-way model's contrast at that engine and
-    cache level)."""
+    """Throughput ratio treatment/baseline block size (:func:`treatment_baseline`) per engine, compression
+    and cache level (contrasts.ratio_estimate: matched cells, else the two-way model's contrast there).
+    Compression interacts with the block size more than any other factor (the 4 KB + lz4 collapse), so the
+    ratio is never averaged over it."""
     from dbmatrix.analyse.contrasts import NotTestable, ratio_estimate
 
     runs, exp = st.runs, st.experiment
     _require_varied(runs, "block_size", "block size figure")
     a, b = treatment_baseline(st, "block_size")
     rows = []
+    comps = _levels_of(runs, "compression", exp) if runs["compression"].nunique() > 1 else [None]
     for eng in _levels_of(runs, "engine", exp):
-        for cache in _levels_of(runs, "cache_pct", exp):
-            try:
-                e = ratio_estimate(runs, "tps", "block_size", a, b, _at(runs, engine=eng, cache_pct=cache),
-                                   level_order=exp.factors)
-            except NotTestable:
-                continue
-            rows.append({"engine": eng, "cache_pct": cache, "estimate": e.estimate, "ci_lo": e.ci_lo,
-                         "ci_hi": e.ci_hi, "basis": e.basis})
+        for comp in comps:
+            for cache in _levels_of(runs, "cache_pct", exp):
+                at = _at(runs, engine=eng, cache_pct=cache, **({"compression": comp} if comp is not None else {}))
+                try:
+                    e = ratio_estimate(runs, "tps", "block_size", a, b, at, level_order=exp.factors)
+                except NotTestable:
+                    continue
+                rows.append({"engine": eng, **({"compression": comp} if comp is not None else {}),
+                             "cache_pct": cache, "estimate": e.estimate, "ci_lo": e.ci_lo, "ci_hi": e.ci_hi,
+                             "basis": e.basis})
     if not rows:
         raise FigureDataError("block size figure: no estimable ratio")
     return pd.DataFrame(rows), str(a), str(b)
@@ -242,14 +246,29 @@ def dataset_sizes(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def compression_tables(st: StudyTables) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Throughput and KiB written per transaction per engine x compression (model-adjusted), and the
-    dataset sizes."""
+    """Throughput and KiB written per transaction per engine x block size x compression at each cache level
+    (block size and cache only where the study varies them; model-adjusted over the other factors, within
+    one cache level at a time, so that a two-way model's mean at block size x compression is that cell
+    family's own), and the dataset sizes. Block size and cache interact with compression (the 4 KB + lz4
+    collapse), so no mean is taken over them."""
+    from dbmatrix.analyse.contrasts import ordered_levels
+
     runs, exp = st.runs, st.experiment
     _require_varied(runs, "compression", "compression figure")
-    by = ["engine", "compression"]
-    tps = adjusted_means(runs, "tps", by, exp.factors)
-    writes = adjusted_means(runs, "write_kb_per_txn", by, exp.factors)
-    return tps, dataset_sizes(runs), writes
+    by = ["engine", *(["block_size"] if runs["block_size"].nunique() > 1 else []), "compression"]
+    split = "cache_pct" in runs and runs["cache_pct"].nunique() > 1
+
+    def means(metric: str) -> pd.DataFrame:
+        if not split:
+            return adjusted_means(runs, metric, by, exp.factors)
+        parts = []
+        for lvl in ordered_levels(runs["cache_pct"], exp.factors.get("cache_pct")):
+            t = adjusted_means(runs[runs["cache_pct"] == lvl], metric, by, exp.factors)
+            t.insert(len(by) - 1, "cache_pct", lvl)
+            parts.append(t)
+        return pd.concat(parts, ignore_index=True)
+
+    return means("tps"), dataset_sizes(runs), means("write_kb_per_txn")
 
 
 def medium_cache_tables(st: StudyTables) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -57,10 +57,16 @@ def campaign_macros(table: pd.DataFrame) -> dict[str, str]:
 
     tested = table[table["study"].fillna("").astype(str) != ""] if "study" in table else table.iloc[0:0]
     by_label: dict[str, set[str]] = {}
+    # a claim pooled over studies joins their labels, so a label cannot be told to one of them: those claims'
+    # studies are named by their own claims (and only when they have none, by the pooled claim's labels)
+    single = {str(s) for s in tested["study"] if "+" not in str(s)} if "study" in tested else set()
     for _, r in tested.iterrows():
-        for label in str(r.get("campaign_level") or "").split("; "):
-            if label:
-                by_label.setdefault(label, set()).update(str(r["study"]).split("+"))
+        studies = [x for x in str(r["study"]).split("+") if "+" not in str(r["study"]) or x not in single]
+        labels = [x for x in str(r.get("campaign_level") or "").split("; ") if x]
+        if "+" in str(r["study"]) and len(labels) != 1:
+            continue
+        for label in labels:
+            by_label.setdefault(label, set()).update(studies)
     levels = "; ".join(f"{', '.join(sorted(v))}: {k}" for k, v in sorted(by_label.items()))
     m = {"campaignLevels": paper.latex_escape(levels or "no campaign records")}
     reg = tested["registration"].fillna("") if "registration" in tested else pd.Series(dtype=str)
@@ -189,7 +195,9 @@ def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str,
         for k in ("estimate", "ci_lo", "ci_hi"):
             name = {"estimate": "Est", "ci_lo": "Lo", "ci_hi": "Hi"}[k]
             m[base + name] = claims_view.tex(claims_view.measured(kind, r[k])) or "--"  # the number, its unit
-        ci = level_label(confidence_of(r), tex=True)
+        # a grid quantity's interval is the bracket of its neighbouring grid levels, not a sampling interval
+        ci = ("bracket of the neighbouring thread levels" if r.get("metric") in GRID_METRICS
+              else level_label(confidence_of(r), tex=True))
         m[base + "Ci"] = ci
         m[base + "Combine"] = paper.latex_escape(combine_of(r) or "one condition")
         est = r["estimate"]
@@ -311,19 +319,17 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any], judgement
         ft = judgement.figures["compression"].tables
         tps, sizes = ft["tps"], ft["sizes"]
         said: list[str] = []
-        for engine, g in tps.groupby("engine", sort=True):
-            by = g.set_index(g["compression"].astype(str))["mean"]
-            if {"lz4", "none"} <= set(by.index):
-                m[paper.macro_name("compFigTpsRatio", engine)] = fmt_num(by["lz4"] / by["none"], 2)
-            sz = sizes[sizes["engine"] == engine].groupby(sizes["compression"].astype(str))["data_physical_bytes"]
-            med = sz.median()
-            if {"lz4", "none"} <= set(med.index):
-                m[paper.macro_name("compFigSizeRatio", engine)] = fmt_num(med["none"] / med["lz4"], 2)
-            if {"lz4", "none"} <= set(by.index) and {"lz4", "none"} <= set(med.index):
+        for engine, g in tps.groupby("engine", sort=False):
+            ratios = _compression_ratios(g)
+            shrink = _size_ratio(sizes[sizes["engine"] == engine])
+            if shrink is not None:
+                m[paper.macro_name("compFigSizeRatio", engine)] = fmt_num(shrink, 2)
+            if ratios and shrink is not None:
                 name = _ENGINE_WORDS.get(str(engine), str(engine))
-                said.append(f"the uncompressed {name} dataset is {fmt_num(med['none'] / med['lz4'], 2)} times "
-                            f"its lz4 one, and lz4 gives {name} {fmt_num(by['lz4'] / by['none'], 2)} of the "
-                            "throughput")
+                said.append(f"the uncompressed {name} dataset is {fmt_num(shrink, 2)} times "
+                            f"its lz4 one, and lz4 gives {name} " + ", ".join(
+                                f"{fmt_num(r, 2)} of the throughput{f' at {where}' if where else ''}"
+                                for where, r in ratios))
         st = drawn["compression"]
         m["compFigText"] = (f"Figure~\\ref{{fig:compression}} shows the {get_kind(st.kind).noun} "
                             f"(\\texttt{{{paper.latex_escape(st.name)}}}, workload "
@@ -344,6 +350,37 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any], judgement
 
 
 _ENGINE_WORDS = {"myrocks": "MyRocks", "innodb": "InnoDB"}
+GRID_METRICS = frozenset({"scale_p95_doubling"})  # read off a grid of levels (dbmatrix.analyse.scaleout)
+
+
+def _size_ratio(sizes: pd.DataFrame) -> float | None:
+    """none / lz4 on-disk size: the geometric mean over block sizes of the per-block-size ratio of median
+    sizes (the lzFourSize claim's reading, so the text and the claims table give one number)."""
+    import math
+
+    logs = []
+    for _, g in (sizes.groupby("block_size", sort=True) if "block_size" in sizes else [((), sizes)]):
+        med = g.groupby(g["compression"].astype(str))["data_physical_bytes"].median()
+        if {"lz4", "none"} <= set(med.index) and med["lz4"] > 0:
+            logs.append(math.log(float(med["none"] / med["lz4"])))
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def _compression_ratios(g: pd.DataFrame) -> list[tuple[str, float]]:
+    """lz4 / none of one engine's compression-figure means, per block size x cache level the table holds
+    (in its order), each with where it holds in words ("" when the table has neither)."""
+    keys = [c for c in ("block_size", "cache_pct") if c in g]
+    out = []
+    for where, h in (g.groupby(keys, sort=False) if keys else [((), g)]):
+        by = h.set_index(h["compression"].astype(str))["mean"]
+        if not {"lz4", "none"} <= set(by.index):
+            continue
+        levels = dict(zip(keys, where if isinstance(where, tuple) else (where,)))
+        cache = fmt_num(float(levels.get("cache_pct", 0)), 1).removesuffix(".0")
+        words = [f"{levels['block_size']} blocks" if "block_size" in levels else "",
+                 f"cache {cache}\\,\\%" if "cache_pct" in levels else ""]
+        out.append((" and ".join(w for w in words if w), float(by["lz4"] / by["none"])))
+    return out
 
 
 def _section(generated_dir: Path, name: str, body: str | None, not_run: str) -> Path:
@@ -386,7 +423,7 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
         written += [f for done in hooked[st.name] for f in done.written]
     written += _write_claims_tex(judgement, generated_dir)
     written.append(_write(generated_dir, "table-setup.tex", paper.render_setup_table(host_facts_of(studies))))
-    written.append(_write_figure_list(out, generated_dir, paper_src))
+    written += _write_figure_list(out, generated_dir, paper_src)
     written += [_section(generated_dir, kind.section.file, bodies.get(kind.name), kind.section.not_run)
                 for kind in kinds() if kind.section is not None]
     written += _write_provenance(out, studies, shas, build_sha, profile, data_root, not_run, generated_dir)
@@ -483,15 +520,30 @@ def _write_claims_tex(j: Judgement, generated_dir: Path) -> list[Path]:
             _write(generated_dir, "claims-method.tex", render_claims_method())]
 
 
-def _write_figure_list(out: Published, generated_dir: Path, paper_src: Path) -> Path:
-    """``figures.tex``: the drawn figures' paper fragments, in the paper's order."""
+def section_figures() -> dict[str, str]:
+    """Figure stem -> the kind whose own paper section shows it (a kind with a section and figures of its own,
+    e.g. the scale-out study's); every other figure is in the results section."""
+    from dbmatrix.analyse.kinds.base import STANDARD_FIGURES
+
+    return {stem: kind.name for kind in kinds() if kind.section is not None and kind.section.body
+            for stem in kind.figures if stem not in STANDARD_FIGURES}
+
+
+def _write_figure_list(out: Published, generated_dir: Path, paper_src: Path) -> list[Path]:
+    """``figures.tex``: the drawn figures' paper fragments, in the paper's order; ``figures-<kind>.tex`` the
+    ones a kind's own section shows (:func:`section_figures`)."""
     fragments = [f"fig-{fd.stem}" for fd in FIGURES if fd.stem in out.figures]
     missing = [f for f in fragments if not (paper_src / f"{f}.tex").is_file()]
     if missing:
         raise FileNotFoundError(f"paper fragments missing for drawn figures: {', '.join(missing)} "
                                 f"(expected in {paper_src})")
-    return _write(generated_dir, "figures.tex",
-                  paper.render_inputs(fragments, "The figures drawn from this build's data."))
+    owned = section_figures()
+    written = [_write(generated_dir, "figures.tex", paper.render_inputs(
+        [f for f in fragments if f[4:] not in owned], "The figures drawn from this build's data."))]
+    for kind in sorted(set(owned.values())):
+        written.append(_write(generated_dir, f"figures-{kind}.tex", paper.render_inputs(
+            [f for f in fragments if owned.get(f[4:]) == kind], f"The {kind} section's figures in this build.")))
+    return written
 
 
 def _write_provenance(out: Published, studies: Sequence[StudyTables], shas: dict[str, str], build_sha: str,

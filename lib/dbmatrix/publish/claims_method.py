@@ -127,9 +127,10 @@ def render_claims_method(claims: Sequence[Claim] = CLAIMS) -> str:
              "campaigns, boundaries from the joint normal law of the looks; \\claimsLookLevels{} from the "
              "first look to the last), so that the intervals of all looks together cover the true values "
              "with probability \\claimsConfidence; a claim still open at the last look is inconclusive at the "
-             "registered maximum. A single campaign is judged at \\claimsConfidence{} (within one campaign, said as "
-             "such), a campaign run until decided at its last look's level; every interval printed states "
-             "its level.",
+             "registered maximum. A study's first campaign is its first look, judged at the first of those levels; "
+             "a single campaign of a study not run in campaigns (the quick profile) is judged at "
+             "\\claimsConfidence{} (within one campaign, said as such), a campaign run until decided at its "
+             "last look's level; every interval printed states its level.",
              "\\paragraph{Stand-ins that bound the real medium.} A stand-in faster than the medium it stands "
              "for (RAM for persistent memory: tmpfs, a RAM block device) bounds the real effect from above, so "
              "the \\claimsNBound{} claims that rest on one are judged one-sided: they disagree only when even the "

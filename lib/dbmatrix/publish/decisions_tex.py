@@ -37,8 +37,11 @@ def decisions_text(summary: pd.DataFrame) -> str:
     camps = len(summary)  # one row per study campaign
     return (f"The studies ran until decided (repetitions added only to the cells of open claims, each look judged "
             f"at its level of an alpha-spending schedule): of {claims} claim judgements in "
-            f"{camps} study campaign{'s' if camps != 1 else ''}, {decided} were decided and "
-            f"{open_} were still open at the end, at {_min(elapsed)}\\,min of machine time in all, "
+            f"{camps} study campaign{'s' if camps != 1 else ''}, {decided} were decided, "
+            f"{open_} were still open at the end"
+            + (f" and {claims - decided - open_} cannot be decided by more runs (not tested or not identified)"
+               if claims > decided + open_ else "")
+            + f", at {_min(elapsed)}\\,min of machine time in all, "
             f"{per} (\\optref{{{LABEL}}}{{Table}}{{the decisions table}}).")
 
 

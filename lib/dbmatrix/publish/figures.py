@@ -120,61 +120,6 @@ def _series_label(row: pd.Series, keys: list[str]) -> str:
     return ", ".join(parts) if parts else "all"
 
 
-def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
-    """Throughput per cache level: each cell's mean with its 95 % CI bar (cells of a series side by side),
-    each repetition as a faint dot, and a line through the series' mean of cell means per level.
-
-    A series is a combination of engine and medium (the seeds' lines); other varied factors (block size,
-    compression, ...) are cells within a series, so in a fractional design the line is the marginal
-    mean over them. Emulated media are labelled as such.
-    """
-    if "cache_pct" not in cells or cells["cache_pct"].nunique() < 2:
-        raise FigureDataError("throughput vs cache needs two or more cache levels")
-    apply_style()
-    series = [k for k in ("engine", "medium", "threads") if k in cells and cells[k].nunique() > 1]
-    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
-    groups = list(cells.groupby(series, sort=True)) if series else [((), cells)]
-    palette = sns.color_palette("colorblind")
-    levels = sorted(cells["cache_pct"].unique())
-    span = (max(levels) - min(levels)) or 1.0
-    width = 0.05 * span
-    runs_only = shows_runs(cells["n"]) if "n" in cells else False
-    handles = []
-    for i, (_, g) in enumerate(groups):
-        label = _series_label(g.iloc[0], series)
-        if "medium" in series and isinstance(g.iloc[0].get("emulated"), str) and g.iloc[0]["emulated"]:
-            label += f" (emulated {g.iloc[0]['emulated']})"
-        color, marker = palette[i % len(palette)], MARKERS[i % len(MARKERS)]
-        handles.append(Line2D([], [], color=color, marker=marker, markersize=3.5, linewidth=1.1, label=label))
-        offset = (i - (len(groups) - 1) / 2) * width
-        g = g.sort_values(["cache_pct", "cell_id"])
-        for lvl, gl in g.groupby("cache_pct", sort=True):
-            xs = lvl + offset + np.linspace(-0.3, 0.3, len(gl)) * width if len(gl) > 1 else \
-                np.array([lvl + offset])
-            if runs_only:
-                ax.plot(xs, gl["mean"], color=color, marker=marker, markersize=3.5, linewidth=0,
-                        markerfacecolor="none")
-            else:
-                yerr = np.vstack([gl["mean"] - gl["ci_lo"], gl["ci_hi"] - gl["mean"]])
-                ax.errorbar(xs, gl["mean"], yerr=np.nan_to_num(yerr), color=color, marker=marker,
-                            markersize=3.5, capsize=2, linewidth=0, elinewidth=0.9)
-            for x, cid in zip(xs, gl["cell_id"]):
-                sel = runs.loc[runs["cell_id"] == cid, "tps"]
-                ax.scatter(np.full(len(sel), x), sel, color=color, marker=marker, s=9 if runs_only else 7,
-                           alpha=0.8 if runs_only else 0.3, linewidths=0, zorder=1)
-        line = g.groupby("cache_pct", sort=True)["mean"].mean()
-        ax.plot(line.index + offset, line.to_numpy(), color=color, linewidth=1.1)
-    ax.set_xlabel("Cache size (% of measured data size)")
-    ax.set_ylabel("Throughput (transactions/s)")
-    ax.set_ylim(bottom=0)
-    ax.set_xticks(levels, [f"{float(v):g}" for v in levels])  # as the spec names them: 0 and 8.5, not 0.0
-    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-    if series:
-        fig.legend(handles=handles, frameon=False, fontsize=6, loc="outside upper center", ncols=1)
-    sns.despine(fig)
-    return fig, {"series": series, "runs_only": runs_only}
-
-
 def _factor_name(factor: str) -> str:
     """A factor as a reader names it: its registry title without the unit ("Cache", "Block size")."""
     return factor_title(factor).split(" (")[0]
@@ -183,6 +128,30 @@ def _factor_name(factor: str) -> str:
 def _level_word(factor: str, level: Any, emulated: Mapping[str, str]) -> str:
     text = f"{_level_text(level)}{factor_unit(factor)}"
     return f"{text} (emulated)" if factor == "medium" and str(level) in emulated else text
+
+
+def _multilevel_rows(t: pd.DataFrame, baseline: Mapping[str, Any],
+                     emulated: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each level of a main effect with k > 2 levels against the baseline level: exp(b_l - b_base). With
+    sum-to-zero effects of a balanced design every level's estimate has one SE and the difference of two
+    has SE * sqrt(2k / (k - 1)) (for k = 2 that is the 2 SE of the two-level rule); the interval keeps the
+    effect's own t quantile."""
+    f = str(t["factor_1"].iloc[0])
+    k = len(t)
+    same = lambda x, y: _level_text(x) == _level_text(y)  # noqa: E731
+    base = next((r for _, r in t.iterrows() if f in baseline and same(r["level_1"], baseline[f])), t.iloc[0])
+    out = []
+    for _, r in t.iterrows():
+        if same(r["level_1"], base["level_1"]):
+            continue
+        d = float(r["log_effect"] - base["log_effect"])
+        se = float(np.sqrt((r["se"] ** 2 + base["se"] ** 2) / 2) * np.sqrt(2 * k / (k - 1)))
+        q = float((np.log(r["ci_hi"]) - r["log_effect"]) / r["se"]) if r["se"] > 0 else float("nan")
+        out.append({"label": f"{_factor_name(f)}: {_level_word(f, r['level_1'], emulated)} / "
+                             f"{_level_word(f, base['level_1'], emulated)}",
+                    "kind": "main", "ratio": float(np.exp(d)), "ci_lo": float(np.exp(d - q * se)),
+                    "ci_hi": float(np.exp(d + q * se))})
+    return out
 
 
 def _effect_rows(effects: pd.DataFrame, baseline: Mapping[str, Any] | None = None,
@@ -203,9 +172,10 @@ def _effect_rows(effects: pd.DataFrame, baseline: Mapping[str, Any] | None = Non
         return (1.0 if same(treat, levels[-1]) else -1.0), treat, base
 
     for _term, t in effects.groupby("term", sort=False):
+        if t["kind"].iloc[0] == "main" and len(t) > 2:
+            rows += _multilevel_rows(t, baseline, emulated)
+            continue
         if t["kind"].iloc[0] == "main":
-            if len(t) != 2:
-                continue
             hi = t.iloc[1]
             f1 = str(hi["factor_1"])
             s1, treat, base = sign(t, f1, "level_1")
@@ -328,6 +298,9 @@ def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
         fine = matplotlib.ticker.MaxNLocator(nbins=3, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
         plain = sorted({float(f"{t:.6g}") for t in fine if lo / 1.05 <= t <= hi * 1.05 and t > 0})
         nice = plain if len(plain) >= 2 else nice
+    if v.size:  # a margin on the log scale, so that no marker sits on the axis' edge
+        pad = max((hi / lo) ** 0.06, 1.03)
+        ax.set_xlim(lo / pad, hi * pad)
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: _ratio_tick(x)))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -355,7 +328,7 @@ def _zero_based(ax: Axes, headroom: float = 0.08) -> None:
 
 def _finish_tps_p95(fig: Figure, ax: Axes, ax2: Axes, xlabel: str, legend_size: float) -> None:
     """Labels, zero-based y axes, grid, legend and spines of a throughput-over-p95 pair of panels."""
-    ax.set_ylabel("Throughput (txn/s)")
+    ax.set_ylabel("Throughput (transactions/s)")
     ax.set_ylim(bottom=0)
     ax2.set_ylabel("p95 latency (ms)")
     ax2.set_ylim(bottom=0)
@@ -431,11 +404,16 @@ def block_size_ratios(table: pd.DataFrame, *, a: str = "16k", b: str = "4k",
         for k, col in enumerate(at):
             ax.fill_between([col - 0.45, col + 0.45], *claimed, color="0.88", linewidth=0, zorder=0,
                             label=claimed_label if k == 0 else None)
-    for i, eng in enumerate(engines):
-        g = table[table["engine"] == eng].sort_values("cache_pct", kind="stable")
-        x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i - (len(engines) - 1) / 2) * 0.12
+    keys = ["engine", *(["compression"] if "compression" in table else [])]
+    series = list(dict.fromkeys(table[keys].itertuples(index=False, name=None)))
+    shown = [j for j, k in enumerate(keys) if k != "engine" or len(engines) > 1] or [0]
+    for i, key in enumerate(series):
+        g = table[(table[keys].apply(tuple, axis=1) == key).to_numpy()].sort_values("cache_pct", kind="stable")
+        x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i - (len(series) - 1) / 2) * 0.12
+        label = ", ".join(("no compression" if keys[j] == "compression" and key[j] == "none" else str(key[j]))
+                          for j in shown)
         ax.errorbar(x, g["estimate"], yerr=_yerr(g, "estimate"), fmt=MARKERS[i % len(MARKERS)],
-                    color=palette[i % len(palette)], markersize=4, capsize=2, elinewidth=0.9, label=str(eng))
+                    color=palette[i % len(palette)], markersize=4, capsize=2, elinewidth=0.9, label=label)
     ax.axhline(1.0, color="0.4", linewidth=0.7, linestyle="--")
     ax.set_xticks(range(len(levels)), [f"{_level_text(v)} %" for v in levels])
     ax.set_xlim(-0.5, len(levels) - 0.5)
@@ -444,7 +422,7 @@ def block_size_ratios(table: pd.DataFrame, *, a: str = "16k", b: str = "4k",
     ax.grid(axis="y", linewidth=0.4, alpha=0.5)
     ax.legend(frameon=False, fontsize=6)
     sns.despine(fig)
-    return fig, {"engines": engines, "levels": levels}
+    return fig, {"engines": engines, "levels": levels, "series": series}
 
 
 # ------------------------------------------------------------------------------------ figure 3
@@ -468,18 +446,41 @@ def _dodged(ax: Axes, table: pd.DataFrame, x_levels: list[Any], hue_levels: list
     ax.grid(axis="y", linewidth=0.4, alpha=0.5)
 
 
+def _compression_groups(table: pd.DataFrame, engines: list[Any]) -> pd.DataFrame:
+    """`table` with ``_x``, the label of its engine x block size x cache level (those it has and varies)."""
+    if table.empty:
+        return table.assign(_x=pd.Series(dtype=object))
+    parts = []
+    for _, r in table.iterrows():
+        words = [str(r["engine"])] if len(engines) > 1 else []
+        if "block_size" in table:
+            words.append(str(r["block_size"]))
+        if "cache_pct" in table:
+            words.append(f"{_level_text(r['cache_pct'])} %")
+        parts.append("\n".join(words) or str(r["engine"]))
+    return table.assign(_x=parts)
+
+
 def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
                        writes: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
-    """Seed 003 slide 14, side by side per engine and compression: throughput and KiB written per
-    transaction (model-adjusted geometric means with 95 % CIs), and the on-disk size of each dataset
-    (one marker per block size; measured once, no interval)."""
+    """Seed 003 slide 14, compression side by side per engine x block size x cache level (those the tables
+    hold; block size and cache interact with compression, so none is averaged over): throughput and KiB
+    written per transaction (model-adjusted geometric means with 95 % CIs), and the on-disk size of each
+    dataset (one marker per block size; measured once, no interval)."""
     _require(tps, ("engine", "compression", "mean", "ci_lo", "ci_hi"), "compression throughput")
     apply_style()
-    fig, axes = subplots(1, 3, figsize=(TEXT_WIDTH_IN, 2.0), layout="constrained")
+    fig, axes = subplots(1, 3, figsize=(TEXT_WIDTH_IN, 2.0), layout="constrained",
+                         gridspec_kw={"width_ratios": [2.2, 1, 2.2] if "block_size" in tps or "cache_pct" in tps
+                                      else [1, 1, 1]})
     engines = list(dict.fromkeys(tps["engine"]))
     comps = list(dict.fromkeys(tps["compression"]))
-    _dodged(axes[0], tps, engines, comps, x="engine", hue="compression")
-    axes[0].set_ylabel("Throughput (txn/s)")
+    tps, writes = _compression_groups(tps, engines), _compression_groups(writes, engines)
+    groups = list(dict.fromkeys(tps["_x"]))
+    _dodged(axes[0], tps, groups, comps, x="_x", hue="compression")
+    xlabel = " / ".join(w for c, w in (("engine", "engine"), ("block_size", "block size"),
+                                       ("cache_pct", "cache (% of data)"))
+                        if c in tps and (c != "engine" or len(engines) > 1))
+    axes[0].set_ylabel("Throughput (transactions/s)")
     _zero_based(axes[0])
     if not sizes.empty:
         s = sizes.copy()
@@ -497,70 +498,27 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
         axes[1].set_xlim(-0.5, len(engines) - 0.5)
         axes[1].grid(axis="y", linewidth=0.4, alpha=0.5)
         axes[1].legend(frameon=False, fontsize=5.5)
-    axes[1].set_ylabel("On-disk size of the tables (MiB)")
+    axes[1].set_ylabel("On-disk size of tables (MiB)")
     _zero_based(axes[1])
     if writes.empty:
         axes[2].text(0.5, 0.5, "not measured\n(no block device)", transform=axes[2].transAxes, ha="center",
                      va="center", fontsize=7)
         axes[2].set_xticks([])
     else:
-        _dodged(axes[2], writes, engines, comps, x="engine", hue="compression")
+        _dodged(axes[2], writes, [g for g in groups if g in set(writes["_x"])], comps, x="_x", hue="compression")
     axes[2].set_ylabel("KiB written per transaction")
+    if xlabel and groups != engines:
+        for a in (axes[0], axes[2]):
+            a.set_xlabel(xlabel, fontsize=7)
     _zero_based(axes[2])
     axes[0].legend(frameon=False, fontsize=6, title="compression", title_fontsize=6)
     for a, t in zip(axes, ("a) throughput", "b) on-disk size", "c) writes per transaction")):
         a.set_title(t, loc="left")
     sns.despine(fig)
-    return fig, {"engines": engines, "compressions": comps}
+    return fig, {"engines": engines, "compressions": comps, "groups": groups}
 
 
 # ------------------------------------------------------------------------------------ figure 4
-
-
-def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
-    """Seed 003 slide 15: throughput and p95 latency per medium across cache levels (model-adjusted
-    geometric means with 95 % CIs), one colour per medium (emulated media say so), one line style per
-    engine."""
-    _require(tps, ("medium", "cache_pct", "mean", "ci_lo", "ci_hi"), "medium x cache")
-    if tps["medium"].nunique() < 2 or tps["cache_pct"].nunique() < 2:
-        raise FigureDataError("medium x cache needs two or more media and cache levels")
-    apply_style()
-    fig, axes = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
-                             layout="constrained")
-    levels = sorted(tps["cache_pct"].unique())
-    media = list(dict.fromkeys(tps["medium"]))
-    engines = list(dict.fromkeys(tps["engine"])) if "engine" in tps else [None]
-    palette = sns.color_palette("colorblind")
-    for ax, table, ylabel in ((axes[0], tps, "Throughput (txn/s)"), (axes[1], p95, "p95 latency (ms)")):
-        if table.empty:
-            continue
-        for i, med in enumerate(media):
-            for k, eng in enumerate(engines):
-                g = table[(table["medium"] == med) & ((table["engine"] == eng) if eng is not None else True)]
-                g = g.sort_values("cache_pct", kind="stable")
-                if g.empty:
-                    continue
-                x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i * len(engines) + k - 1.5) * 0.04
-                label = _medium_label(med, g["emulated"].iloc[0] if "emulated" in g else None)
-                ax.errorbar(x, g["mean"], yerr=_yerr(g), color=palette[i % len(palette)],
-                            linestyle=LINESTYLES[k % len(LINESTYLES)], marker=MARKERS[k % len(MARKERS)],
-                            markersize=3.5, capsize=2, linewidth=1.1, elinewidth=0.9,
-                            label=f"{label}, {eng}" if eng is not None and len(engines) > 1 else label)
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-        ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-    axes[1].set_xticks(range(len(levels)), [f"{_level_text(v)} %" for v in levels])
-    axes[1].set_xlim(-0.5, len(levels) - 0.5)
-    axes[1].set_xlabel("Cache size (% of measured data size)")
-    # one engine: named in the legend's title, not in every entry; an odd number of entries (three media)
-    # in one column, so that the long emulated-media labels fit the column's width
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, frameon=False, fontsize=5.5, loc="outside upper center",
-               ncols=2 if len(labels) % 2 == 0 else 1,
-               title=f"engine {engines[0]}" if len(engines) == 1 and engines[0] is not None else None,
-               title_fontsize=5.5)
-    sns.despine(fig)
-    return fig, {"media": media, "engines": engines}
 
 
 # ------------------------------------------------------------------------------------ figure 5
@@ -606,7 +564,7 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
     if crosses:
         style_handles.append(Line2D([], [], color="0.3", marker="x", markersize=4, linewidth=0,
                                     label="steady window starts"))
-    ax.set_ylabel("Throughput (txn/s)")
+    ax.set_ylabel("Throughput (transactions/s)")
     ax.set_ylim(bottom=0)
     ax2.set_ylabel("p95 latency (ms)")
     ax2.set_ylim(bottom=0)

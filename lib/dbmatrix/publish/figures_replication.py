@@ -104,7 +104,7 @@ def throughput_latency_per_setting(settings: pd.DataFrame, runs: pd.DataFrame) -
     """Throughput and p95 latency per applier setting (two panels), means with 95 % CIs."""
     apply_style()
     fig, (a1, a2) = subplots(1, 2, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.75), layout="constrained")
-    _per_setting(a1, settings, runs, "tps", "Throughput (tx/s)", legend=False)
+    _per_setting(a1, settings, runs, "tps", "Throughput (transactions/s)", legend=False)
     _per_setting(a2, settings, runs, "lat_p95_ms", "p95 latency (ms)", legend=False)
     for ax in (a1, a2):
         ax.set_xlabel("Appliers per node")

@@ -100,7 +100,7 @@ def p95_vs_threads(cells: pd.DataFrame, threshold_ms: float) -> tuple[Figure, di
     ticks = sorted(cells["threads"].unique())
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlabel("Client threads (sysbench)")
-    ax.set_ylabel("p95 latency (ms)")
+    ax.set_ylabel("p95 latency (ms, log axis)")
     ax.grid(linewidth=0.4, alpha=0.5, which="both")
     ax.legend(frameon=False, fontsize=6)
     return fig, {"ax": ax}

@@ -15,6 +15,7 @@ import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table
 from dbmatrix.publish.paper import latex_escape
+from dbmatrix.publish.paper_inputs import repetitions_text
 
 
 def _tt(name: str) -> str:
@@ -146,11 +147,7 @@ def baseline_text(drawn: dict[str, StudyTables]) -> str:
     base = table[table["label"].str.endswith("(baseline)")]
     if base.empty:
         return text + "."
-    if base["ci_lo"].notna().any():
-        return (text + "; in Figure~\\ref{fig:efficiency} the baseline's own bars compare its repetitions with "
-                "themselves (Welch), so their interval around 1 shows the spread of its repetitions, not an "
-                "uncertainty of the ratio.")
-    return text + ", as in Figure~\\ref{fig:efficiency}."
+    return text + ", as in Figure~\\ref{fig:efficiency} (drawn at 1 without bars)."
 
 
 def intervals_text(st: StudyTables) -> dict[str, str]:
@@ -167,7 +164,9 @@ def intervals_text(st: StudyTables) -> dict[str, str]:
                 "campaignsPerCellText": each}
     lo, hi = int(n.min()), int(n.max())
     runs_text = f"{lo}" if lo == hi else f"{lo} to {hi}"
-    per = f" ({st.experiment.repetitions} repetitions in each of {k} campaigns)" if k > 1 else ""
+    reps = repetitions_text(runs) if "cell_id" in runs.columns else (
+        f"{st.experiment.repetitions} repetitions in each of {k} campaigns")
+    per = f" ({reps})" if k > 1 else ""
     if lo < 2:
         df_text = "a cell with one run has no interval"
     else:
@@ -211,8 +210,12 @@ def windows_text(studies: Sequence[StudyTables]) -> str:
     from dbmatrix.analyse.kinds import get_kind
 
     by: dict[tuple[int, int], list[str]] = {}
-    for st in studies:
-        by.setdefault((st.experiment.warmup_s, st.experiment.measure_s), []).append(f"the {get_kind(st.kind).noun}")
+    nouns = [get_kind(st.kind).noun for st in studies]
+    for st, noun in zip(studies, nouns):
+        # two studies of one kind (the TPC-C study and its diagnostic): named by their experiments
+        name = f"the {noun}" if nouns.count(noun) == 1 else f"\\texttt{{{latex_escape(st.name)}}}"
+        if name not in by.setdefault((st.experiment.warmup_s, st.experiment.measure_s), []):
+            by[(st.experiment.warmup_s, st.experiment.measure_s)].append(name)
     if len(by) == 1:
         (w, m), = by
         return f"Measured windows of {m}\\,s follow a {w}\\,s warm-up"

@@ -22,6 +22,7 @@ from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish import figures as plots
+from dbmatrix.publish import figures_cache
 from dbmatrix.publish import figures_scaleout as scaleout_plots
 from dbmatrix.publish.figure_check import Finding
 
@@ -54,7 +55,7 @@ def _draw_effects(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.D
 
 
 def _draw_cache(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
-    fig, _ = plots.throughput_vs_cache(st.cells, st.runs)
+    fig, _ = figures_cache.throughput_vs_cache(st.cells, st.runs)
     return fig, [st.runs, st.cells]
 
 
@@ -104,7 +105,7 @@ def _draw_compression(fitted: dict[str, pd.DataFrame], labels: dict[str, str],
 def _draw_medium(fitted: dict[str, pd.DataFrame], labels: dict[str, str],
                  opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     tps, p95 = fitted["tps"], fitted["p95"]
-    fig, _ = plots.medium_cache(tps, p95)
+    fig, _ = figures_cache.medium_cache(tps, p95)
     return fig, [tps, p95]
 
 

@@ -120,7 +120,11 @@ def replication_macros(tables: dict[str, pd.DataFrame], exp: Experiment | None =
     m.update(_machine(facts or {}))
     if exp is not None:
         w = exp.workload
-        m.update(replNodes=str(exp.topology.nodes), replRepetitions=str(exp.repetitions),
+        per_setting = runs.groupby(LEVEL).size() if LEVEL in runs and len(runs) else pd.Series(dtype=int)
+        reps = (str(exp.repetitions) if per_setting.empty else
+                str(int(per_setting.min())) if per_setting.nunique() == 1 else
+                f"{int(per_setting.min())}--{int(per_setting.max())}")
+        m.update(replNodes=str(exp.topology.nodes), replRepetitions=reps,
                  replMeasureS=str(exp.measure_s), replWarmupS=str(exp.warmup_s),
                  replWorkload=paper.latex_escape(w.name if len(exp.factors["workload"]) == 1
                                                  else ", ".join(exp.factors["workload"])),

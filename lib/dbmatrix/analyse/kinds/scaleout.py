@@ -14,7 +14,7 @@ from dbmatrix.analyse.campaign_model import campaign_column, campaigns_of
 from dbmatrix.analyse.contrasts import Estimate, NotTestable, ratio_estimate
 from dbmatrix.analyse.effects import sum_contrast
 from dbmatrix.analyse.figure_data import StudyTables
-from dbmatrix.analyse.kinds.base import StudyKind
+from dbmatrix.analyse.kinds.base import PaperSection, StudyKind
 from dbmatrix.analyse.scaleout import (
     doubling_estimate,
     peak_ratio_estimate,
@@ -38,6 +38,10 @@ class ScaleoutKind(StudyKind):
     noun: ClassVar[str] = "scale-out study"
     prefix: ClassVar[str] = "scale"
     figures: ClassVar[tuple[str, ...]] = ("scaleout-qps", "scaleout-p95", "scaleout-time")
+    section: ClassVar[PaperSection | None] = PaperSection(
+        "scaleout-section.tex", body="\\input{scaleout}",
+        not_run="\\section{Scale-out: seed~000}\nNot run in this build: the profile has no scale-out study with "
+                "completed runs; seed~000's claims are not tested.")
     extra_tables: ClassVar[tuple[str, ...]] = (f"{PREFIX}*.csv",)
 
     def recognises(self, exp: Experiment) -> bool:
