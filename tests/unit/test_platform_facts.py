@@ -68,5 +68,5 @@ def test_the_campaign_label_says_when_the_machine_changed() -> None:
     same = independence(summaries([rec(1, "x"), rec(2, "y")], {1: {"h": [a]}, 2: {"h": [a]}}))
     assert same.label == INDEPENDENT
     moved = independence(summaries([rec(1, "x"), rec(2, "y")], {1: {"h": [a]}, 2: {"h": [b]}}))
-    assert moved.label == f"{INDEPENDENT}; hardware differs between campaigns"
+    assert moved.label == f"{INDEPENDENT} (hardware differs between campaigns)"
     assert any(d.startswith("hardware differs: L2 cache") for d in moved.details)

@@ -14,7 +14,7 @@ flag, the dataset snapshots (created in the campaign, or reused from before it) 
   shared``) name what was shared;
 - one campaign: ``one campaign: within-campaign replication only``.
 
-A label gains ``; hardware differs between campaigns`` (or software, or both) when the run records' platforms
+A label gains `` (hardware differs between campaigns)`` (or software, or both) when the run records' platforms
 (:mod:`dbmatrix.platform_facts`: CPU, caches, memory, kernel, server build) differ between campaigns.
 """
 
@@ -130,7 +130,8 @@ def independence(camps: Sequence[Mapping[str, Any]]) -> Independence:
     changes = platform_changes({int(c["campaign"]): c["platforms"] for c in camps if c.get("platforms")})
     moved = [w for w in ("hardware", "software") if any(x.startswith(w) for x in changes)]
     if moved:  # the campaign level also holds a change of machine: say so wherever the label is printed
-        label = f"{label}; {' and '.join(moved)} {'differ' if len(moved) > 1 else 'differs'} between campaigns"
+        # in parentheses: a "; " would read as another label where labels are joined
+        label = f"{label} ({' and '.join(moved)} {'differ' if len(moved) > 1 else 'differs'} between campaigns)"
     details = []
     n_boots = len(set().union(*boots))
     details.append(f"{len(camps)} campaigns on {n_boots} boot{'s' if n_boots != 1 else ''}")

@@ -299,7 +299,7 @@ def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
         plain = sorted({float(f"{t:.6g}") for t in fine if lo / 1.05 <= t <= hi * 1.05 and t > 0})
         nice = plain if len(plain) >= 2 else nice
     if v.size:  # a margin on the log scale, so that no marker sits on the axis' edge
-        pad = max((hi / lo) ** 0.06, 1.03)
+        pad = max((hi / lo) ** 0.08, 1.06)
         ax.set_xlim(lo / pad, hi * pad)
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: _ratio_tick(x)))
@@ -497,9 +497,13 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
         axes[1].set_xticks(range(len(engines)), engines)
         axes[1].set_xlim(-0.5, len(engines) - 0.5)
         axes[1].grid(axis="y", linewidth=0.4, alpha=0.5)
-        axes[1].legend(frameon=False, fontsize=5.5)
+        # two legend rows in headroom above the largest dataset, so that no marker is under them
+        axes[1].legend(frameon=False, fontsize=5.5, loc="upper center", ncols=2, columnspacing=0.6,
+                       handletextpad=0.2)
     axes[1].set_ylabel("On-disk size of tables (MiB)")
     _zero_based(axes[1])
+    if not sizes.empty:
+        axes[1].set_ylim(0, float(sizes["data_physical_bytes"].max()) / 2**20 * 1.55)
     if writes.empty:
         axes[2].text(0.5, 0.5, "not measured\n(no block device)", transform=axes[2].transAxes, ha="center",
                      va="center", fontsize=7)
