@@ -126,7 +126,7 @@ def _factor_name(factor: str) -> str:
 
 
 def _level_word(factor: str, level: Any, emulated: Mapping[str, str]) -> str:
-    text = f"{_level_text(level)}{factor_unit(factor)}"
+    text = f"{tick_text(level)}{factor_unit(factor)}"
     return f"{text} (emulated)" if factor == "medium" and str(level) in emulated else text
 
 
@@ -138,7 +138,7 @@ def _multilevel_rows(t: pd.DataFrame, baseline: Mapping[str, Any],
     effect's own t quantile."""
     f = str(t["factor_1"].iloc[0])
     k = len(t)
-    same = lambda x, y: _level_text(x) == _level_text(y)  # noqa: E731
+    same = lambda x, y: tick_text(x) == tick_text(y)  # noqa: E731
     base = next((r for _, r in t.iterrows() if f in baseline and same(r["level_1"], baseline[f])), t.iloc[0])
     out = []
     for _, r in t.iterrows():
@@ -166,7 +166,7 @@ def _effect_rows(effects: pd.DataFrame, baseline: Mapping[str, Any] | None = Non
     def sign(t: pd.DataFrame, factor: str, col: str) -> tuple[float, Any, Any]:
         """+1 when the term's second level is the treatment; the treatment and baseline levels."""
         levels = list(dict.fromkeys(t[col]))
-        same = lambda x, y: _level_text(x) == _level_text(y)  # noqa: E731  (effects hold levels as text)
+        same = lambda x, y: tick_text(x) == tick_text(y)  # noqa: E731  (effects hold levels as text)
         base = next((lv for lv in levels if factor in baseline and same(lv, baseline[factor])), levels[0])
         treat = next(lv for lv in levels if lv is not base)
         return (1.0 if same(treat, levels[-1]) else -1.0), treat, base
@@ -245,22 +245,22 @@ def factor_effects(effects: pd.DataFrame, baseline: Mapping[str, Any] | None = N
 # ------------------------------------------------------------------------------------ helpers
 
 
-def _medium_label(medium: Any, emulated: Any) -> str:
+def medium_label(medium: Any, emulated: Any) -> str:
     emu = "" if emulated is None or (isinstance(emulated, float) and np.isnan(emulated)) else str(emulated)
     return f"{medium} (emulated {emu})" if emu else str(medium)
 
 
-def _level_text(v: Any) -> str:
+def tick_text(v: Any) -> str:
     if isinstance(v, (float, np.floating)) and float(v).is_integer():
         return str(int(v))
     return str(v)
 
 
-def _yerr(df: pd.DataFrame, mid: str = "mean") -> np.ndarray:
+def ci_yerr(df: pd.DataFrame, mid: str = "mean") -> np.ndarray:
     return np.nan_to_num(np.vstack([df[mid] - df["ci_lo"], df["ci_hi"] - df[mid]]).clip(min=0))
 
 
-def _require(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+def require_columns(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if df.empty or missing:
         raise FigureDataError(f"{what}: no data" + (f" (missing columns {', '.join(missing)})" if missing else ""))
@@ -343,7 +343,7 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
     """Seed 001's chart: throughput (cell mean with its 95 % CI) and p95 latency (histograms merged
     across repetitions; faint dots: each repetition's p95) against client threads, one line per cache
     level (and per other varied storage factor)."""
-    _require(cells, ("threads", "mean", "ci_lo", "ci_hi"), "throughput vs threads")
+    require_columns(cells, ("threads", "mean", "ci_lo", "ci_hi"), "throughput vs threads")
     if cells["threads"].nunique() < 2:
         raise FigureDataError("throughput vs threads needs two or more client-thread levels")
     apply_style()
@@ -356,8 +356,8 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
     for i, (_, g) in enumerate(groups):
         g = g.sort_values("threads", kind="stable")
         first = g.iloc[0]
-        parts = [f"cache {_level_text(first['cache_pct'])} %" if k == "cache_pct" else
-                 _medium_label(first[k], first.get("emulated")) if k == "medium" else str(first[k])
+        parts = [f"cache {tick_text(first['cache_pct'])} %" if k == "cache_pct" else
+                 medium_label(first[k], first.get("emulated")) if k == "medium" else str(first[k])
                  for k in series]
         color, marker = palette[i % len(palette)], MARKERS[i % len(MARKERS)]
         if runs_only:  # fewer than MIN_RUNS_FOR_INTERVAL runs per cell: the runs, not a t interval
@@ -366,7 +366,7 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
             sel = runs[runs["cell_id"].isin(set(g["cell_id"]))] if "tps" in runs else runs.iloc[0:0]
             ax.scatter(sel["threads"], sel["tps"], color=color, marker=marker, s=9, alpha=0.8, linewidths=0)
         else:
-            ax.errorbar(g["threads"], g["mean"], yerr=_yerr(g), color=color, marker=marker, markersize=3.5,
+            ax.errorbar(g["threads"], g["mean"], yerr=ci_yerr(g), color=color, marker=marker, markersize=3.5,
                         capsize=2, linewidth=1.1, elinewidth=0.9, label=", ".join(parts) or "all")
         if "p95_ms" in g and g["p95_ms"].notna().any():
             ax2.plot(g["threads"], g["p95_ms"], color=color, marker=marker, markersize=3.5, linewidth=1.1)
@@ -393,7 +393,7 @@ def block_size_ratios(table: pd.DataFrame, *, a: str = "16k", b: str = "4k",
     level with its 95 % CI (``table``: engine, cache_pct, estimate, ci_lo, ci_hi). The shaded band is the
     seed's claim in the a/b direction, drawn only over the cache level `claimed_at` where the seed's
     condition holds (all levels when None)."""
-    _require(table, ("engine", "cache_pct", "estimate", "ci_lo", "ci_hi"), "block size ratios")
+    require_columns(table, ("engine", "cache_pct", "estimate", "ci_lo", "ci_hi"), "block size ratios")
     apply_style()
     fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.7), layout="constrained")
     levels = sorted(table["cache_pct"].unique())
@@ -412,10 +412,10 @@ def block_size_ratios(table: pd.DataFrame, *, a: str = "16k", b: str = "4k",
         x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i - (len(series) - 1) / 2) * 0.12
         label = ", ".join(("no compression" if keys[j] == "compression" and key[j] == "none" else str(key[j]))
                           for j in shown)
-        ax.errorbar(x, g["estimate"], yerr=_yerr(g, "estimate"), fmt=MARKERS[i % len(MARKERS)],
+        ax.errorbar(x, g["estimate"], yerr=ci_yerr(g, "estimate"), fmt=MARKERS[i % len(MARKERS)],
                     color=palette[i % len(palette)], markersize=4, capsize=2, elinewidth=0.9, label=label)
     ax.axhline(1.0, color="0.4", linewidth=0.7, linestyle="--")
-    ax.set_xticks(range(len(levels)), [f"{_level_text(v)} %" for v in levels])
+    ax.set_xticks(range(len(levels)), [f"{tick_text(v)} %" for v in levels])
     ax.set_xlim(-0.5, len(levels) - 0.5)
     ax.set_xlabel("Cache size (% of measured data size)")
     ax.set_ylabel(f"Throughput ratio {a} / {b}")
@@ -438,7 +438,7 @@ def _dodged(ax: Axes, table: pd.DataFrame, x_levels: list[Any], hue_levels: list
         kw = {"color": palette[j % len(palette)], "marker": MARKERS[j % len(MARKERS)], "markersize": 4,
               "linewidth": 0}
         if with_ci:
-            ax.errorbar(xs, g[y], yerr=_yerr(g, y), capsize=2, elinewidth=0.9, label=str(h), **kw)
+            ax.errorbar(xs, g[y], yerr=ci_yerr(g, y), capsize=2, elinewidth=0.9, label=str(h), **kw)
         else:
             ax.plot(xs, g[y], label=str(h), **kw)
     ax.set_xticks(range(len(x_levels)), [str(v) for v in x_levels])
@@ -456,7 +456,7 @@ def _compression_groups(table: pd.DataFrame, engines: list[Any]) -> pd.DataFrame
         if "block_size" in table:
             words.append(str(r["block_size"]))
         if "cache_pct" in table:
-            words.append(f"{_level_text(r['cache_pct'])} %")
+            words.append(f"{tick_text(r['cache_pct'])} %")
         parts.append("\n".join(words) or str(r["engine"]))
     return table.assign(_x=parts)
 
@@ -467,43 +467,45 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
     hold; block size and cache interact with compression, so none is averaged over): throughput and KiB
     written per transaction (model-adjusted geometric means with 95 % CIs), and the on-disk size of each
     dataset (one marker per block size; measured once, no interval)."""
-    _require(tps, ("engine", "compression", "mean", "ci_lo", "ci_hi"), "compression throughput")
+    require_columns(tps, ("engine", "compression", "mean", "ci_lo", "ci_hi"), "compression throughput")
     apply_style()
-    fig, axes = subplots(1, 3, figsize=(TEXT_WIDTH_IN, 2.0), layout="constrained",
-                         gridspec_kw={"width_ratios": [2.2, 1, 2.2] if "block_size" in tps or "cache_pct" in tps
-                                      else [1, 1, 1]})
     engines = list(dict.fromkeys(tps["engine"]))
     comps = list(dict.fromkeys(tps["compression"]))
+    wide = "block_size" in tps or "cache_pct" in tps
     tps, writes = _compression_groups(tps, engines), _compression_groups(writes, engines)
     groups = list(dict.fromkeys(tps["_x"]))
+    many = len(groups) > 4  # more groups than fit side by side: one-line labels, turned
+    fig, axes = subplots(1, 3, figsize=(TEXT_WIDTH_IN, 3.0 if many else 2.3), layout="constrained",
+                         gridspec_kw={"width_ratios": [2.2, 1, 2.2] if wide else [1, 1, 1]})
     _dodged(axes[0], tps, groups, comps, x="_x", hue="compression")
     xlabel = " / ".join(w for c, w in (("engine", "engine"), ("block_size", "block size"),
                                        ("cache_pct", "cache (% of data)"))
                         if c in tps and (c != "engine" or len(engines) > 1))
-    axes[0].set_ylabel("Throughput (transactions/s)")
+    axes[0].set_ylabel("Throughput\n(transactions/s)")
     _zero_based(axes[0])
+    block_handles = []
     if not sizes.empty:
         s = sizes.copy()
         s["mib"] = s["data_physical_bytes"] / 2**20
         for k, (blk, g) in enumerate(s.groupby("block_size", sort=True)):
             palette = sns.color_palette("colorblind")
+            marker = MARKERS[(k + 2) % len(MARKERS)]
             for j, c in enumerate(comps):
                 gc = g[g["compression"] == c]
                 xs = np.array([engines.index(e) for e in gc["engine"] if e in engines], dtype=float)
                 xs = xs + (j - (len(comps) - 1) / 2) * 0.25 + (k - 0.5) * 0.06
                 axes[1].plot(xs, gc["mib"].to_numpy()[:len(xs)], linestyle="none", color=palette[j % len(palette)],
-                             marker=MARKERS[(k + 2) % len(MARKERS)], markersize=4, markerfacecolor="none",
-                             label=f"{c}, {blk}")
+                             marker=marker, markersize=4, markerfacecolor="none")
+            block_handles.append(Line2D([], [], linestyle="none", color="0.35", marker=marker, markersize=4,
+                                        markerfacecolor="none", label=str(blk)))
         axes[1].set_xticks(range(len(engines)), engines)
         axes[1].set_xlim(-0.5, len(engines) - 0.5)
         axes[1].grid(axis="y", linewidth=0.4, alpha=0.5)
-        # two legend rows in headroom above the largest dataset, so that no marker is under them
-        axes[1].legend(frameon=False, fontsize=5.5, loc="upper center", ncols=2, columnspacing=0.6,
-                       handletextpad=0.2)
-    axes[1].set_ylabel("On-disk size of tables (MiB)")
+    axes[1].set_ylabel("On-disk size (MiB)")
     _zero_based(axes[1])
-    if not sizes.empty:
-        axes[1].set_ylim(0, float(sizes["data_physical_bytes"].max()) / 2**20 * 1.55)
+    if block_handles:  # colour is compression (panel a's legend); the marker, the block size, said below
+        fig.legend(handles=block_handles, frameon=False, fontsize=6, loc="outside lower center",
+                   ncols=len(block_handles), title="b) marker: block size", title_fontsize=6)
     if writes.empty:
         axes[2].text(0.5, 0.5, "not measured\n(no block device)", transform=axes[2].transAxes, ha="center",
                      va="center", fontsize=7)
@@ -514,6 +516,10 @@ def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
     if xlabel and groups != engines:
         for a in (axes[0], axes[2]):
             a.set_xlabel(xlabel, fontsize=7)
+    if many:
+        for a in (axes[0], axes[2]):
+            a.set_xticks(a.get_xticks(), [t.get_text().replace("\n", " ") for t in a.get_xticklabels()],
+                         rotation=90, fontsize=6)
     _zero_based(axes[2])
     axes[0].legend(frameon=False, fontsize=6, title="compression", title_fontsize=6)
     for a, t in zip(axes, ("a) throughput", "b) on-disk size", "c) writes per transaction")):
@@ -535,7 +541,7 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
     of every run of the chosen cells over the measured window: one colour per cell, one line style per run
     (campaign and repetition from `runs` when given), both in the legend; a cross marks where the
     steady-state test starts a run's steady window when it trimmed any (in the legend when drawn)."""
-    _require(intervals, ("run_id", "cell_id", "t_s", "tps"), "throughput over time")
+    require_columns(intervals, ("run_id", "cell_id", "t_s", "tps"), "throughput over time")
     sel = intervals[intervals["cell_id"].isin(cells)]
     if sel.empty:
         raise FigureDataError(f"throughput over time: no per-second rows for {', '.join(cells)}")
@@ -608,7 +614,7 @@ def efficiency_vs_baseline(table: pd.DataFrame, baseline: str,
     :data:`MIN_RUNS_FOR_INTERVAL`). The baseline is the reference, drawn at 1 without an interval; a cell a
     panel has no value for says "not measured" (tmpfs has no block device to count KiB on); emulated media
     are named so under the panels."""
-    _require(table, ("label", "metric", "ratio", "ci_lo", "ci_hi", "baseline_mean"), "efficiency")
+    require_columns(table, ("label", "metric", "ratio", "ci_lo", "ci_hi", "baseline_mean"), "efficiency")
     metrics = [m for m in EFFICIENCY_LABELS if m in set(table["metric"])]
     if not metrics:
         raise FigureDataError("efficiency: none of the per-transaction metrics was measured")
@@ -703,10 +709,10 @@ def metric_by_factor(runs: pd.DataFrame, x: str, metric: str = "tps", hue: str |
             rows.append({x: lv, **({hue: h} if hue else {}), "n": v.size, "mean": v.mean(), "ci_lo": lo, "ci_hi": hi})
         if pts:
             p = pd.DataFrame(pts, columns=["x", "mean", "ci_lo", "ci_hi"])
-            ax.errorbar(p["x"], p["mean"], yerr=_yerr(p), color=palette[j % len(palette)],
+            ax.errorbar(p["x"], p["mean"], yerr=ci_yerr(p), color=palette[j % len(palette)],
                         marker=MARKERS[j % len(MARKERS)], markersize=3.5, capsize=2, linewidth=1.0,
                         label=None if h is None else f"{hue}={h}")
-    ax.set_xticks(range(len(levels)), [_level_text(v) for v in levels])
+    ax.set_xticks(range(len(levels)), [tick_text(v) for v in levels])
     ax.set_xlabel(x)
     ax.set_ylabel(metric)
     ax.grid(axis="y", linewidth=0.4, alpha=0.5)

@@ -26,13 +26,13 @@ from dbmatrix.publish.figures import (
     COLUMN_WIDTH_IN,
     LINESTYLES,
     MARKERS,
-    _level_text,
-    _medium_label,
-    _require,
-    _yerr,
     apply_style,
+    ci_yerr,
+    medium_label,
+    require_columns,
     shows_runs,
     subplots,
+    tick_text,
 )
 
 #: factors that get a panel each in the throughput figure (when the study varies them), in this order
@@ -114,7 +114,7 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure
                 color, marker, ls = palette[i % len(palette)], MARKERS[i % len(MARKERS)], "-"
             label = ", ".join(str(v) for v in key) if series else "all"
             if medium_at is not None and isinstance(g.iloc[0].get("emulated"), str) and g.iloc[0]["emulated"]:
-                label = label.replace(str(key[medium_at]), _medium_label(key[medium_at], g.iloc[0]["emulated"]), 1)
+                label = label.replace(str(key[medium_at]), medium_label(key[medium_at], g.iloc[0]["emulated"]), 1)
             handles.setdefault(label, Line2D([], [], color=color, marker=marker, markersize=3.5, linewidth=1.1,
                                              linestyle=ls, label=label))
             offset = (i - (len(order) - 1) / 2) * width
@@ -126,7 +126,7 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure
                     ax.plot(xs, gl["mean"], color=color, marker=marker, markersize=3.5, linewidth=0,
                             markerfacecolor="none")
                 else:
-                    ax.errorbar(xs, gl["mean"], yerr=_yerr(gl), color=color, marker=marker, markersize=3.5,
+                    ax.errorbar(xs, gl["mean"], yerr=ci_yerr(gl), color=color, marker=marker, markersize=3.5,
                                 capsize=2, linewidth=0, elinewidth=0.9)
                 for x, cid in zip(xs, gl["cell_id"]):
                     r = runs.loc[runs["cell_id"] == cid, "tps"]
@@ -136,7 +136,7 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure
             ax.plot(line.index + offset, line.to_numpy(), color=color, linewidth=1.1, linestyle=ls)
         if facets:
             ax.set_title(_panel_title(dict(zip(facets, combo))), loc="left", fontsize=7)
-        ax.set_xticks(levels, [f"{_level_text(float(v))}" for v in levels])
+        ax.set_xticks(levels, [f"{tick_text(float(v))}" for v in levels])
         ax.set_xlim(min(levels) - 0.2 * span, max(levels) + 0.2 * span)
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)
     for k in range(len(combos), nrows * ncols):
@@ -155,7 +155,7 @@ def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[Figure, dict[str
     """Seed 003 slide 15: throughput and p95 latency per medium across cache levels (model-adjusted
     geometric means with 95 % CIs), one colour per medium (:func:`medium_styles`; emulated media say so),
     one line style per engine."""
-    _require(tps, ("medium", "cache_pct", "mean", "ci_lo", "ci_hi"), "medium x cache")
+    require_columns(tps, ("medium", "cache_pct", "mean", "ci_lo", "ci_hi"), "medium x cache")
     if tps["medium"].nunique() < 2 or tps["cache_pct"].nunique() < 2:
         raise FigureDataError("medium x cache needs two or more media and cache levels")
     apply_style()
@@ -175,15 +175,15 @@ def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[Figure, dict[str
                 if g.empty:
                     continue
                 x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i * len(engines) + k - 1.5) * 0.04
-                label = _medium_label(med, g["emulated"].iloc[0] if "emulated" in g else None)
-                ax.errorbar(x, g["mean"], yerr=_yerr(g), color=styles[med][0],
+                label = medium_label(med, g["emulated"].iloc[0] if "emulated" in g else None)
+                ax.errorbar(x, g["mean"], yerr=ci_yerr(g), color=styles[med][0],
                             linestyle=LINESTYLES[k % len(LINESTYLES)], marker=styles[med][1],
                             markersize=3.5, capsize=2, linewidth=1.1, elinewidth=0.9,
                             label=f"{label}, {eng}" if eng is not None and len(engines) > 1 else label)
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-    axes[1].set_xticks(range(len(levels)), [f"{_level_text(v)} %" for v in levels])
+    axes[1].set_xticks(range(len(levels)), [f"{tick_text(v)} %" for v in levels])
     axes[1].set_xlim(-0.5, len(levels) - 0.5)
     axes[1].set_xlabel("Cache size (% of measured data size)")
     # one engine: named in the legend's title, not in every entry; an odd number of entries (three media)
