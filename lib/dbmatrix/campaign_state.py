@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dbmatrix.platform_facts import platform_of
+from dbmatrix.platform_facts import record_platforms
 from dbmatrix.record import RunRecord
 
 #: one host's platform (:func:`dbmatrix.platform_facts.platform_of`) as hashable items
@@ -49,15 +49,14 @@ def campaign_states(planned: Mapping[int, Sequence[str]],
     the campaigns found, :func:`campaigns_found`), from the run records of the results directory."""
     status: dict[str, str | None] = {}
     boots: dict[int, list[str]] = {}
-    platforms: dict[int, list[Platform]] = {}
+    records = list(records)
     for m in records:
         status[m.run_id] = m.status
         b = m.boot_id
         if b and b not in boots.setdefault(m.campaign, []):
             boots[m.campaign].append(b)
-        p = platform_of(m.host_facts or {})
-        if p and (pl := (m.host, tuple(sorted(p.items())))) not in platforms.setdefault(m.campaign, []):
-            platforms[m.campaign].append(pl)
+    platforms = {k: [(h, tuple(sorted(p.items()))) for h, ps in hosts.items() for p in ps]
+                 for k, hosts in record_platforms(records).items()}
     out = []
     for k in sorted(planned):
         ids = planned[k]

@@ -60,6 +60,18 @@ def platform_of(facts: Mapping[str, Any]) -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
+def record_platforms(records: Iterable[Any]) -> dict[int, dict[str, list[dict[str, str]]]]:
+    """campaign -> host -> the distinct platforms the run records (``campaign``, ``host``, ``host_facts``) name,
+    in the order first seen: what :func:`platform_changes` reads."""
+    out: dict[int, dict[str, list[dict[str, str]]]] = {}
+    for m in records:
+        p = platform_of(m.host_facts or {})
+        seen = out.setdefault(int(m.campaign), {}).setdefault(str(m.host), [])
+        if p and p not in seen:
+            seen.append(p)
+    return out
+
+
 def _ranges(numbers: Iterable[int]) -> str:
     """1, 2, 3, 5 -> '1-3, 5'."""
     xs = sorted(set(numbers))
@@ -116,4 +128,4 @@ def platform_summary(by_campaign: Mapping[int, Mapping[str, Iterable[Mapping[str
     return ""
 
 
-__all__ = ["FIELDS", "HARDWARE", "platform_changes", "platform_of", "platform_summary"]
+__all__ = ["FIELDS", "HARDWARE", "platform_changes", "platform_of", "platform_summary", "record_platforms"]

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dbmatrix.platform_facts import platform_changes, platform_of
+from dbmatrix.platform_facts import platform_changes, record_platforms
 from dbmatrix.store import ResultStore, write_text_atomic
 
 CAMPAIGNS_FILE = "campaigns.json"
@@ -78,14 +78,8 @@ def summaries(records: Sequence[Mapping[str, Any]],
 
 
 def run_platforms(store: ResultStore) -> dict[int, dict[str, list[dict[str, str]]]]:
-    """campaign -> host -> the distinct platforms its run records name (in the order first seen)."""
-    out: dict[int, dict[str, list[dict[str, str]]]] = {}
-    for m in store.records():
-        p = platform_of(m.host_facts or {})
-        seen = out.setdefault(m.campaign, {}).setdefault(m.host, [])
-        if p and p not in seen:
-            seen.append(p)
-    return out
+    """campaign -> host -> the distinct platforms the study's run records name."""
+    return record_platforms(store.records())
 
 
 @dataclass(frozen=True)

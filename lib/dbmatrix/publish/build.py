@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,8 @@ from dbmatrix.publish.paper_inputs import (
 )
 from dbmatrix.publish.registry import FIGURES, Published, draw_figures, remove_stale_figures
 from dbmatrix.store import write_text_atomic
+
+GRID_METRICS = frozenset({"scale_p95_doubling"})  # read off a grid of levels (dbmatrix.analyse.scaleout)
 
 # ------------------------------------------------------------------------------------ the whole build
 
@@ -350,14 +353,11 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any], judgement
 
 
 _ENGINE_WORDS = {"myrocks": "MyRocks", "innodb": "InnoDB"}
-GRID_METRICS = frozenset({"scale_p95_doubling"})  # read off a grid of levels (dbmatrix.analyse.scaleout)
 
 
 def _size_ratio(sizes: pd.DataFrame) -> float | None:
     """none / lz4 on-disk size: the geometric mean over block sizes of the per-block-size ratio of median
     sizes (the lzFourSize claim's reading, so the text and the claims table give one number)."""
-    import math
-
     logs = []
     for _, g in (sizes.groupby("block_size", sort=True) if "block_size" in sizes else [((), sizes)]):
         med = g.groupby(g["compression"].astype(str))["data_physical_bytes"].median()

@@ -120,8 +120,7 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure
             offset = (i - (len(order) - 1) / 2) * width
             g = g.sort_values(["cache_pct", "cell_id"])
             for lvl, gl in g.groupby("cache_pct", sort=True):
-                xs = lvl + offset + (np.linspace(-0.3, 0.3, len(gl)) * width if len(gl) > 1 else 0.0)
-                xs = np.atleast_1d(xs) if len(gl) > 1 else np.array([lvl + offset])
+                xs = lvl + offset + np.linspace(-0.3, 0.3, len(gl)) * width * (len(gl) > 1)
                 if runs_only:
                     ax.plot(xs, gl["mean"], color=color, marker=marker, markersize=3.5, linewidth=0,
                             markerfacecolor="none")
