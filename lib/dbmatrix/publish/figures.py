@@ -298,8 +298,6 @@ def _log_ratio_axis(ax: Axes, values: np.ndarray) -> None:
         fine = matplotlib.ticker.MaxNLocator(nbins=3, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
         plain = sorted({float(f"{t:.6g}") for t in fine if lo / 1.05 <= t <= hi * 1.05 and t > 0})
         nice = plain if len(plain) >= 2 else nice
-    if v.size and hi / lo < 100:  # a narrow span: a margin, so that no marker sits on the axis' edge (wide
-        ax.set_xlim(lo / 1.06, hi * 1.06)  # spans keep matplotlib's own margins, which leave the labels room)
     ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(nice or [1.0]))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: _ratio_tick(x)))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
