@@ -7,13 +7,14 @@ import itertools
 import subprocess
 from pathlib import Path
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
 
 from dbmatrix.publish import figures as plots
-from dbmatrix.publish import figures_cache
+from dbmatrix.publish import figures_cache, figures_contrasts
 from dbmatrix.publish.figures import FigureDataError
 from dbmatrix.publish.paper import type3_fonts
 
@@ -73,7 +74,7 @@ def test_throughput_vs_threads() -> None:
 def test_block_size_ratios_shade_the_claim_only_where_its_condition_holds() -> None:
     t = pd.DataFrame({"engine": ["innodb", "innodb", "myrocks", "myrocks"], "cache_pct": [25, 100, 25, 100],
                       "estimate": [1.5, 1.3, 1.02, 0.9], "ci_lo": [1.4, 1.2, 0.95, 0.8], "ci_hi": [1.6, 1.4, 1.1, 1.0]})
-    fig, info = plots.block_size_ratios(t, a="16k", b="4k", claimed=(1 / 1.1, 1.0), claimed_at=25,
+    fig, info = figures_contrasts.block_size_ratios(t, a="16k", b="4k", claimed=(1 / 1.1, 1.0), claimed_at=25,
                                         claimed_label="seed 003: MyRocks, no block cache")
     ax = fig.axes[0]
     assert info["engines"] == ["innodb", "myrocks"] and ax.get_ylabel() == "Throughput ratio 16k / 4k"
@@ -83,16 +84,16 @@ def test_block_size_ratios_shade_the_claim_only_where_its_condition_holds() -> N
     x = bands[0].get_paths()[0].vertices[:, 0]
     assert x.min() >= -0.5 and x.max() <= 0.5  # over the 25 % column only, not the 100 % one
     plt.close(fig)
-    fig, _ = plots.block_size_ratios(t, claimed=(1 / 1.1, 1.0), claimed_at=None)  # no condition: every level
+    fig, _ = figures_contrasts.block_size_ratios(t, claimed=(1 / 1.1, 1.0), claimed_at=None)  # no condition: every level
     assert len([c for c in fig.axes[0].collections if str(c.get_label()).startswith("seed")]) == 1
     assert sum(1 for c in fig.axes[0].collections if c.get_paths() and c.get_facecolor().size
                and c.get_paths()[0].vertices[:, 0].max() > 0.5) >= 1
     with pytest.raises(FigureDataError):
-        plots.block_size_ratios(t.iloc[0:0])
+        figures_contrasts.block_size_ratios(t.iloc[0:0])
     # issue 41: one series per compression, never a ratio averaged over it
     comp = pd.concat([t.assign(compression="none"), t.assign(compression="lz4", estimate=t["estimate"] * 4)])
-    fig, info = plots.block_size_ratios(comp[comp["engine"] == "myrocks"])
-    assert info["series"] == [("myrocks", "none"), ("myrocks", "lz4")]
+    fig, info = figures_contrasts.block_size_ratios(comp[comp["engine"] == "myrocks"])
+    assert info["series"] == [("none",), ("lz4",)]
     assert [x.get_text() for x in fig.axes[0].get_legend().get_texts()] == ["no compression", "lz4"]
     plt.close(fig)
 
@@ -143,12 +144,12 @@ def test_compression_panels_side_by_side() -> None:
                           "ci_lo": [950.0, 570, 940, 900], "ci_hi": [1050.0, 650, 1040, 1020]})
     sizes = pd.DataFrame({"engine": ["innodb"] * 2 + ["myrocks"] * 2, "block_size": ["16k"] * 4,
                           "compression": ["none", "lz4"] * 2, "data_physical_bytes": [80e6, 47e6, 42e6, 40e6]})
-    fig, _ = plots.compression_panels(means, sizes, means.assign(mean=[40.0, 120, 8, 8]))
+    fig, _ = figures_contrasts.compression_panels(means, sizes, means.assign(mean=[40.0, 120, 8, 8]))
     assert len(fig.axes) == 3 and fig.get_size_inches()[0] == pytest.approx(plots.TEXT_WIDTH_IN)
     assert [a.get_title(loc="left") for a in fig.axes] == ["a) throughput", "b) on-disk size",
                                                           "c) writes per transaction"]
     plt.close(fig)
-    fig, _ = plots.compression_panels(means, sizes, pd.DataFrame())
+    fig, _ = figures_contrasts.compression_panels(means, sizes, pd.DataFrame())
     assert "not measured" in fig.axes[2].texts[0].get_text()
     plt.close(fig)
 
@@ -164,6 +165,40 @@ def test_medium_cache_labels_emulated_media() -> None:
     plt.close(fig)
     with pytest.raises(FigureDataError, match="two or more media"):
         figures_cache.medium_cache(t[t["medium"] == "disk"], t)
+
+
+def test_figures_draw_the_factors_that_interact_with_their_contrast() -> None:
+    """Issue 41: a table that holds a further factor (split by the interaction rule) gets its own panels or
+    points in each figure: medium x cache one column per block size x compression; the block-size ratio
+    one panel per compression and a series per medium (its colour of every figure); compression one point
+    per medium x compression."""
+    rows = [{"engine": "myrocks", "block_size": b, "compression": c, "medium": m, "cache_pct": k,
+             "mean": 100.0, "ci_lo": 90.0, "ci_hi": 110.0, "emulated": "pmem-fsdax" if m == "tmpfs" else None}
+            for b, c, m, k in itertools.product(["4k", "16k"], ["none", "lz4"], ["disk", "tmpfs"], [0.0, 8.5])]
+    t = pd.DataFrame(rows)
+    fig, info = figures_cache.medium_cache(t, t.assign(mean=5.0, ci_lo=4.0, ci_hi=6.0))
+    assert info["panels"] == [("4k", "none"), ("4k", "lz4"), ("16k", "none"), ("16k", "lz4")]
+    assert len(fig.axes) == 8 and fig.get_size_inches()[0] == pytest.approx(plots.TEXT_WIDTH_IN)
+    assert [a.get_title(loc="left") for a in fig.axes[:4]] == ["4k blocks, no compression", "4k blocks, lz4",
+                                                              "16k blocks, no compression", "16k blocks, lz4"]
+    plt.close(fig)
+    ratios = t.drop(columns=["block_size", "mean", "ci_lo", "ci_hi"]).assign(estimate=1.5, ci_lo=1.4, ci_hi=1.6)
+    fig, info = figures_contrasts.block_size_ratios(ratios)
+    assert info["panels"] == ["none", "lz4"] and info["series"] == [("disk",), ("tmpfs",)]
+    assert [a.get_title(loc="left") for a in fig.axes] == ["no compression", "lz4"]
+    assert [x.get_text() for x in fig.legends[0].get_texts()] == ["disk", "tmpfs (emulated pmem-fsdax)"]
+    colours = figures_cache.medium_styles(["disk", "tmpfs"])
+    drawn = [c.lines[0].get_color() for c in fig.axes[0].containers]
+    assert [matplotlib.colors.to_hex(c) for c in drawn] == [matplotlib.colors.to_hex(colours[m][0])
+                                                           for m in ("disk", "tmpfs")]
+    plt.close(fig)
+    sizes = pd.DataFrame({"engine": ["myrocks"] * 2, "block_size": ["16k"] * 2, "compression": ["none", "lz4"],
+                          "data_physical_bytes": [300e6, 90e6]})
+    means = t[t["cache_pct"] == 8.5]
+    fig, info = figures_contrasts.compression_panels(means, sizes, means)
+    assert info["series"] == [("disk", "none"), ("disk", "lz4"), ("tmpfs", "none"), ("tmpfs", "lz4")]
+    assert "tmpfs (emulated pmem-fsdax), lz4" in [x.get_text() for x in fig.legends[0].get_texts()]
+    plt.close(fig)
 
 
 def test_throughput_over_time() -> None:
@@ -293,16 +328,22 @@ def test_compression_is_drawn_and_said_per_block_size_and_cache_level() -> None:
     tps = pd.DataFrame(rows)
     sizes = pd.DataFrame({"engine": ["myrocks"] * 2, "block_size": ["16k"] * 2, "compression": ["none", "lz4"],
                           "data_physical_bytes": [300e6, 90e6]})
-    fig, info = plots.compression_panels(tps, sizes, tps.assign(mean=8.0))
+    fig, info = figures_contrasts.compression_panels(tps, sizes, tps.assign(mean=8.0))
     assert info["groups"] == ["4k\n0 %", "16k\n0 %", "4k\n8.5 %", "16k\n8.5 %"]
     assert fig.axes[0].get_xlabel() == "block size / cache (% of data)"
     plt.close(fig)
     said = _compression_ratios(tps)
     assert [w for w, _ in said] == ["4k blocks and cache 0\\,\\%", "16k blocks and cache 0\\,\\%",
                                     "4k blocks and cache 8.5\\,\\%", "16k blocks and cache 8.5\\,\\%"]
-    assert [round(r, 2) for _, r in said] == [1.0, 1.0, 0.2, 1.0]
+    assert [r for _, r in said] == ["1.00", "1.00", "0.20", "1.00"]
     assert _compression_ratios(tps[tps["cache_pct"] == 0].drop(columns=["cache_pct", "block_size"])
-                               .head(2)) == [("", 1.0)]
+                               .head(2)) == [("", "1.00")]
+    # split by medium (it interacts with compression): the range over the media, never their mean
+    by_medium = pd.concat([tps.assign(medium="disk"),
+                           tps.assign(medium="tmpfs", mean=tps["mean"] * tps["compression"].map({"none": 1.0,
+                                                                                                 "lz4": 1.5}))])
+    assert [r for _, r in _compression_ratios(by_medium)] == ["1.00--1.50", "1.00--1.50", "0.20--0.30",
+                                                              "1.00--1.50"]
 
 
 def test_a_three_level_main_effect_gets_a_row_per_level_against_its_baseline() -> None:

@@ -155,30 +155,45 @@ def baseline_of(st: StudyTables) -> dict[str, Any]:
 
 def block_size_table(st: StudyTables) -> tuple[pd.DataFrame, str, str]:
     """Throughput ratio treatment/baseline block size (:func:`treatment_baseline`) per engine, compression
-    and cache level (contrasts.ratio_estimate: matched cells, else the two-way model's contrast there).
+    and cache level (contrasts.ratio_estimate: matched cells, else the two-way model's contrast there), and
+    per level of every other factor whose interaction with the block size is significant
+    (:func:`dbmatrix.analyse.interactions.split_factors`: the medium, in the paper's TPC-C study).
     Compression interacts with the block size more than any other factor (the 4 KB + lz4 collapse), so the
     ratio is never averaged over it."""
     from dbmatrix.analyse.contrasts import NotTestable, ratio_estimate
+    from dbmatrix.analyse.interactions import split_factors
 
     runs, exp = st.runs, st.experiment
     _require_varied(runs, "block_size", "block size figure")
     a, b = treatment_baseline(st, "block_size")
+    base = ["engine", "compression", "cache_pct"]
+    extras = split_factors(runs, factor_columns(runs), ["block_size"], base, ["tps"])
     rows = []
     comps = _levels_of(runs, "compression", exp) if runs["compression"].nunique() > 1 else [None]
-    for eng in _levels_of(runs, "engine", exp):
-        for comp in comps:
-            for cache in _levels_of(runs, "cache_pct", exp):
-                at = _at(runs, engine=eng, cache_pct=cache, **({"compression": comp} if comp is not None else {}))
-                try:
-                    e = ratio_estimate(runs, "tps", "block_size", a, b, at, level_order=exp.factors)
-                except NotTestable:
-                    continue
-                rows.append({"engine": eng, **({"compression": comp} if comp is not None else {}),
-                             "cache_pct": cache, "estimate": e.estimate, "ci_lo": e.ci_lo, "ci_hi": e.ci_hi,
-                             "basis": e.basis})
+    for extra in _product({f: _levels_of(runs, f, exp) for f in extras}):
+        for eng in _levels_of(runs, "engine", exp):
+            for comp in comps:
+                for cache in _levels_of(runs, "cache_pct", exp):
+                    at = _at(runs, engine=eng, cache_pct=cache, **extra,
+                             **({"compression": comp} if comp is not None else {}))
+                    try:
+                        e = ratio_estimate(runs, "tps", "block_size", a, b, at, level_order=exp.factors)
+                    except NotTestable:
+                        continue
+                    rows.append({"engine": eng, **({"compression": comp} if comp is not None else {}),
+                                 **extra, "cache_pct": cache, "estimate": e.estimate, "ci_lo": e.ci_lo,
+                                 "ci_hi": e.ci_hi, "basis": e.basis})
     if not rows:
         raise FigureDataError("block size figure: no estimable ratio")
-    return pd.DataFrame(rows), str(a), str(b)
+    return _with_emulated(pd.DataFrame(rows), runs), str(a), str(b)
+
+
+def _with_emulated(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """`table` with the device each emulated medium of its ``medium`` column stands in for (empty: real)."""
+    if "medium" not in table or "emulated" not in runs or table.empty:
+        return table
+    emu = runs.groupby("medium", sort=False)["emulated"].first()
+    return table.assign(emulated=table["medium"].map(lambda m: as_text(emu.get(m)) or None))
 
 
 def _gm_ci(values: np.ndarray) -> tuple[float, float, float]:
@@ -190,7 +205,9 @@ def _gm_ci(values: np.ndarray) -> tuple[float, float, float]:
 def adjusted_means(runs: pd.DataFrame, metric: str, by: Sequence[str],
                    level_order: Mapping[str, Sequence[Any]] | None = None) -> pd.DataFrame:
     """Geometric means of `metric` at every combination of the `by` levels, averaged over the other
-    factors by the two-way factorial model (:func:`dbmatrix.analyse.contrasts.fit_log_model`), with 95 % CIs. When
+    factors by the two-way factorial model (:func:`dbmatrix.analyse.contrasts.fit_log_model`), with 95 % CIs;
+    when `by` holds every factor the runs vary, each cell's own geometric mean and t interval over its runs
+    (a full factorial gets its cell means, whatever its higher interactions). When
     the two-way model is not estimable on the runs that measured the metric, one main-effects model per
     combination of ``by[:-1]``; with a single cell, the plain geometric mean and its t interval."""
     from dbmatrix.analyse.contrasts import fit_log_model, ordered_levels, positive_values
@@ -203,8 +220,18 @@ def adjusted_means(runs: pd.DataFrame, metric: str, by: Sequence[str],
     order = level_order or {}
     factors = factor_columns(data)
     levels = {f: ordered_levels(data[f], order.get(f)) for f in by}
-    model = fit_log_model(data, factors, metric, level_order=order)
     rows = []
+    if set(_varied_factors(data, factors)) <= set(by):  # a full factorial's cells: their own means
+        for combo in _product(levels):
+            sub = data
+            for f, v in combo.items():
+                sub = sub[sub[f].map(level_key) == level_key(v)]
+            if sub.empty:
+                continue
+            m, lo, hi = _gm_ci(sub[metric].astype(float).to_numpy())
+            rows.append({**combo, "mean": m, "ci_lo": lo, "ci_hi": hi, "basis": "the cell's runs"})
+        return pd.DataFrame(rows, columns=cols)
+    model = fit_log_model(data, factors, metric, level_order=order)
     if model is not None and (model.name == "main+2way" or len([f for f in by if f in model.factors]) <= 1):
         for combo in _product(levels):
             m, lo, hi = model.mean({f: v for f, v in combo.items() if f in model.factors})
@@ -230,6 +257,10 @@ def adjusted_means(runs: pd.DataFrame, metric: str, by: Sequence[str],
     return pd.DataFrame(rows, columns=cols)
 
 
+def _varied_factors(data: pd.DataFrame, factors: Sequence[str]) -> list[str]:
+    return [f for f in factors if data[f].map(level_key).nunique() > 1]
+
+
 def _product(levels: dict[str, list[Any]]) -> list[dict[str, Any]]:
     from dbmatrix.analyse.contrasts import level_product
 
@@ -250,12 +281,17 @@ def compression_tables(st: StudyTables) -> tuple[pd.DataFrame, pd.DataFrame, pd.
     (block size and cache only where the study varies them; model-adjusted over the other factors, within
     one cache level at a time, so that a two-way model's mean at block size x compression is that cell
     family's own), and the dataset sizes. Block size and cache interact with compression (the 4 KB + lz4
-    collapse), so no mean is taken over them."""
+    collapse), so no mean is taken over them; nor over any other factor whose interaction with compression
+    is significant (:func:`dbmatrix.analyse.interactions.split_factors`: the medium, in the paper's TPC-C
+    study), which the tables then hold as a column (each cell its own mean once every factor is held)."""
     from dbmatrix.analyse.contrasts import ordered_levels
+    from dbmatrix.analyse.interactions import split_factors
 
     runs, exp = st.runs, st.experiment
     _require_varied(runs, "compression", "compression figure")
-    by = ["engine", *(["block_size"] if runs["block_size"].nunique() > 1 else []), "compression"]
+    by = ["engine", *(["block_size"] if runs["block_size"].nunique() > 1 else [])]
+    by += [*split_factors(runs, factor_columns(runs), ["compression"], [*by, "cache_pct"],
+                          ["tps", "write_kb_per_txn"]), "compression"]
     split = "cache_pct" in runs and runs["cache_pct"].nunique() > 1
 
     def means(metric: str) -> pd.DataFrame:
@@ -268,23 +304,23 @@ def compression_tables(st: StudyTables) -> tuple[pd.DataFrame, pd.DataFrame, pd.
             parts.append(t)
         return pd.concat(parts, ignore_index=True)
 
-    return means("tps"), dataset_sizes(runs), means("write_kb_per_txn")
+    return _with_emulated(means("tps"), runs), dataset_sizes(runs), _with_emulated(means("write_kb_per_txn"), runs)
 
 
 def medium_cache_tables(st: StudyTables) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Throughput and p95 latency per engine x medium x cache level (model-adjusted), with the label of
-    the device an emulated medium stands in for."""
+    the device an emulated medium stands in for; per level of every other factor whose interaction with
+    the medium or the cache is significant (:func:`dbmatrix.analyse.interactions.split_factors`: block size
+    and compression in the paper's TPC-C study, where each point is then a cell's own mean)."""
+    from dbmatrix.analyse.interactions import split_factors
+
     runs, exp = st.runs, st.experiment
     _require_varied(runs, "medium", "medium x cache figure")
     _require_varied(runs, "cache_pct", "medium x cache figure")
-    by = ["engine", "medium", "cache_pct"]
-    emu = runs.groupby("medium", sort=False)["emulated"].first() if "emulated" in runs else pd.Series(dtype=object)
-    out = []
-    for metric in ("tps", "p95_ms"):
-        t = adjusted_means(runs, metric, by, exp.factors)
-        t["emulated"] = t["medium"].map(lambda m: as_text(emu.get(m)) or None) if not t.empty else None
-        out.append(t)
-    return out[0], out[1]
+    extras = split_factors(runs, factor_columns(runs), ["medium", "cache_pct"], ["engine"], ["tps", "p95_ms"])
+    by = ["engine", *extras, "medium", "cache_pct"]
+    return (_with_emulated(adjusted_means(runs, "tps", by, exp.factors), runs),
+            _with_emulated(adjusted_means(runs, "p95_ms", by, exp.factors), runs))
 
 
 def cell_label(row: pd.Series, varied: Sequence[str]) -> str:

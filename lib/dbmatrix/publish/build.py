@@ -32,7 +32,7 @@ from dbmatrix.analyse.verdict_text import (
 from dbmatrix.paths import git_state
 from dbmatrix.publish import claims_tex, decisions_tex, method_text, paper
 from dbmatrix.publish import figures as plots
-from dbmatrix.publish.captions import caption_macros
+from dbmatrix.publish.captions import caption_macros, design_macros
 from dbmatrix.publish.claims_method import render_claims_method
 from dbmatrix.publish.figure_check import Finding, format_findings
 from dbmatrix.publish.hooks import HookContext, HookOutput, run_hook
@@ -331,8 +331,10 @@ def figure_macros(drawn: dict[str, StudyTables], opts: dict[str, Any], judgement
                 name = _ENGINE_WORDS.get(str(engine), str(engine))
                 said.append(f"the uncompressed {name} dataset is {fmt_num(shrink, 2)} times "
                             f"its lz4 one, and lz4 gives {name} " + ", ".join(
-                                f"{fmt_num(r, 2)} of the throughput{f' at {where}' if where else ''}"
-                                for where, r in ratios))
+                                f"{r} of the throughput{f' at {where}' if where else ''}"
+                                for where, r in ratios)
+                            + (" (where two numbers: the lowest and highest over the media)"
+                               if "medium" in g and any("--" in r for _, r in ratios) else ""))
         st = drawn["compression"]
         m["compFigText"] = (f"Figure~\\ref{{fig:compression}} shows the {get_kind(st.kind).noun} "
                             f"(\\texttt{{{paper.latex_escape(st.name)}}}, workload "
@@ -366,20 +368,26 @@ def _size_ratio(sizes: pd.DataFrame) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def _compression_ratios(g: pd.DataFrame) -> list[tuple[str, float]]:
+def _compression_ratios(g: pd.DataFrame) -> list[tuple[str, str]]:
     """lz4 / none of one engine's compression-figure means, per block size x cache level the table holds
-    (in its order), each with where it holds in words ("" when the table has neither)."""
+    (in its order), each with where it holds in words ("" when the table has neither); where the table
+    also splits by medium (it interacts with compression), the range over the media ("0.20--0.23")."""
     keys = [c for c in ("block_size", "cache_pct") if c in g]
     out = []
     for where, h in (g.groupby(keys, sort=False) if keys else [((), g)]):
-        by = h.set_index(h["compression"].astype(str))["mean"]
-        if not {"lz4", "none"} <= set(by.index):
+        ratios = []
+        for _, hm in (h.groupby("medium", sort=False) if "medium" in h else [((), h)]):
+            by = hm.set_index(hm["compression"].astype(str))["mean"]
+            if {"lz4", "none"} <= set(by.index):
+                ratios.append(float(by["lz4"] / by["none"]))
+        if not ratios:
             continue
         levels = dict(zip(keys, where if isinstance(where, tuple) else (where,)))
         cache = fmt_num(float(levels.get("cache_pct", 0)), 1).removesuffix(".0")
         words = [f"{levels['block_size']} blocks" if "block_size" in levels else "",
                  f"cache {cache}\\,\\%" if "cache_pct" in levels else ""]
-        out.append((" and ".join(w for w in words if w), float(by["lz4"] / by["none"])))
+        lo, hi = fmt_num(min(ratios), 2), fmt_num(max(ratios), 2)
+        out.append((" and ".join(w for w in words if w), lo if lo == hi else f"{lo}--{hi}"))
     return out
 
 
@@ -496,6 +504,7 @@ def _text_macros(studies: Sequence[StudyTables], drawn: dict[str, StudyTables], 
     """The figures', method's, claims' and decisions' macros of the running text."""
     m = figure_macros(drawn, opts, judgement)
     m.update(caption_macros(drawn, opts))
+    m.update(design_macros(drawn, judgement))
     m.update(method_text.warmup_text(studies))
     m.update(method_text.campaigns_text(studies))
     m["baselineText"] = method_text.baseline_text(drawn)

@@ -10,8 +10,13 @@ from typing import Any
 
 import pandas as pd
 
+from dbmatrix.analyse.contrasts import varied
 from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table, timeline_cells
+from dbmatrix.analyse.judgement import Judgement
+from dbmatrix.analyse.tables import factor_columns
 from dbmatrix.publish.figures import MIN_RUNS_FOR_INTERVAL, shows_runs
+from dbmatrix.publish.registry import shown_factors
+from dbmatrix.spec.factors import factor_title
 
 
 def _n_text(n: Any) -> str:
@@ -54,4 +59,47 @@ def caption_macros(drawn: Mapping[str, StudyTables], opts: Mapping[str, Any]) ->
             if (pd.to_numeric(trims, errors="coerce") > 0).any() else
             "The steady-state test trimmed no warm-up from these runs: every steady window starts with the "
             "measured window, so no run is marked.")
+    return m
+
+
+# The model figures' tables and what each holds beyond its fixed columns (the factors split by the interaction
+# rule, :func:`dbmatrix.analyse.interactions.split_factors`): (stem, table, contrast, fixed columns).
+_DESIGN_FIGURES = (("block-size", "ratios", ("block_size",), ("engine", "compression", "cache_pct")),
+                   ("compression", "tps", ("compression",), ("engine", "block_size", "cache_pct")),
+                   ("medium-cache", "tps", ("medium", "cache_pct"), ("engine",)))
+
+
+def _words(factors: list[str]) -> str:
+    names = [factor_title(f).split(" (")[0].lower() for f in factors]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def design_macros(drawn: Mapping[str, StudyTables], judgement: Judgement) -> dict[str, str]:
+    """What the model figures hold and average over, as caption phrases from their judged tables:
+    ``blockFigDesign``, ``compFigDesign``, ``mediumFigDesign`` name the factors the interaction rule made
+    them draw and how their points are estimated (a cell's own runs once nothing is averaged over, else the
+    factorial model over the factors named)."""
+    m: dict[str, str] = {}
+    for stem, name, contrast, fixed in _DESIGN_FIGURES:
+        ft = judgement.figures.get(stem)
+        if stem not in drawn or ft is None or name not in ft.tables:
+            continue
+        table, st = ft.tables[name], drawn[stem]
+        shown = shown_factors(table)
+        split = [f for f in shown if f not in fixed and f not in contrast]
+        over = [f for f in varied(st.runs, factor_columns(st.runs)) if f not in shown and f not in contrast]
+        means = (f"geometric means adjusted by the factorial model for the {_words(over)}" if over else
+                 "geometric means of each cell's own runs (no factor averaged over)")
+        if stem == "block-size":
+            m["blockFigDesign"] = (
+                (f"one panel per compression and one series per {_words(split)} (which interacts with the block "
+                 "size too)" if split else "one series per compression") + ", at each cache level; "
+                + (f"averaged over the {_words(over)}" if over else "no factor averaged over"))
+        elif stem == "compression":
+            m["compFigDesign"] = ((f"and per {_words(split)} (which interacts with compression too: colour and "
+                                   "marker, with compression as the fill)" if split else "") + f"; (a) and (c) "
+                                  f"are {means}")
+        else:
+            m["mediumFigDesign"] = ((f"one column of panels per {_words(split)} (which interact with the "
+                                     "medium and the cache); " if split else "") + means)
     return m

@@ -12,7 +12,10 @@ list of :class:`Finding`, one per defect a reader would see:
   of its axes) no legend entry explains;
 - ``legend-covers``: a legend's box covers a data point or a text outside the legend;
 - ``emulated-unlabelled``: a text names an emulated medium (e.g. tmpfs standing in for PMEM) and no text
-  of the figure says it is emulated.
+  of the figure says it is emulated;
+- ``averages-interaction``: the figure averages over a factor whose interaction with the contrast it shows
+  is significant (a rule on the figure's data, not its drawing: :func:`dbmatrix.publish.registry.
+  design_findings`).
 
 Pure: it reads the figure and returns values; the only change is the canvas it draws on, which is put
 back. Reference lines drawn in axes coordinates (``axhline``/``axvline``/``axhspan``: "dashed: no effect")
@@ -52,7 +55,8 @@ TOLERANCE_PX = 1.0
 # space is about a quarter of an em, so "1", "4" and "16" closer than that print as "1416".
 MIN_TICK_GAP_EM = 0.25
 
-KINDS = ("overlap", "clipped", "degenerate-axes", "no-legend-entry", "legend-covers", "emulated-unlabelled")
+KINDS = ("overlap", "clipped", "degenerate-axes", "no-legend-entry", "legend-covers", "emulated-unlabelled",
+         "averages-interaction")
 
 
 @dataclass(frozen=True)

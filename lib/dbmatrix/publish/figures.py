@@ -28,7 +28,6 @@ from matplotlib.lines import Line2D
 
 from dbmatrix.analyse.figure_data import FigureDataError
 from dbmatrix.analyse.judgement import frames_digest
-from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish.figure_check import Finding, check_figure
 from dbmatrix.spec.factors import factor_title, factor_unit
 
@@ -314,7 +313,7 @@ def _ratio_tick(x: float) -> str:
 # ------------------------------------------------------------------------------------ figure 1
 
 
-def _zero_based(ax: Axes, headroom: float = 0.08) -> None:
+def zero_based(ax: Axes, headroom: float = 0.08) -> None:
     """A y axis from 0 with room above the highest mark: pinning the bottom at 0 keeps the margin matplotlib
     computed from the data's *range*, so values close together (8.4 and 8.7) would sit on the top edge."""
     top = float(ax.dataLim.y1)
@@ -378,154 +377,6 @@ def throughput_vs_threads(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figu
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     _finish_tps_p95(fig, ax, ax2, "Client threads", legend_size=6)
     return fig, {"series": series, "threads": [int(t) for t in levels]}
-
-
-# ------------------------------------------------------------------------------------ figure 2
-
-
-def block_size_ratios(table: pd.DataFrame, *, a: str = "16k", b: str = "4k",
-                      claimed: tuple[float, float] | None = None,
-                      claimed_at: Any = None, claimed_label: str = "seed 003 claim") -> tuple[Figure, dict[str, Any]]:
-    """Seed 003 slide 13: throughput ratio of block sizes a/b (treatment/baseline) per engine and cache
-    level with its 95 % CI (``table``: engine, cache_pct, estimate, ci_lo, ci_hi). The shaded band is the
-    seed's claim in the a/b direction, drawn only over the cache level `claimed_at` where the seed's
-    condition holds (all levels when None)."""
-    require_columns(table, ("engine", "cache_pct", "estimate", "ci_lo", "ci_hi"), "block size ratios")
-    apply_style()
-    fig, ax = subplots(figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.7), layout="constrained")
-    levels = sorted(table["cache_pct"].unique())
-    engines = list(dict.fromkeys(table["engine"]))
-    palette = sns.color_palette("colorblind")
-    if claimed:
-        at = [levels.index(v) for v in levels if claimed_at is None or level_key(v) == level_key(claimed_at)]
-        for k, col in enumerate(at):
-            ax.fill_between([col - 0.45, col + 0.45], *claimed, color="0.88", linewidth=0, zorder=0,
-                            label=claimed_label if k == 0 else None)
-    keys = ["engine", *(["compression"] if "compression" in table else [])]
-    series = list(dict.fromkeys(table[keys].itertuples(index=False, name=None)))
-    shown = [j for j, k in enumerate(keys) if k != "engine" or len(engines) > 1] or [0]
-    for i, key in enumerate(series):
-        g = table[(table[keys].apply(tuple, axis=1) == key).to_numpy()].sort_values("cache_pct", kind="stable")
-        x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i - (len(series) - 1) / 2) * 0.12
-        label = ", ".join(("no compression" if keys[j] == "compression" and key[j] == "none" else str(key[j]))
-                          for j in shown)
-        ax.errorbar(x, g["estimate"], yerr=ci_yerr(g, "estimate"), fmt=MARKERS[i % len(MARKERS)],
-                    color=palette[i % len(palette)], markersize=4, capsize=2, elinewidth=0.9, label=label)
-    ax.axhline(1.0, color="0.4", linewidth=0.7, linestyle="--")
-    ax.set_xticks(range(len(levels)), [f"{tick_text(v)} %" for v in levels])
-    ax.set_xlim(-0.5, len(levels) - 0.5)
-    ax.set_xlabel("Cache size (% of measured data size)")
-    ax.set_ylabel(f"Throughput ratio {a} / {b}")
-    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-    ax.legend(frameon=False, fontsize=6)
-    sns.despine(fig)
-    return fig, {"engines": engines, "levels": levels, "series": series}
-
-
-# ------------------------------------------------------------------------------------ figure 3
-
-
-def _dodged(ax: Axes, table: pd.DataFrame, x_levels: list[Any], hue_levels: list[Any], *,
-            x: str, hue: str, y: str = "mean", with_ci: bool = True) -> None:
-    palette = sns.color_palette("colorblind")
-    width = 0.5 / max(1, len(hue_levels))
-    for j, h in enumerate(hue_levels):
-        g = table[table[hue] == h]
-        xs = np.array([x_levels.index(v) for v in g[x]], dtype=float) + (j - (len(hue_levels) - 1) / 2) * width
-        kw = {"color": palette[j % len(palette)], "marker": MARKERS[j % len(MARKERS)], "markersize": 4,
-              "linewidth": 0}
-        if with_ci:
-            ax.errorbar(xs, g[y], yerr=ci_yerr(g, y), capsize=2, elinewidth=0.9, label=str(h), **kw)
-        else:
-            ax.plot(xs, g[y], label=str(h), **kw)
-    ax.set_xticks(range(len(x_levels)), [str(v) for v in x_levels])
-    ax.set_xlim(-0.5, len(x_levels) - 0.5)
-    ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-
-
-def _compression_groups(table: pd.DataFrame, engines: list[Any]) -> pd.DataFrame:
-    """`table` with ``_x``, the label of its engine x block size x cache level (those it has and varies)."""
-    if table.empty:
-        return table.assign(_x=pd.Series(dtype=object))
-    parts = []
-    for _, r in table.iterrows():
-        words = [str(r["engine"])] if len(engines) > 1 else []
-        if "block_size" in table:
-            words.append(str(r["block_size"]))
-        if "cache_pct" in table:
-            words.append(f"{tick_text(r['cache_pct'])} %")
-        parts.append("\n".join(words) or str(r["engine"]))
-    return table.assign(_x=parts)
-
-
-def compression_panels(tps: pd.DataFrame, sizes: pd.DataFrame,
-                       writes: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
-    """Seed 003 slide 14, compression side by side per engine x block size x cache level (those the tables
-    hold; block size and cache interact with compression, so none is averaged over): throughput and KiB
-    written per transaction (model-adjusted geometric means with 95 % CIs), and the on-disk size of each
-    dataset (one marker per block size; measured once, no interval)."""
-    require_columns(tps, ("engine", "compression", "mean", "ci_lo", "ci_hi"), "compression throughput")
-    apply_style()
-    engines = list(dict.fromkeys(tps["engine"]))
-    comps = list(dict.fromkeys(tps["compression"]))
-    wide = "block_size" in tps or "cache_pct" in tps
-    tps, writes = _compression_groups(tps, engines), _compression_groups(writes, engines)
-    groups = list(dict.fromkeys(tps["_x"]))
-    many = len(groups) > 4  # more groups than fit side by side: one-line labels, turned
-    fig, axes = subplots(1, 3, figsize=(TEXT_WIDTH_IN, 3.0 if many else 2.3), layout="constrained",
-                         gridspec_kw={"width_ratios": [2.2, 1, 2.2] if wide else [1, 1, 1]})
-    _dodged(axes[0], tps, groups, comps, x="_x", hue="compression")
-    xlabel = " / ".join(w for c, w in (("engine", "engine"), ("block_size", "block size"),
-                                       ("cache_pct", "cache (% of data)"))
-                        if c in tps and (c != "engine" or len(engines) > 1))
-    axes[0].set_ylabel("Throughput\n(transactions/s)")
-    _zero_based(axes[0])
-    block_handles = []
-    if not sizes.empty:
-        s = sizes.copy()
-        s["mib"] = s["data_physical_bytes"] / 2**20
-        for k, (blk, g) in enumerate(s.groupby("block_size", sort=True)):
-            palette = sns.color_palette("colorblind")
-            marker = MARKERS[(k + 2) % len(MARKERS)]
-            for j, c in enumerate(comps):
-                gc = g[g["compression"] == c]
-                xs = np.array([engines.index(e) for e in gc["engine"] if e in engines], dtype=float)
-                xs = xs + (j - (len(comps) - 1) / 2) * 0.25 + (k - 0.5) * 0.06
-                axes[1].plot(xs, gc["mib"].to_numpy()[:len(xs)], linestyle="none", color=palette[j % len(palette)],
-                             marker=marker, markersize=4, markerfacecolor="none")
-            block_handles.append(Line2D([], [], linestyle="none", color="0.35", marker=marker, markersize=4,
-                                        markerfacecolor="none", label=str(blk)))
-        axes[1].set_xticks(range(len(engines)), engines)
-        axes[1].set_xlim(-0.5, len(engines) - 0.5)
-        axes[1].grid(axis="y", linewidth=0.4, alpha=0.5)
-    axes[1].set_ylabel("On-disk size (MiB)")
-    _zero_based(axes[1])
-    if block_handles:  # colour is compression (panel a's legend); the marker, the block size, said below
-        fig.legend(handles=block_handles, frameon=False, fontsize=6, loc="outside lower center",
-                   ncols=len(block_handles), title="b) marker: block size", title_fontsize=6)
-    if writes.empty:
-        axes[2].text(0.5, 0.5, "not measured\n(no block device)", transform=axes[2].transAxes, ha="center",
-                     va="center", fontsize=7)
-        axes[2].set_xticks([])
-    else:
-        _dodged(axes[2], writes, [g for g in groups if g in set(writes["_x"])], comps, x="_x", hue="compression")
-    axes[2].set_ylabel("KiB written per transaction")
-    if xlabel and groups != engines:
-        for a in (axes[0], axes[2]):
-            a.set_xlabel(xlabel, fontsize=7)
-    if many:
-        for a in (axes[0], axes[2]):
-            a.set_xticks(a.get_xticks(), [t.get_text().replace("\n", " ") for t in a.get_xticklabels()],
-                         rotation=90, fontsize=6)
-    _zero_based(axes[2])
-    axes[0].legend(frameon=False, fontsize=6, title="compression", title_fontsize=6)
-    for a, t in zip(axes, ("a) throughput", "b) on-disk size", "c) writes per transaction")):
-        a.set_title(t, loc="left")
-    sns.despine(fig)
-    return fig, {"engines": engines, "compressions": comps, "groups": groups}
-
-
-# ------------------------------------------------------------------------------------ figure 4
 
 
 # ------------------------------------------------------------------------------------ figure 5

@@ -26,6 +26,7 @@ from dbmatrix.publish.figures import (
     COLUMN_WIDTH_IN,
     LINESTYLES,
     MARKERS,
+    TEXT_WIDTH_IN,
     apply_style,
     ci_yerr,
     medium_label,
@@ -151,49 +152,69 @@ def throughput_vs_cache(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[Figure
 
 
 def medium_cache(tps: pd.DataFrame, p95: pd.DataFrame) -> tuple[Figure, dict[str, Any]]:
-    """Seed 003 slide 15: throughput and p95 latency per medium across cache levels (model-adjusted
-    geometric means with 95 % CIs), one colour per medium (:func:`medium_styles`; emulated media say so),
-    one line style per engine."""
+    """Seed 003 slide 15: throughput and p95 latency per medium across cache levels (geometric means with
+    95 % CIs), one colour per medium (:func:`medium_styles`; emulated media say so), one line style per
+    engine (and a hollow marker for every other engine, which a point without a line still shows); one
+    column of panels per level combination of any further factor the tables hold (those that
+    interact with the medium or the cache: block size x compression in the TPC-C study), never a mean over
+    it."""
     require_columns(tps, ("medium", "cache_pct", "mean", "ci_lo", "ci_hi"), "medium x cache")
     if tps["medium"].nunique() < 2 or tps["cache_pct"].nunique() < 2:
         raise FigureDataError("medium x cache needs two or more media and cache levels")
     apply_style()
-    fig, axes = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.1),
-                         layout="constrained")
+    facets = [c for c in tps.columns if c not in ("engine", "medium", "cache_pct", "mean", "ci_lo", "ci_hi",
+                                                  "basis", "emulated")]
+    combos = [()] if not facets else \
+        [tuple(c) for c in pd.MultiIndex.from_product([_ordered(tps[f], f) for f in facets])
+         if (tps[facets].apply(tuple, axis=1) == tuple(c)).any()]
+    wide = len(combos) > 1  # a column per combination, throughput above p95; else the two side by side
+    fig, grid = subplots(2 if wide else 1, len(combos) if wide else 2, sharex=True, sharey="row" if wide else False,
+                         squeeze=False, figsize=(TEXT_WIDTH_IN, 3.6 if wide else 2.2), layout="constrained")
+    axes = grid if wide else [[grid[0][0]], [grid[0][1]]]
     levels = sorted(tps["cache_pct"].unique())
     media = sorted(dict.fromkeys(tps["medium"]), key=str)
     styles = medium_styles(media)
     engines = list(dict.fromkeys(tps["engine"])) if "engine" in tps else [None]
-    for ax, table, ylabel in ((axes[0], tps, "Throughput (transactions/s)"), (axes[1], p95, "p95 latency (ms)")):
-        if table.empty:
-            continue
-        for i, med in enumerate(media):
-            for k, eng in enumerate(engines):
-                g = table[(table["medium"] == med) & ((table["engine"] == eng) if eng is not None else True)]
-                g = g.sort_values("cache_pct", kind="stable")
-                if g.empty:
-                    continue
-                x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i * len(engines) + k - 1.5) * 0.04
-                label = medium_label(med, g["emulated"].iloc[0] if "emulated" in g else None)
-                ax.errorbar(x, g["mean"], yerr=ci_yerr(g), color=styles[med][0],
-                            linestyle=LINESTYLES[k % len(LINESTYLES)], marker=styles[med][1],
-                            markersize=3.5, capsize=2, linewidth=1.1, elinewidth=0.9,
-                            label=f"{label}, {eng}" if eng is not None and len(engines) > 1 else label)
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-        ax.grid(axis="y", linewidth=0.4, alpha=0.5)
-    axes[1].set_xticks(range(len(levels)), [f"{tick_text(v)} %" for v in levels])
-    axes[1].set_xlim(-0.5, len(levels) - 0.5)
-    axes[1].set_xlabel("Cache size (% of measured data size)")
-    # one engine: named in the legend's title, not in every entry; an odd number of entries (three media)
-    # in one column, so that the long emulated-media labels fit the column's width
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, frameon=False, fontsize=5.5, loc="outside upper center",
-               ncols=2 if len(labels) % 2 == 0 else 1,
+    for col, combo in enumerate(combos):
+        for row, (table, ylabel) in enumerate(((tps, "Throughput (transactions/s)"), (p95, "p95 latency (ms)"))):
+            ax = axes[row][col]
+            if table.empty:
+                continue
+            if facets:
+                table = table[(table[facets].apply(tuple, axis=1) == combo).to_numpy()]
+            for i, med in enumerate(media):
+                for k, eng in enumerate(engines):
+                    g = table[(table["medium"] == med) & ((table["engine"] == eng) if eng is not None else True)]
+                    g = g.sort_values("cache_pct", kind="stable")
+                    if g.empty:
+                        continue
+                    x = np.array([levels.index(v) for v in g["cache_pct"]]) + (i * len(engines) + k - 1.5) * 0.04
+                    label = medium_label(med, g["emulated"].iloc[0] if "emulated" in g else None)
+                    ax.errorbar(x, g["mean"], yerr=ci_yerr(g), color=styles[med][0],
+                                linestyle=LINESTYLES[k % len(LINESTYLES)], marker=styles[med][1],
+                                markerfacecolor="white" if k % 2 else styles[med][0],  # an engine alone
+                                markersize=3.5, capsize=2, linewidth=1.1, elinewidth=0.9,  # in a panel
+                                label=(f"{label}, {eng}" if eng is not None and len(engines) > 1 else label)
+                                if col == 0 else None)
+            if col == 0:
+                ax.set_ylabel(ylabel, fontsize=7)
+            ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+            if row == 0 and facets:
+                ax.set_title(_panel_title(dict(zip(facets, combo))), loc="left", fontsize=7)
+        for row in range(2):
+            axes[row][col].set_xticks(range(len(levels)), [f"{tick_text(v)} %" for v in levels])
+            axes[row][col].set_xlim(-0.5, len(levels) - 0.5)
+    for row in range(2):  # after every panel is drawn: set_ylim stops autoscaling the row it shares
+        for ax in axes[row]:
+            ax.set_ylim(bottom=0)
+    fig.supxlabel("Cache size (% of measured data size)", fontsize=8)
+    # one engine: named in the legend's title, not in every entry; one row across the figure's width
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, fontsize=5.5, loc="outside upper center", ncols=len(labels),
                title=f"engine {engines[0]}" if len(engines) == 1 and engines[0] is not None else None,
                title_fontsize=5.5)
     sns.despine(fig)
-    return fig, {"media": media, "engines": engines}
+    return fig, {"media": media, "engines": engines, "panels": combos}
 
 
 __all__ = ["FACETS", "medium_cache", "medium_styles", "throughput_vs_cache"]

@@ -18,13 +18,16 @@ from dbmatrix.analyse.figure_data import (
     emulated_media,
     timeline_cells,
 )
+from dbmatrix.analyse.interactions import averaged_interactions
 from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.stats import level_key
+from dbmatrix.analyse.tables import factor_columns
 from dbmatrix.publish import figures as plots
-from dbmatrix.publish import figures_cache
+from dbmatrix.publish import figures_cache, figures_contrasts
 from dbmatrix.publish import figures_scaleout as scaleout_plots
 from dbmatrix.publish.figure_check import Finding
+from dbmatrix.spec.experiment import FACTORS
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,10 @@ class FigureDef:
     title: str
     draw: Any  # Callable[[StudyTables, dict], tuple[plt.Figure, list[pd.DataFrame]]]
     model: bool = False
+    # the factors whose effect the figure shows and the metrics it draws: the figure check fails it when it
+    # averages over a factor that interacts with one of them (:func:`design_findings`); () checks nothing
+    contrast: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("tps",)
 
 
 def model_tables(j: Judgement, stem: str, st: StudyTables) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
@@ -73,7 +80,7 @@ def _draw_block(fitted: dict[str, pd.DataFrame], labels: dict[str, str],
     at = {"min": levels[0], "max": levels[-1]}.get(at, at) if isinstance(at, str) else at
     if at is not None and not isinstance(at, str) and all(float(at) < float(v) for v in levels):
         at = levels[0]  # the seed's no-cache level (0) below this study's levels: its lowest stands in
-    fig, _ = plots.block_size_ratios(table, a=a, b=b, claimed=claimed, claimed_at=at,
+    fig, _ = figures_contrasts.block_size_ratios(table, a=a, b=b, claimed=claimed, claimed_at=at,
                                      claimed_label="seed 003: MyRocks, no block cache")
     return fig, [table]
 
@@ -98,7 +105,7 @@ def seed_band(claim_id: str, a: Any, b: Any) -> tuple[tuple[float, float], Any] 
 def _draw_compression(fitted: dict[str, pd.DataFrame], labels: dict[str, str],
                       opts: dict[str, Any]) -> tuple[Any, list[pd.DataFrame]]:
     tps, sizes, writes = fitted["tps"], fitted["sizes"], fitted["writes"]
-    fig, _ = plots.compression_panels(tps, sizes, writes)
+    fig, _ = figures_contrasts.compression_panels(tps, sizes, writes)
     return fig, [tps, sizes, writes]
 
 
@@ -162,14 +169,17 @@ def _draw_scaleout_time(st: StudyTables, opts: dict[str, Any]) -> tuple[Any, lis
 # The paper's order. Each figure is drawn from the first study (in the profile's order) that has its data.
 FIGURES: tuple[FigureDef, ...] = (
     FigureDef("factor-effects", "Factor effects on throughput", _draw_effects),
-    FigureDef("throughput-vs-cache", "Throughput vs cache size", _draw_cache),
-    FigureDef("block-size", "Block size 4k vs 16k per engine and cache level", _draw_block, model=True),
+    FigureDef("throughput-vs-cache", "Throughput vs cache size", _draw_cache, contrast=("cache_pct",)),
+    FigureDef("block-size", "Block size 4k vs 16k per engine and cache level", _draw_block, model=True,
+              contrast=("block_size",)),
     FigureDef("compression", "Compression: throughput, on-disk size and writes per transaction",
-              _draw_compression, model=True),
-    FigureDef("medium-cache", "Medium x cache: throughput and p95 latency", _draw_medium, model=True),
+              _draw_compression, model=True, contrast=("compression",), metrics=("tps", "write_kb_per_txn")),
+    FigureDef("medium-cache", "Medium x cache: throughput and p95 latency", _draw_medium, model=True,
+              contrast=("medium", "cache_pct"), metrics=("tps", "p95_ms")),
     FigureDef("efficiency", "Hardware cost per transaction relative to the baseline", _draw_efficiency),
     FigureDef("throughput-over-time", "Per-second throughput and p95 latency", _draw_timeline),
-    FigureDef("throughput-vs-threads", "Throughput and p95 latency vs client threads", _draw_threads),
+    FigureDef("throughput-vs-threads", "Throughput and p95 latency vs client threads", _draw_threads,
+              contrast=("threads",), metrics=("tps", "p95_ms")),
     FigureDef("scaleout-qps", "Scale-out: queries per second vs client threads per instance count",
               _draw_scaleout_qps),
     FigureDef("scaleout-p95", "Scale-out: p95 latency vs client threads per instance count", _draw_scaleout_p95),
@@ -206,6 +216,7 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, judgement: J
             except plots.FigureDataError as exc:
                 out.skipped.append(f"{fd.stem} from {st.name}: {exc}")
                 continue
+            out.findings.extend(design_findings(fd, st.runs, frames))
             out.written += plots.save_figure(fig, figures_dir, fd.stem,
                                              data_sha=plots.data_hash(*frames), title=fd.title,
                                              check=out.findings, emulated=emulated_media(st))
@@ -215,6 +226,27 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, judgement: J
             if not any(n.startswith(f"{fd.stem} from ") for n in out.skipped):
                 out.skipped.append(f"{fd.stem}: no study with data")
     return out
+
+
+def shown_factors(frame: pd.DataFrame) -> list[str]:
+    """The factors a figure's table draws: every factor when it has a row per cell (``cell_id``), else the
+    factor columns that vary in it."""
+    if "cell_id" in frame.columns:
+        return list(FACTORS)
+    return [f for f in FACTORS if f in frame.columns and frame[f].map(level_key).nunique() > 1]
+
+
+def design_findings(fd: FigureDef, runs: pd.DataFrame, frames: Sequence[pd.DataFrame]) -> list[Finding]:
+    """The figure check's design rule (issue 41): a figure that averages over a factor whose interaction with
+    the contrast it shows is significant on a metric it draws (:func:`dbmatrix.analyse.interactions.
+    averaged_interactions` on the study's `runs`) is a finding, "averages-interaction"; `frames`: the tables
+    it was drawn from, the first the one it plots."""
+    if not fd.contrast or not frames:
+        return []
+    shown = shown_factors(frames[0])
+    return [Finding(fd.stem, "averages-interaction", (f"averaged over {i.factor}",),
+                    f"{i}: draw {i.factor} as panels or series")
+            for i in averaged_interactions(runs, factor_columns(runs), fd.contrast, shown, fd.metrics)]
 
 
 def remove_stale_figures(figures_dir: Path, keep: set[str]) -> list[Path]:

@@ -1,0 +1,91 @@
+"""Which factors a figure may average over (pure): none whose two-way interaction with the contrast it draws
+is significant (issue 41: "figures drawn along the interactions").
+
+A figure shows a contrast (block size, compression, medium x cache...) and some factors as panels, series or
+axes; the study's other varied factors are averaged over. Averaging over a factor F is honest only when the
+contrast does not depend on F: the test is the partial F test of the contrast x F term in the two-way
+factorial model of log(metric) on the study's runs, with the campaign as an additive block
+(:func:`dbmatrix.analyse.contrasts.fit_log_model`), at :data:`~dbmatrix.analyse.contrasts.INTERACTION_ALPHA`,
+the level at which the claims never average over an interaction either.
+
+:func:`split_factors` tells a figure's table which factors to draw as panels or series; the figure check
+(:func:`averaged_interactions`, via :mod:`dbmatrix.publish.registry`) fails a figure that still averages over
+one. Both read the same tests, so a table that splits by what it is told passes the check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from dbmatrix.analyse.contrasts import INTERACTION_ALPHA, fit_log_model, varied
+
+BLOCK = "campaign"  # an additive block: campaigns shift every cell together, they do not interact
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """A two-way interaction of the contrast factor `contrast` with `factor` on `metric`: F and p."""
+
+    factor: str
+    contrast: str
+    metric: str
+    f: float
+    p: float
+
+    def __str__(self) -> str:
+        return (f"{self.factor} x {self.contrast} on {self.metric}: F = {self.f:.3g}, p = {self.p:.2g} "
+                f"(< {INTERACTION_ALPHA:g})")
+
+
+def interaction_tests(runs: pd.DataFrame, design: Sequence[str], metric: str,
+                      pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(F, p) of each (contrast, factor) pair's two-way term in the model of log(`metric`) over the
+    `design` factors the runs vary (campaign as a block); pairs the model cannot test (a factor not varied,
+    an aliased term, no residual df) are left out."""
+    model = fit_log_model(runs, list(design), metric, interactions=True, block=BLOCK)
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    if model is None:
+        return out
+    for c, f in pairs:
+        if c == f or not model.has_term((c, f)):
+            continue
+        fv, p = model.term_test((c, f))
+        if math.isfinite(p):
+            out[(c, f)] = (fv, p)
+    return out
+
+
+def averaged_interactions(runs: pd.DataFrame, design: Sequence[str], contrast: Sequence[str],
+                          shown: Sequence[str], metrics: Sequence[str],
+                          alpha: float = INTERACTION_ALPHA) -> list[Interaction]:
+    """The significant interactions of a `contrast` factor with a factor the figure averages over (a factor
+    of the `design` the runs vary that is neither in `contrast` nor `shown`), per metric, in design order."""
+    design = varied(runs, design)
+    averaged = [f for f in design if f not in contrast and f not in shown]
+    drawn = [c for c in contrast if c in design]
+    if not averaged or not drawn:
+        return []
+    pairs = [(c, f) for f in averaged for c in drawn]
+    out = []
+    for m in metrics:
+        if m not in runs.columns:
+            continue
+        tests = interaction_tests(runs, design, m, pairs)
+        out += [Interaction(f, c, m, *tests[(c, f)]) for c, f in pairs
+                if (c, f) in tests and tests[(c, f)][1] < alpha]
+    return out
+
+
+def split_factors(runs: pd.DataFrame, design: Sequence[str], contrast: Sequence[str], shown: Sequence[str],
+                  metrics: Sequence[str], alpha: float = INTERACTION_ALPHA) -> list[str]:
+    """The factors a figure showing `contrast` (and `shown`) must draw as panels or series rather than
+    average over: those of :func:`averaged_interactions`, in design order."""
+    found = {i.factor for i in averaged_interactions(runs, design, contrast, shown, metrics, alpha)}
+    return [f for f in design if f in found]
+
+
+__all__ = ["BLOCK", "Interaction", "averaged_interactions", "interaction_tests", "split_factors"]
