@@ -97,3 +97,38 @@ def test_study_costs_reads_the_logs_and_run_records(tmp_path) -> None:
     assert costs.set_index("claim").loc["fast", "runs"] == 2  # the failed run and campaign 1's are not counted
     row = summary.iloc[0]
     assert (row["runs"], row["run_s"], row["elapsed_s"], row["stopped"]) == (2, 20.0, 700.5, "budget")
+
+
+def test_the_paper_shows_the_cost_of_the_campaign_looks_the_claims_table_reports() -> None:
+    """Issue 39 item 5 / issue 41: with campaigns as looks, the decisions table is the looks' (the verdict the
+    claims table reports, the look it was decided at and the campaigns' time), an open claim has its
+    half-width, the one it needs and its projected look, and a claim decided earlier and open again says so;
+    the within-campaign logs of earlier campaigns are named, not shown."""
+    from dbmatrix.publish.decisions_tex import looks_text, render_looks_table
+
+    looks = pd.DataFrame([
+        {"id": "a", "study": "s", "campaigns": 4, "verdict": "agree", "decided_at": 2, "machine_s": 7200.0,
+         "half_width": float("nan"), "needed_half_width": float("nan"), "projected_campaigns": "", "note": "",
+         "study_machine_s": 14400.0},
+        {"id": "b", "study": "s", "campaigns": 4, "verdict": "inconclusive", "decided_at": 1, "machine_s": 3600.0,
+         "half_width": float("nan"), "needed_half_width": float("nan"), "projected_campaigns": "",
+         "note": "disagree at look 1, inconclusive at look 4: the verdict the table reports is the last look's",
+         "study_machine_s": 14400.0},
+        {"id": "c", "study": "s", "campaigns": 4, "verdict": "inconclusive", "decided_at": "", "machine_s": float("nan"),
+         "half_width": 0.2, "needed_half_width": 0.1, "projected_campaigns": "", "note": "open beyond",
+         "study_machine_s": 14400.0},
+        {"id": "d", "study": "s", "campaigns": 4, "verdict": "inconclusive", "decided_at": "", "machine_s": float("nan"),
+         "half_width": 0.12, "needed_half_width": 0.1, "projected_campaigns": 5, "note": "",
+         "study_machine_s": 14400.0}])
+    tex = render_looks_table(looks, 6)
+    assert "a & \\texttt{s} & 4 & agree & 2 & 120.0 & --- & --- & --- \\\\" in tex
+    assert "b & \\texttt{s} & 4 & inconclusive & 1$^\\dagger$ &" in tex
+    assert "c & \\texttt{s} & 4 & inconclusive & --- & --- & 0.2 & 0.1 & ${>}6$ \\\\" in tex
+    assert tex.rstrip().endswith("d & \\texttt{s} & 4 & inconclusive & --- & --- & 0.12 & 0.1 & 5 \\\\\n\\end{longtable}}")
+    history = pd.DataFrame({"campaign": [1, 2, 1]})
+    text = looks_text(looks, 6, history)
+    assert "of 4 claim judgements, 1 are decided, 4.0\\,h of campaigns in all, 240\\,min per decided claim" in text
+    assert "1 decided at an earlier look are open again" in text
+    assert "2 are open, 1 of them projected to be decided within 6 campaigns" in text and "and 1 not" in text
+    assert "Campaigns 1 and 2 also added replicate blocks within the campaign" in text
+    assert "no study" in render_looks_table(looks.iloc[0:0], 6)

@@ -43,7 +43,8 @@ SUMMARY_COLUMNS = ("study", "campaign", "claims", "decided", "open", "not_by_run
 NUMERIC = frozenset({"band_lo", "band_hi", "n", "estimate", "ci_lo", "ci_hi", "campaigns", "confidence", "campaign",
                      "decided_at", "blocks", "looks", "runs", "run_s", "projected_blocks", "claims", "decided",
                      "open", "not_by_runs", "elapsed_s", "elapsed_s_per_decided", "value_a", "value_b", "ratio",
-                     "runs_a", "runs_b", "machine_s", "half_width", "needed_half_width"})
+                     "runs_a", "runs_b", "machine_s", "half_width", "needed_half_width",
+                     "study_machine_s"})
 # claims-mechanism.csv: the counters of the cells each claim compares (dbmatrix.analyse.mechanism)
 MECHANISM_COLUMNS = ("id", "study", "condition", "counter", "label", "a", "b", "value_a", "value_b", "ratio",
                      "runs_a", "runs_b")
@@ -51,7 +52,7 @@ MECHANISM_FILE = "claims-mechanism.csv"
 # decisions-campaigns.csv: per claim of a study whose campaigns are its looks, the look it was decided at and
 # what it cost, or the campaigns an open one would need (dbmatrix.analyse.claims.campaign_costs)
 LOOK_COLUMNS = ("id", "study", "campaigns", "verdict", "decided_at", "machine_s", "half_width", "needed_half_width",
-                "projected_campaigns", "note")
+                "projected_campaigns", "note", "study_machine_s")
 LOOK_FILE = "decisions-campaigns.csv"
 MANIFEST = "judgement.json"
 FLOAT_FORMAT = "%.6g"  # the claims tables' numbers (as claims.csv has always held them)

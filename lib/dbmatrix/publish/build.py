@@ -12,7 +12,7 @@ import pandas as pd
 
 from dbmatrix.analyse import claims_view
 from dbmatrix.analyse.claims.catalogue import COMPRESSES, FC_PAUSED, SATURATED, SEED003_CACHE_PCT
-from dbmatrix.analyse.claims.verdicts import VERDICTS
+from dbmatrix.analyse.claims.verdicts import MAX_CAMPAIGNS, VERDICTS
 from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table, timeline_cells
 from dbmatrix.analyse.host_facts import merge_host_facts
 from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement, combined, flips
@@ -516,13 +516,17 @@ def _text_macros(studies: Sequence[StudyTables], drawn: dict[str, StudyTables], 
     m["steadyTrimText"] = method_text.trim_text(primary.analysis.runs, primary.experiment.measure_s,
                                                 steady_params(primary.experiment.measure_s)["min_seconds"])
     m.update(claims_macros(judgement.verdicts, judgement.further))
-    m["decisionsText"] = decisions_tex.decisions_text(judgement.cost_summary)
+    m["decisionsText"] = (
+        decisions_tex.looks_text(judgement.looks, MAX_CAMPAIGNS, judgement.cost_summary)
+        if not judgement.looks.empty else decisions_tex.decisions_text(judgement.cost_summary))
     return m
 
 
 def _write_claims_tex(j: Judgement, generated_dir: Path) -> list[Path]:
     """The claims', further findings' and decisions' tables, the claims in detail and the method text."""
-    return [_write(generated_dir, "table-decisions.tex", decisions_tex.render_decisions_table(j.costs, j.cost_summary)),
+    table = (decisions_tex.render_looks_table(j.looks, MAX_CAMPAIGNS) if not j.looks.empty
+             else decisions_tex.render_decisions_table(j.costs, j.cost_summary))
+    return [_write(generated_dir, "table-decisions.tex", table),
             _write(generated_dir, "table-claims.tex", claims_tex.render_claims_table(j.verdicts)),
             _write(generated_dir, "table-further.tex", claims_tex.render_claims_table(j.further, further=True)),
             _write(generated_dir, "claims-details.tex", claims_tex.render_claims_details(j.verdicts, j.further)),

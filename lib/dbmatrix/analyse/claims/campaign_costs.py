@@ -121,9 +121,14 @@ def campaign_decisions(claims: Sequence[Claim], evidence: Sequence[Evidence],
             row: dict[str, Any] = {"id": c.id, "study": ev.experiment, "campaigns": len(ks),
                                    "verdict": str(now["verdict"]), "decided_at": first or "",
                                    "machine_s": math.nan, "half_width": math.nan, "needed_half_width": math.nan,
-                                   "projected_campaigns": "", "note": ""}
+                                   "projected_campaigns": "", "note": "",
+                                   "study_machine_s": round(machine_seconds(ev.campaign_records), 1)}
             if first is not None:
                 row["machine_s"] = round(machine_seconds(prefix(ev, first).campaign_records), 1)
+                was = str(series[first].loc[c.id, "verdict"])
+                if verdict_class(str(now["verdict"])) not in DECIDED:  # the pooled interval moved back
+                    row["note"] = (f"{was} at look {first}, {now['verdict']} at look {len(ks)}: the verdict the "
+                                   "table reports is the last look's")
             elif verdict_class(str(now["verdict"])) == "inconclusive":
                 hw = _half_width(now, c)
                 need = needed_half_width(c, float(now.get("estimate", np.nan)))
