@@ -128,7 +128,7 @@ def test_the_paper_shows_the_cost_of_the_campaign_looks_the_claims_table_reports
     history = pd.DataFrame({"campaign": [1, 2, 1]})
     text = looks_text(looks, 6, history)
     assert "of 4 claim judgements, 1 are decided, 4.0\\,h of campaigns in all, 240\\,min per decided claim" in text
-    assert "1 decided at an earlier look are open again" in text
+    assert "1 decided at an earlier look is open again" in text
     assert "2 are open, 1 of them projected to be decided within 6 campaigns" in text and "and 1 not" in text
     assert "Campaigns 1 and 2 also added replicate blocks within the campaign" in text
     assert "no study" in render_looks_table(looks.iloc[0:0], 6)

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from dbmatrix.analyse.interactions import averaged_interactions, split_factors
+from dbmatrix.analyse.interactions import averaged_in_table, averaged_interactions, interaction_table, split_factors
 from dbmatrix.publish.registry import FigureDef, design_findings, shown_factors
 
 DESIGN = ["cache_pct", "block_size", "medium"]
@@ -60,19 +60,29 @@ def test_the_interaction_test_keeps_its_size_and_has_power() -> None:
 def test_the_figure_check_fails_a_figure_that_averages_over_a_significant_interaction() -> None:
     """The fixture: a block-size ratio table per cache level alone (averaged over the medium, which changes
     the ratio) is a finding; the same figure with a column per medium, or on runs without the interaction,
-    is not."""
+    is not. The check reads the judge step's interaction table (publishing fits no model)."""
+    def table(interaction: float, seed: int) -> pd.DataFrame:
+        return interaction_table("s", runs_with(interaction, seed), DESIGN)
+
     fd = FigureDef("block-size", "Block size", draw=None, model=True, contrast=("block_size",))
     averaged = pd.DataFrame({"cache_pct": [0.0, 8.5], "estimate": [1.5, 1.5], "ci_lo": [1.4, 1.4],
                              "ci_hi": [1.6, 1.6]})
-    findings = design_findings(fd, runs_with(0.5, seed=2), [averaged])
+    t = table(0.5, seed=2)
+    assert set(zip(t["factor_a"], t["factor_b"])) == {("cache_pct", "block_size"), ("cache_pct", "medium"),
+                                                      ("block_size", "medium")} and set(t["metric"]) == {"tps"}
+    findings = design_findings(fd, "s", [averaged], t)
     assert [(f.figure, f.kind, f.artists) for f in findings] == [("block-size", "averages-interaction",
                                                                   ("averaged over medium",))]
     assert "draw medium as panels or series" in str(findings[0])
+    # the table gives what the fit gives
+    assert averaged_in_table(t, "s", ["block_size"], ["cache_pct"], ["tps"]) == \
+        averaged_interactions(runs_with(0.5, seed=2), DESIGN, ["block_size"], ["cache_pct"], ["tps"])
     split = pd.concat([averaged.assign(medium="disk"), averaged.assign(medium="tmpfs")])
-    assert design_findings(fd, runs_with(0.5, seed=2), [split]) == []
-    assert design_findings(fd, runs_with(0.0, seed=3), [averaged]) == []
+    assert design_findings(fd, "s", [split], t) == []
+    assert design_findings(fd, "s", [averaged], table(0.0, seed=3)) == []
+    assert design_findings(fd, "another study", [averaged], t) == []
     # a table with a row per cell shows every factor; a figure with no contrast is not checked
     assert shown_factors(pd.DataFrame({"cell_id": ["a"]}))[:2] and \
-        design_findings(fd, runs_with(0.5, seed=2), [pd.DataFrame({"cell_id": ["a"], "mean": [1.0]})]) == []
-    assert design_findings(FigureDef("x", "x", draw=None), runs_with(0.5, seed=2), [averaged]) == []
+        design_findings(fd, "s", [pd.DataFrame({"cell_id": ["a"], "mean": [1.0]})], t) == []
+    assert design_findings(FigureDef("x", "x", draw=None), "s", [averaged], t) == []
     plt.close("all")

@@ -24,6 +24,9 @@ import pandas as pd
 from dbmatrix.analyse.contrasts import INTERACTION_ALPHA, fit_log_model, varied
 
 BLOCK = "campaign"  # an additive block: campaigns shift every cell together, they do not interact
+# the metrics the figures draw whose interactions the judge step tests once per study (interaction_table)
+FIGURE_METRICS = ("tps", "p95_ms", "write_kb_per_txn", "qps")
+COLUMNS = ("study", "metric", "factor_a", "factor_b", "f", "p")
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,41 @@ def averaged_interactions(runs: pd.DataFrame, design: Sequence[str], contrast: S
     return out
 
 
+def interaction_table(study: str, runs: pd.DataFrame, design: Sequence[str],
+                      metrics: Sequence[str] = FIGURE_METRICS) -> pd.DataFrame:
+    """Every estimable two-way term of the study's model per metric it measured: F and p (the judge step
+    writes it; the figure check reads it, :func:`averaged_in_table`)."""
+    design = varied(runs, design)
+    pairs = [(a, b) for i, a in enumerate(design) for b in design[i + 1:]]
+    rows = []
+    for m in metrics:
+        if m not in runs.columns or not pairs:
+            continue
+        for (a, b), (fv, p) in interaction_tests(runs, design, m, pairs).items():
+            rows.append({"study": study, "metric": m, "factor_a": a, "factor_b": b, "f": fv, "p": p})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def averaged_in_table(table: pd.DataFrame, study: str, contrast: Sequence[str], shown: Sequence[str],
+                      metrics: Sequence[str], alpha: float = INTERACTION_ALPHA) -> list[Interaction]:
+    """:func:`averaged_interactions` read from a study's :func:`interaction_table` (no model fitted): the
+    factors of its terms are the ones the study varies."""
+    t = table[(table["study"] == study) & table["metric"].isin(list(metrics))] if len(table) else table
+    if t.empty:
+        return []
+    factors = list(dict.fromkeys([*t["factor_a"], *t["factor_b"]]))
+    averaged = [f for f in factors if f not in contrast and f not in shown]
+    out = []
+    for m in metrics:
+        for f in averaged:
+            for c in contrast:
+                hit = t[(t["metric"] == m) & (((t["factor_a"] == c) & (t["factor_b"] == f))
+                                              | ((t["factor_a"] == f) & (t["factor_b"] == c)))]
+                if len(hit) and float(hit["p"].iloc[0]) < alpha:
+                    out.append(Interaction(f, c, m, float(hit["f"].iloc[0]), float(hit["p"].iloc[0])))
+    return out
+
+
 def split_factors(runs: pd.DataFrame, design: Sequence[str], contrast: Sequence[str], shown: Sequence[str],
                   metrics: Sequence[str], alpha: float = INTERACTION_ALPHA) -> list[str]:
     """The factors a figure showing `contrast` (and `shown`) must draw as panels or series rather than
@@ -88,4 +126,5 @@ def split_factors(runs: pd.DataFrame, design: Sequence[str], contrast: Sequence[
     return [f for f in design if f in found]
 
 
-__all__ = ["BLOCK", "Interaction", "averaged_interactions", "interaction_tests", "split_factors"]
+__all__ = ["BLOCK", "COLUMNS", "FIGURE_METRICS", "Interaction", "averaged_in_table", "averaged_interactions",
+           "interaction_table", "interaction_tests", "split_factors"]

@@ -21,8 +21,10 @@ from dbmatrix.analyse.figure_data import (
     compression_tables,
     medium_cache_tables,
 )
+from dbmatrix.analyse.interactions import interaction_table
 from dbmatrix.analyse.judgement import (
     COST_COLUMNS,
+    INTERACTION_COLUMNS,
     SUMMARY_COLUMNS,
     FigureTables,
     Judgement,
@@ -32,6 +34,7 @@ from dbmatrix.analyse.judgement import (
 )
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.mechanism import mechanism_rows
+from dbmatrix.analyse.tables import factor_columns
 
 FigureModel = Callable[[StudyTables], tuple[dict[str, pd.DataFrame], dict[str, str]]]
 
@@ -109,4 +112,8 @@ def judge(studies: Sequence[StudyTables], code: str = "") -> Judgement:
     judged = pd.concat([seeds.claims, further.claims], ignore_index=True)
     mechanism = mechanism_rows((*CLAIMS, *FURTHER), judged, evidence)
     looks = campaign_decisions((*CLAIMS, *FURTHER), evidence, judged)
-    return normalise(Judgement(seeds, further, costs, summary, figures, notes, inputs, mechanism, looks))
+    parts = [interaction_table(st.name, st.runs, factor_columns(st.runs)) for st in studies if st.a is not None]
+    interactions = (pd.concat([t for t in parts if not t.empty], ignore_index=True)
+                    if any(not t.empty for t in parts) else pd.DataFrame(columns=list(INTERACTION_COLUMNS)))
+    return normalise(Judgement(seeds, further, costs, summary, figures, notes, inputs, mechanism, looks,
+                               interactions))

@@ -44,7 +44,7 @@ NUMERIC = frozenset({"band_lo", "band_hi", "n", "estimate", "ci_lo", "ci_hi", "c
                      "decided_at", "blocks", "looks", "runs", "run_s", "projected_blocks", "claims", "decided",
                      "open", "not_by_runs", "elapsed_s", "elapsed_s_per_decided", "value_a", "value_b", "ratio",
                      "runs_a", "runs_b", "machine_s", "half_width", "needed_half_width",
-                     "study_machine_s"})
+                     "study_machine_s", "f", "p"})
 # claims-mechanism.csv: the counters of the cells each claim compares (dbmatrix.analyse.mechanism)
 MECHANISM_COLUMNS = ("id", "study", "condition", "counter", "label", "a", "b", "value_a", "value_b", "ratio",
                      "runs_a", "runs_b")
@@ -54,6 +54,10 @@ MECHANISM_FILE = "claims-mechanism.csv"
 LOOK_COLUMNS = ("id", "study", "campaigns", "verdict", "decided_at", "machine_s", "half_width", "needed_half_width",
                 "projected_campaigns", "note", "study_machine_s")
 LOOK_FILE = "decisions-campaigns.csv"
+# interactions.csv: every two-way term of each study's model per figure metric, F and p
+# (dbmatrix.analyse.interactions.interaction_table): what the figure check reads
+INTERACTION_COLUMNS = ("study", "metric", "factor_a", "factor_b", "f", "p")
+INTERACTION_FILE = "interactions.csv"
 MANIFEST = "judgement.json"
 FLOAT_FORMAT = "%.6g"  # the claims tables' numbers (as claims.csv has always held them)
 
@@ -139,6 +143,7 @@ class Judgement:
     inputs: str = ""  # :func:`inputs_digest` of the studies judged
     mechanism: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MECHANISM_COLUMNS))
     looks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LOOK_COLUMNS))
+    interactions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=INTERACTION_COLUMNS))
 
     @property
     def claims(self) -> pd.DataFrame:
@@ -213,7 +218,7 @@ def normalise(j: Judgement) -> Judgement:
     return Judgement(normalise_verdicts(j.verdicts), normalise_verdicts(j.further),
                      _round_trip(j.costs, COST_COLUMNS), _round_trip(j.cost_summary, SUMMARY_COLUMNS),
                      dict(j.figures), tuple(j.figure_notes), j.inputs, _round_trip(j.mechanism, MECHANISM_COLUMNS),
-                     _round_trip(j.looks, LOOK_COLUMNS))
+                     _round_trip(j.looks, LOOK_COLUMNS), _round_trip(j.interactions, INTERACTION_COLUMNS))
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -242,6 +247,8 @@ def write_judgement(j: Judgement, folder: Path) -> list[Path]:
         out.append(_write(folder / name, table_text(df)))
     out.append(_write(folder / MECHANISM_FILE, table_text(j.mechanism.reindex(columns=list(MECHANISM_COLUMNS)))))
     out.append(_write(folder / LOOK_FILE, table_text(j.looks.reindex(columns=list(LOOK_COLUMNS)))))
+    out.append(_write(folder / INTERACTION_FILE,
+                      table_text(j.interactions.reindex(columns=list(INTERACTION_COLUMNS)))))
     figures: dict[str, Any] = {}
     for stem, ft in sorted(j.figures.items()):
         tables = {}
@@ -290,8 +297,9 @@ def load_judgement(folder: Path) -> Judgement:
     notes = tuple((str(a), str(b), str(c)) for a, b, c in meta.get("figure_notes", []))
     mechanism = read_table(folder / MECHANISM_FILE, MECHANISM_COLUMNS)
     looks = read_table(folder / LOOK_FILE, LOOK_COLUMNS)
+    interactions = read_table(folder / INTERACTION_FILE, INTERACTION_COLUMNS)
     return Judgement(v["claims"], v["further"], costs, summary, figures, notes, str(meta.get("inputs", "")),
-                     mechanism, looks)
+                     mechanism, looks, interactions)
 
 
 def judgement_inputs(folder: Path) -> str | None:

@@ -507,6 +507,7 @@ def _text_macros(studies: Sequence[StudyTables], drawn: dict[str, StudyTables], 
     m.update(design_macros(drawn, judgement))
     m.update(method_text.warmup_text(studies))
     m.update(method_text.campaigns_text(studies))
+    m.update(method_text.sentinel_text(studies))
     m["baselineText"] = method_text.baseline_text(drawn)
     m["designThreatText"] = method_text.design_threat_text(studies)
     m["durationThreatText"] = method_text.duration_threat_text(studies)

@@ -10,12 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.contrasts import varied
 from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table, timeline_cells
 from dbmatrix.analyse.judgement import Judgement
-from dbmatrix.analyse.tables import factor_columns
+from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish.figures import MIN_RUNS_FOR_INTERVAL, shows_runs
 from dbmatrix.publish.registry import shown_factors
+from dbmatrix.spec.experiment import FACTORS
 from dbmatrix.spec.factors import factor_title
 
 
@@ -87,7 +87,8 @@ def design_macros(drawn: Mapping[str, StudyTables], judgement: Judgement) -> dic
         table, st = ft.tables[name], drawn[stem]
         shown = shown_factors(table)
         split = [f for f in shown if f not in fixed and f not in contrast]
-        over = [f for f in varied(st.runs, factor_columns(st.runs)) if f not in shown and f not in contrast]
+        over = [f for f in FACTORS if f in st.runs and st.runs[f].map(level_key).nunique() > 1
+                and f not in shown and f not in contrast]
         means = (f"geometric means adjusted by the factorial model for the {_words(over)}" if over else
                  "geometric means of each cell's own runs (no factor averaged over)")
         if stem == "block-size":

@@ -109,7 +109,8 @@ def looks_text(looks: pd.DataFrame, max_campaigns: int, history: pd.DataFrame | 
     text = (f"The studies were judged after each campaign, its look, at the level of the exact group-sequential "
             f"boundary (at most {max_campaigns} campaigns): of {len(looks)} claim judgements, {len(decided)} are "
             f"decided{per}"
-            + (f"; {len(moved)} decided at an earlier look are open again at the last one" if len(moved) else "")
+            + (f"; {len(moved)} decided at an earlier look {'is' if len(moved) == 1 else 'are'} open again at the "
+               "last one" if len(moved) else "")
             + (f"; {len(open_)} are open, {int(within.sum())} of them projected to be decided within "
                f"{max_campaigns} campaigns at the measured variance and {int((~within).sum())} not"
                if len(open_) else "")

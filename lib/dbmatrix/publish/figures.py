@@ -497,11 +497,13 @@ def efficiency_vs_baseline(table: pd.DataFrame, baseline: str,
                 ax.text(0.5, y[lab], "not measured", transform=ax.get_yaxis_transform(), ha="center",
                         va="center", fontsize=5, color="0.45", style="italic",
                         bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+        ax.margins(x=0.1)  # of the log span (twice matplotlib's): no marker on the spine, ticks as spaced
         _log_ratio_axis(ax, np.concatenate([lo, g["ci_hi"].fillna(g["ratio"]).to_numpy(), [1.0]]))
         base = float(table.loc[table["metric"] == m, "baseline_mean"].iloc[0])
         ax.set_title(f"{EFFICIENCY_LABELS[m]}\nbaseline {_short(base)}", fontsize=7)
         ax.grid(axis="x", linewidth=0.4, alpha=0.5, which="major")
     axes[0][0].set_yticks(list(y.values()), list(y.keys()))
+    axes[0][0].set_ylim(-0.6, len(labels) - 0.4)  # half a row's room at each end, however few the rows
     note = "; ".join(f"{med} is emulated ({dev})" for med, dev in sorted((emulated or {}).items())
                      if any(med in lab.split() for lab in labels))
     fig.supxlabel(f"Ratio to the baseline cell ({baseline}), log axis" + (f"; {note}" if note else ""),

@@ -7,6 +7,7 @@ They read the processed tables only: the runs table's ``window_mode`` columns an
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -121,6 +122,37 @@ def campaigns_text(studies: Sequence[StudyTables]) -> dict[str, str]:
             "runs of the whole matrix at different times" + (" on one boot" if len(boots) == 1 else "")
             + ", which the claims' intervals include.")
     return {"campaignsText": text, "nCampaignsMax": str(most)}
+
+
+def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
+    """``sentinelText``: the A/A sentinel's drift per study and campaign (``processed/sentinel-drift.csv``,
+    :mod:`dbmatrix.analyse.sentinel`), or that no study has run one yet."""
+    from dbmatrix.analyse.sentinel import DRIFT_ALPHA
+
+    parts, drifted = [], 0
+    for st in studies:
+        f = st.store.processed / "sentinel-drift.csv"
+        if not f.is_file() or f.stat().st_size == 0:
+            continue
+        t = pd.read_csv(f)
+        for _, r in t.iterrows():
+            ratio, p = float(r["ratio"]), float(r["p"])
+            if not (math.isfinite(ratio) and math.isfinite(p)):
+                parts.append(f"{_tt(st.name)} campaign {int(r['campaign'])}: {latex_escape(str(r['note']))}")
+                continue
+            drifted += str(r["drift"]) == "yes"
+            parts.append(f"{_tt(st.name)} campaign {int(r['campaign'])}: ${100 * (ratio - 1):+.0f}$\\,\\% "
+                         f"($z = {float(r['z']):.2f}$, $p = {p:.2g}$)")
+    if not parts:
+        return {"sentinelText": "No campaign of this build ran the A/A sentinel (a fixed cell at a campaign's start "
+                                "and end) yet."}
+    return {"sentinelText": (
+        "A fixed A/A sentinel cell ran at the start and at the end of the campaigns that have one; its closing "
+        "throughput against its opening one, tested against the study's run-to-run spread: " + "; ".join(parts)
+        + (f". No campaign drifted at the registered level ($p < {DRIFT_ALPHA:g}$), so none is set aside for "
+           "drift." if not drifted else f". {drifted} drifted at the registered level ($p < {DRIFT_ALPHA:g}$): "
+           "their campaigns are kept and flagged.")
+        + " The sentinel is a check on the sitting, not part of the design: no claim reads its runs.")}
 
 
 def trim_text(runs: pd.DataFrame, measure_s: int, min_seconds: int) -> str:

@@ -18,11 +18,10 @@ from dbmatrix.analyse.figure_data import (
     emulated_media,
     timeline_cells,
 )
-from dbmatrix.analyse.interactions import averaged_interactions
+from dbmatrix.analyse.interactions import averaged_in_table
 from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement
 from dbmatrix.analyse.kinds import get_kind
 from dbmatrix.analyse.stats import level_key
-from dbmatrix.analyse.tables import factor_columns
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import figures_cache, figures_contrasts
 from dbmatrix.publish import figures_scaleout as scaleout_plots
@@ -216,7 +215,7 @@ def draw_figures(studies: Sequence[StudyTables], figures_dir: Path, judgement: J
             except plots.FigureDataError as exc:
                 out.skipped.append(f"{fd.stem} from {st.name}: {exc}")
                 continue
-            out.findings.extend(design_findings(fd, st.runs, frames))
+            out.findings.extend(design_findings(fd, st.name, frames, judgement.interactions))
             out.written += plots.save_figure(fig, figures_dir, fd.stem,
                                              data_sha=plots.data_hash(*frames), title=fd.title,
                                              check=out.findings, emulated=emulated_media(st))
@@ -236,17 +235,17 @@ def shown_factors(frame: pd.DataFrame) -> list[str]:
     return [f for f in FACTORS if f in frame.columns and frame[f].map(level_key).nunique() > 1]
 
 
-def design_findings(fd: FigureDef, runs: pd.DataFrame, frames: Sequence[pd.DataFrame]) -> list[Finding]:
+def design_findings(fd: FigureDef, study: str, frames: Sequence[pd.DataFrame],
+                    interactions: pd.DataFrame) -> list[Finding]:
     """The figure check's design rule (issue 41): a figure that averages over a factor whose interaction with
-    the contrast it shows is significant on a metric it draws (:func:`dbmatrix.analyse.interactions.
-    averaged_interactions` on the study's `runs`) is a finding, "averages-interaction"; `frames`: the tables
-    it was drawn from, the first the one it plots."""
+    the contrast it shows is significant on a metric it draws is a finding, "averages-interaction". Read from
+    the judgement's `interactions` (:func:`dbmatrix.analyse.interactions.interaction_table`, fitted once by the
+    judge step); `frames`: the tables the figure was drawn from, the first the one it plots."""
     if not fd.contrast or not frames:
         return []
-    shown = shown_factors(frames[0])
     return [Finding(fd.stem, "averages-interaction", (f"averaged over {i.factor}",),
                     f"{i}: draw {i.factor} as panels or series")
-            for i in averaged_interactions(runs, factor_columns(runs), fd.contrast, shown, fd.metrics)]
+            for i in averaged_in_table(interactions, study, fd.contrast, shown_factors(frames[0]), fd.metrics)]
 
 
 def remove_stale_figures(figures_dir: Path, keep: set[str]) -> list[Path]:
