@@ -255,6 +255,11 @@ def test_the_method_statement_is_generated_from_the_registry() -> None:
     assert all(re.fullmatch(r"claims[A-Za-z]+", k) for k in m)
     assert m["claimsMarginTps"] == f"$\\pm${100 * MARGINS['tps']:g}\\,\\%"
     assert m["claimsNPerLevel"] == str(sum(1 for c in CLAIMS if c.per))
+    # every claim judged at several conditions has one combination rule: the counts add up (issue 41)
+    combined = sum(int(m[f"claimsNCombine{r}"]) for r in ("All", "Any", "Largest", "Primary"))
+    assert combined == sum(1 for c in CLAIMS if not c.not_tested and (c.per or c.metric == "data_physical_bytes"
+                                                                       or c.combine != "all"))
+    assert m["claimsNPerPair"] == "2" and int(m["claimsNPerLevel"]) + int(m["claimsNPerPair"]) == combined
     text = render_claims_method()
     assert "not identified" in text and "MOVER" in text and "t$ on one degree" in text
     wider = [Claim(**{**c.__dict__, "margin": 0.2}) if c.metric == "tps" else c for c in CLAIMS]

@@ -38,6 +38,9 @@ def _margin(c: Claim) -> str:
     return f"$\\pm${100 * m:g}\\,\\%"
 
 
+PER_PAIR_METRIC = "data_physical_bytes"  # measured once per dataset: judged at each pair (claims.estimators)
+
+
 def method_macros(claims: Sequence[Claim] = CLAIMS) -> dict[str, str]:
     """One macro per metric's margin (``\\claimsMargin<Metric>``), the counts the text quotes (claims per
     test, per combination rule, one-sided), the registered level and the heterogeneity test's alpha."""
@@ -49,10 +52,12 @@ def method_macros(claims: Sequence[Claim] = CLAIMS) -> dict[str, str]:
         out[f"claimsMargin{name}"] = _margin(c) if metric in MARGINS else "--"
     tested = [c for c in claims if not c.not_tested]
     out["claimsNPerLevel"] = str(sum(1 for c in claims if c.per))
+    out["claimsNPerPair"] = str(sum(1 for c in tested if c.metric == PER_PAIR_METRIC and not c.per))
     out["claimsNAbout"] = str(sum(1 for c in tested if c.test == "about"))
     out["claimsNWithin"] = str(sum(1 for c in tested if c.test == "within"))
     out["claimsNDirection"] = str(sum(1 for c in tested if c.test == "direction"))
-    several = [c for c in tested if c.per or c.combine != "all"]  # judged at several conditions
+    # judged at several conditions: per level of a factor, per dataset pair (a measured size), or combined
+    several = [c for c in tested if c.per or c.combine != "all" or c.metric == PER_PAIR_METRIC]
     for rule in ("all", "any", "largest", "primary"):
         out[f"claimsNCombine{rule.capitalize()}"] = str(sum(1 for c in several if c.combine == rule))
     out["claimsNBound"] = str(sum(1 for c in tested if c.bound))
@@ -142,8 +147,9 @@ def render_claims_method(claims: Sequence[Claim] = CLAIMS) -> str:
                 "even it stays above the claimed region)." if any(c.bound == "lower" for c in claims) else ""),
              "\\paragraph{Conditions, combined by a registered rule.} A claim the seed makes over several "
              "conditions is judged at each of them (\\claimsNPerLevel{} claims at every level of a named factor, "
-             "as their seeds measured them; a measured quantity at each pair of datasets), and the conditions "
-             "combine by the rule registered with the claim: \\emph{all} conditions (\\claimsNCombineAll{} "
+             "as their seeds measured them; \\claimsNPerPair{} measured dataset sizes at each pair of datasets), "
+             "and the conditions combine by the rule registered with the claim: \\emph{all} conditions "
+             "(\\claimsNCombineAll{} "
              "claims: agree when every condition agrees, disagree when every one disagrees), \\emph{any} "
              "condition (\\claimsNCombineAny{} claims: agree when one agrees), the \\emph{largest} "
              "(\\claimsNCombineLargest{} claims: the seed's own "
