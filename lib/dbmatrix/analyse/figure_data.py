@@ -210,7 +210,7 @@ def adjusted_means(runs: pd.DataFrame, metric: str, by: Sequence[str],
     (a full factorial gets its cell means, whatever its higher interactions). When
     the two-way model is not estimable on the runs that measured the metric, one main-effects model per
     combination of ``by[:-1]``; with a single cell, the plain geometric mean and its t interval."""
-    from dbmatrix.analyse.contrasts import fit_log_model, ordered_levels, positive_values
+    from dbmatrix.analyse.contrasts import fit_log_model, ordered_levels, positive_values, varied
 
     data = positive_values(runs, metric)
     by = [f for f in by if f in data.columns]
@@ -221,7 +221,7 @@ def adjusted_means(runs: pd.DataFrame, metric: str, by: Sequence[str],
     factors = factor_columns(data)
     levels = {f: ordered_levels(data[f], order.get(f)) for f in by}
     rows = []
-    if set(_varied_factors(data, factors)) <= set(by):  # a full factorial's cells: their own means
+    if set(varied(data, factors)) <= set(by):  # a full factorial's cells: their own means
         for combo in _product(levels):
             sub = data
             for f, v in combo.items():
@@ -255,10 +255,6 @@ def adjusted_means(runs: pd.DataFrame, metric: str, by: Sequence[str],
                 basis = "geometric mean of the runs"
             rows.append({**combo, last: v, "mean": m, "ci_lo": lo, "ci_hi": hi, "basis": basis})
     return pd.DataFrame(rows, columns=cols)
-
-
-def _varied_factors(data: pd.DataFrame, factors: Sequence[str]) -> list[str]:
-    return [f for f in factors if data[f].map(level_key).nunique() > 1]
 
 
 def _product(levels: dict[str, list[Any]]) -> list[dict[str, Any]]:

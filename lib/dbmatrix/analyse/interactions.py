@@ -67,20 +67,7 @@ def averaged_interactions(runs: pd.DataFrame, design: Sequence[str], contrast: S
                           alpha: float = INTERACTION_ALPHA) -> list[Interaction]:
     """The significant interactions of a `contrast` factor with a factor the figure averages over (a factor
     of the `design` the runs vary that is neither in `contrast` nor `shown`), per metric, in design order."""
-    design = varied(runs, design)
-    averaged = [f for f in design if f not in contrast and f not in shown]
-    drawn = [c for c in contrast if c in design]
-    if not averaged or not drawn:
-        return []
-    pairs = [(c, f) for f in averaged for c in drawn]
-    out = []
-    for m in metrics:
-        if m not in runs.columns:
-            continue
-        tests = interaction_tests(runs, design, m, pairs)
-        out += [Interaction(f, c, m, *tests[(c, f)]) for c, f in pairs
-                if (c, f) in tests and tests[(c, f)][1] < alpha]
-    return out
+    return averaged_in_table(interaction_table("", runs, design, metrics), "", contrast, shown, metrics, alpha)
 
 
 def interaction_table(study: str, runs: pd.DataFrame, design: Sequence[str],
