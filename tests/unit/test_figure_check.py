@@ -168,6 +168,33 @@ def test_every_series_has_a_legend_entry() -> None:
     assert check_figure(fig, "t") == []
 
 
+def test_two_legend_entries_that_look_alike() -> None:
+    """The throughput-over-time legend of ten runs had eight line styles: two runs drawn alike."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    def legend(*handles: object) -> list:
+        fig, ax = _fig(3.0, 3.0)
+        ax.plot([0, 1], [0, 1], color="C0")
+        fig.legend(handles=list(handles), loc="outside lower center", ncols=2)
+        return [f for f in check_figure(fig, "t") if f.kind == "ambiguous-legend"]
+
+    dashed = {"color": "0.3", "linestyle": (0, (6, 1.5))}
+    found = legend(Line2D([], [], label="campaign 1", **dashed), Line2D([], [], label="campaign 9", **dashed))
+    assert len(found) == 1 and "'campaign 1' and 'campaign 9' look alike" in found[0].detail
+    # another dash pattern, a marker, its fill or another colour tell them apart
+    assert legend(Line2D([], [], label="a", **dashed), Line2D([], [], label="b", color="0.3",
+                                                              linestyle=(0, (3, 1, 1, 1)))) == []
+    assert legend(Line2D([], [], label="a", **dashed), Line2D([], [], label="b", marker="o", **dashed)) == []
+    assert legend(Line2D([], [], label="a", marker="o", markerfacecolor="none", **dashed),
+                  Line2D([], [], label="b", marker="o", **dashed)) == []
+    assert legend(Patch(color="C0", label="a"), Patch(color="C0", hatch="//", label="b")) == []
+    assert len(legend(Patch(color="C0", label="a"), Patch(color="C0", label="b"))) == 1
+    # text-only entries (no line, no marker) are notes, not series
+    assert legend(Line2D([], [], linestyle="none", label="n = 3"), Line2D([], [], linestyle="none",
+                                                                          label="95 % CI")) == []
+
+
 def test_a_legend_does_not_cover_data() -> None:
     fig, ax = _fig()
     ax.plot([0.1, 0.5, 0.9], [0.9, 0.9, 0.9], "o", color="C0", label="points")

@@ -16,17 +16,22 @@ from dbmatrix.commands.studies import with_code_lists
 from dbmatrix.study import load_studies, make_rules
 
 ROOT = Path(__file__).resolve().parents[2]
-OS_ROLES = {".venv/.os-server": "server", ".venv/.os-paper": "paper", ".venv/.os-test": "test"}
+OS_ROLES = {".venv/.os-server": {"server"}, ".venv/.os-paper": {"paper"}, ".venv/.os-test": {"test"},
+            ".venv/.os-all": {"server", "paper", "test"}}
 RULE = re.compile(r"^([^#\t\s][^:=]*?)::?(?!=)\s*(.*)$")
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 
 
-def make_graph(makefiles: list[Path], cwd: Path = ROOT) -> dict[str, set[str]]:
-    """target -> prerequisites (normal and order-only) from make's printed database; nothing is run
-    (-q asks whether `help` is up to date, -p prints the rules make read)."""
+def make_database(makefiles: list[Path], cwd: Path = ROOT) -> str:
+    """make's printed database: nothing is run (-q asks whether `help` is up to date, -p prints the rules)."""
     args = ["make", "-pq", "--no-print-directory"] + [a for m in makefiles for a in ("-f", str(m))] + ["help"]
-    out = subprocess.run(args, cwd=cwd, capture_output=True, text=True).stdout
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True).stdout
+
+
+def make_graph(makefiles: list[Path], cwd: Path = ROOT) -> dict[str, set[str]]:
+    """target -> prerequisites (normal and order-only) from make's printed database."""
+    out = make_database(makefiles, cwd)
     graph: dict[str, set[str]] = {}
     for line in out.splitlines():
         m = RULE.match(line)
@@ -47,7 +52,7 @@ def reach(graph: dict[str, set[str]], goal: str) -> set[str]:
 
 
 def roles(graph: dict[str, set[str]], goal: str) -> set[str]:
-    return {OS_ROLES[t] for t in reach(graph, goal) if t in OS_ROLES}
+    return {r for t in reach(graph, goal) if t in OS_ROLES for r in OS_ROLES[t]}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +81,17 @@ def test_each_heavy_target_installs_only_its_roles(graph: dict[str, set[str]]) -
     assert roles(graph, "smoke") == roles(graph, "run") == {"server"}
     assert roles(graph, "reproduce") == {"server", "paper"}, "reproduce: the run role and LaTeX, never test"
     assert roles(graph, "setup-paper") == {"paper"} and roles(graph, "test-browser") == {"test"}
-    assert roles(graph, "test") == roles(graph, "setup") == {"server", "paper", "test"}
+    # make test's recipe builds test-ready (the OS roles beside the lint, -j2) before pytest
+    assert roles(graph, "test-ready") == roles(graph, "setup") == {"server", "paper", "test"}
+    assert "lint" in reach(graph, "test-ready")
+
+
+def test_make_test_installs_every_role_beside_the_lint_before_pytest() -> None:
+    db = make_database([ROOT / "Makefile"])
+    recipe = db.split("\ntest: ", 1)[1].split("\n\n", 1)[0]
+    lines = [ln.strip() for ln in recipe.splitlines() if ln.startswith("\t")]
+    assert lines[0] == "$(MAKE) --no-print-directory -j2 --output-sync=target test-ready", recipe
+    assert "pytest" in lines[1], recipe
 
 
 def test_the_check_can_fail(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -219,17 +220,29 @@ def test_throughput_over_time() -> None:
         plots.throughput_over_time(iv, steady, ["other"])
 
 
-def test_throughput_over_time_gives_six_runs_six_line_styles() -> None:
-    """Two campaigns of three repetitions (the paper profile's fast cell): no two runs share a style."""
-    iv = pd.DataFrame([{"run_id": f"c{k}-r{r}", "cell_id": "fast", "t_s": t, "tps": 100.0 + t, "lat_ms": 5.0}
-                       for k in (1, 2) for r in (1, 2, 3) for t in range(1, 6)])
-    runs = pd.DataFrame({"run_id": [f"c{k}-r{r}" for k in (1, 2) for r in (1, 2, 3)],
-                         "repetition": [1, 2, 3] * 2, "campaign": [1] * 3 + [2] * 3})
-    fig, _ = plots.throughput_over_time(iv, pd.DataFrame({"run_id": [], "trim_s": []}), ["fast"], None, runs)
-    handles = fig.legends[1].legend_handles
-    dashes = {str(h.get_linestyle()) + str(getattr(h, "_dash_pattern", "")) for h in handles}
-    assert len(handles) == 6 and len(dashes) == 6
-    plt.close(fig)
+def _styles(handles: list[Any]) -> set[str]:
+    return {str(h.get_linestyle()) + str(getattr(h, "_dash_pattern", "")) + str(h.get_marker()) for h in handles}
+
+
+def test_throughput_over_time_gives_every_run_its_own_style() -> None:
+    """Two pilot campaigns of three repetitions and four of one (the paper reference's fast cell, 10 runs)
+    and more: no two runs share a style, the line styles first, then each again with a marker."""
+    for n_campaigns in (2, 6, 20):
+        reps = {k: (1, 2, 3) if k <= 2 else (1,) for k in range(1, n_campaigns + 1)}
+        ids = [f"c{k}-r{r}" for k, rs in reps.items() for r in rs]
+        iv = pd.DataFrame([{"run_id": rid, "cell_id": "fast", "t_s": t, "tps": 100.0 + t, "lat_ms": 5.0}
+                           for rid in ids for t in range(1, 6)])
+        runs = pd.DataFrame({"run_id": ids, "repetition": [r for rs in reps.values() for r in rs],
+                             "campaign": [k for k, rs in reps.items() for _ in rs]})
+        fig, _ = plots.throughput_over_time(iv, pd.DataFrame({"run_id": [], "trim_s": []}), ["fast"], None, runs)
+        handles = fig.legends[1].legend_handles
+        assert len(handles) == len(ids) and len(_styles(handles)) == len(ids), n_campaigns
+        drawn = fig.axes[0].lines
+        assert len(_styles(drawn)) == len(ids)  # the lines as drawn, not only their legend
+        assert sum(h.get_marker() not in (None, "None", "") for h in handles) == max(0, len(ids) - 8)
+        plt.close(fig)
+    # the check can fail: the line styles alone repeat from the ninth run on
+    assert len({str(plots.LINESTYLES[k % len(plots.LINESTYLES)]) for k in range(10)}) < 10
 
 
 def test_efficiency_vs_baseline() -> None:

@@ -11,6 +11,8 @@ list of :class:`Finding`, one per defect a reader would see:
   legend, or whose distinguishing style (a colour, line style or marker that differs between the series
   of its axes) no legend entry explains;
 - ``legend-covers``: a legend's box covers a data point or a text outside the legend;
+- ``ambiguous-legend``: two entries of one legend with different labels look alike (colour, line style and
+  dash pattern, marker and its fill, or a patch's fill, edge and hatch): a reader cannot tell which is which;
 - ``emulated-unlabelled``: a text names an emulated medium (e.g. tmpfs standing in for PMEM) and no text
   of the figure says it is emulated;
 - ``averages-interaction``: the figure averages over a factor whose interaction with the contrast it shows
@@ -55,8 +57,8 @@ TOLERANCE_PX = 1.0
 # space is about a quarter of an em, so "1", "4" and "16" closer than that print as "1416".
 MIN_TICK_GAP_EM = 0.25
 
-KINDS = ("overlap", "clipped", "degenerate-axes", "no-legend-entry", "legend-covers", "emulated-unlabelled",
-         "averages-interaction")
+KINDS = ("overlap", "clipped", "degenerate-axes", "no-legend-entry", "legend-covers", "ambiguous-legend",
+         "emulated-unlabelled", "averages-interaction")
 
 
 @dataclass(frozen=True)
@@ -403,6 +405,43 @@ def _legend_covers(name: str, fig: Figure, renderer: RendererBase,
     return out
 
 
+def _look(h: object) -> tuple[object, ...] | None:
+    """What a reader sees of a legend handle (None: nothing drawn, e.g. a text-only entry)."""
+    if isinstance(h, Line2D):
+        color, ls, mk = _line_style(h)
+        if ls is None and mk is None:
+            return None
+        dashes = getattr(h, "_dash_pattern", None) if ls is not None else None
+        face = h.get_markerfacecolor()
+        fill = to_hex(face, keep_alpha=True) if mk is not None and str(face).lower() != "none" else None
+        return ("line", color, ls, str(dashes), mk, fill)
+    if isinstance(h, Collection):
+        return ("collection", _first_color(h.get_facecolor()), _first_color(h.get_edgecolor()))
+    if h is not None and hasattr(h, "get_facecolor"):
+        hatch = getattr(h, "get_hatch", lambda: None)()
+        return ("patch", _first_color(getattr(h, "get_facecolor")()),  # noqa: B009
+                _first_color(getattr(h, "get_edgecolor", lambda: ())()), hatch)
+    return None
+
+
+def _ambiguous(name: str, fig: Figure) -> list[Finding]:
+    # an errorbar entry's legend handle is its bar: its look is its data line's (marker, fill)
+    markers = {s.label: s.artist.lines[0] for s in _series(fig) if isinstance(s.artist, ErrorbarContainer)}
+    out = []
+    for leg in _legends(fig):
+        seen: dict[tuple[object, ...], str] = {}
+        for h, t in zip(leg.legend_handles, leg.get_texts(), strict=False):
+            look = _look(markers.get(t.get_text(), h))
+            if look is None:
+                continue
+            label = t.get_text()
+            if look in seen and seen[look] != label:
+                out.append(Finding(name, "ambiguous-legend", (_describe(leg),),
+                                   f"{seen[look]!r} and {label!r} look alike"))
+            seen.setdefault(look, label)
+    return out
+
+
 def _emulated(name: str, texts: list[tuple[Text, Bbox]], emulated: Iterable[str]) -> list[Finding]:
     words = [t.get_text() for t, _ in texts]
     out = []
@@ -429,7 +468,8 @@ def check_figure(fig: Figure, name: str, *, emulated: Iterable[str] | Mapping[st
         texts = [(t, t.get_window_extent(renderer)) for t in _texts(fig)]
         findings = (_text_overlaps(name, fig, texts) + _clipped(name, fig, renderer, texts)
                     + _degenerate(name, fig, renderer) + _unlabelled(name, fig)
-                    + _legend_covers(name, fig, renderer, texts) + _emulated(name, texts, emulated))
+                    + _legend_covers(name, fig, renderer, texts) + _ambiguous(name, fig)
+                    + _emulated(name, texts, emulated))
     finally:
         fig.set_canvas(old)
     return findings

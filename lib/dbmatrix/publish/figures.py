@@ -408,16 +408,16 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
         for j, (rid, g) in enumerate(sel[sel["cell_id"] == cid].groupby("run_id", sort=True)):
             g = g.sort_values("t_s", kind="stable")
             name = _run_name(rid, j, runs)  # the same campaign and repetition: the same style in every cell
-            ls = run_styles.setdefault(name, LINESTYLES[len(run_styles) % len(LINESTYLES)])
-            ax.plot(g["t_s"], g["tps"], color=color, linewidth=0.9, linestyle=ls)
+            ls = run_styles.setdefault(name, run_style(len(run_styles)))
+            ax.plot(g["t_s"], g["tps"], color=color, linewidth=0.9, **ls)
             if "lat_ms" in g:
-                ax2.plot(g["t_s"], g["lat_ms"], color=color, linewidth=0.9, linestyle=ls)
+                ax2.plot(g["t_s"], g["lat_ms"], color=color, linewidth=0.9, **ls)
             t0 = trim.get(rid)
             if t0 is not None and np.isfinite(t0) and t0 > 0:
                 at = g.loc[(g["t_s"] - t0).abs().idxmin()]
                 ax.plot([at["t_s"]], [at["tps"]], marker="x", color=color, markersize=4, linewidth=0)
                 crosses += 1
-    style_handles = [Line2D([], [], color="0.3", linewidth=0.9, linestyle=ls, label=name)
+    style_handles = [Line2D([], [], color="0.3", linewidth=0.9, label=name, **{**ls, "markevery": None})
                      for name, ls in run_styles.items()]
     if crosses:
         style_handles.append(Line2D([], [], color="0.3", marker="x", markersize=4, linewidth=0,
@@ -433,6 +433,16 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
     fig.legend(handles=style_handles, frameon=False, fontsize=5.5, loc="outside lower center", ncols=2)
     sns.despine(fig)
     return fig, {"cells": shown, "crosses": crosses}
+
+
+def run_style(k: int) -> dict[str, Any]:
+    """The k-th run's line: the line styles first, then each of them again with a sparse marker, so that
+    no two runs in a legend look alike however many campaigns there are (up to 64 runs)."""
+    style: dict[str, Any] = {"linestyle": LINESTYLES[k % len(LINESTYLES)]}
+    if k >= len(LINESTYLES):
+        style |= {"marker": MARKERS[(k // len(LINESTYLES) - 1) % len(MARKERS)], "markersize": 2.5,
+                  "markevery": 6, "markerfacecolor": "none"}
+    return style
 
 
 def _run_name(run_id: str, j: int, runs: pd.DataFrame | None) -> str:
