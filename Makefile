@@ -174,14 +174,15 @@ FORCE:
 # busy (they wait on servers, windows and clusters), so two workers nearly halve the wall time. Three kept the
 # 2 vCPUs 134-154 % busy (two: 104 %) but gained nothing reliable on this VM (pytest 820-1017 s against 886-1005 s
 # with two, 2026-11-29) and let timing-sensitive tests fail under the load; TEST_WORKERS=0 runs them in one
-# process. The fixtures take free ports, their own namespaces and trees.
+# process. The fixtures take free ports, their own namespaces and trees. --no-loadscope-reorder keeps the order
+# conftest.py gives (slow files first, the many short unit files last to even out the workers' ends).
 TEST_WORKERS ?= 2
 # The OS packages (about 1.5 min on a fresh machine: download, unpack, triggers; apt allows one transaction at a
 # time, so all roles go in one) install beside ruff and mypy (about 1 min, CPU), whatever -j make test was given.
 test: $(PY_STAMP)
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
 	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
-		-n $(TEST_WORKERS) --dist loadfile
+		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # What the tests need before they start: every OS role and a clean lint (make test builds it with -j2).
 test-ready: setup lint
