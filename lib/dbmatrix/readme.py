@@ -43,20 +43,42 @@ FIGURES = ("factor-effects", "medium-cache", "compression")  # the README's pict
 
 # ------------------------------------------------------------------------------------------ the facts
 
+# Campaign records further apart than this (or on another boot) belong to different sittings: within one
+# `dbmatrix run --campaign auto` the studies' campaigns follow one another within seconds.
+SITTING_GAP_S = 30 * 60
+
+
+@dataclass(frozen=True)
+class Sitting:
+    """One invocation's worth of campaigns: the studies' next campaigns run one after another on one boot."""
+
+    started_utc: str
+    seconds: float  # the first campaign's start to the last one's finish
+    runs: int  # ok runs
+    boots: tuple[str, ...]
+    campaigns: tuple[tuple[str, int], ...]  # (experiment, campaign number)
+
+
 @dataclass(frozen=True)
 class ReferenceFacts:
-    """What the committed reference holds: studies, campaigns, ok runs, distinct datasets, and how long each
-    campaign measured (first study's start to last study's finish, from the campaign records)."""
+    """What the committed reference holds: studies, campaigns per study, ok runs, distinct datasets, and the
+    sittings that measured them (from the campaign records). A campaign number is per study: a study
+    registered later runs its campaign 1 beside the older studies' campaign 3, so the sittings, not the
+    numbers, say how long one took."""
 
     studies: int
     cpus: int  # the reference host's online CPUs
-    campaigns: int
+    campaigns: tuple[int, int]  # the fewest and most campaigns of a study
     runs: int
-    runs_per_campaign: dict[int, int]
+    sittings: tuple[Sitting, ...]
+    campaign_seconds: dict[int, float]  # per campaign number: its studies' own spans added
     datasets: int
     snapshot_bytes: int
-    campaign_seconds: dict[int, float]
     campaign_level: str = ""  # what the campaigns shared (dbmatrix.analyse.campaign_records), one label per study
+
+    @property
+    def boots(self) -> int:
+        return len({b for s in self.sittings for b in s.boots})
 
 
 def _utc(text: str) -> datetime:
@@ -77,40 +99,62 @@ def profile_experiments(reference: Path, profile: str) -> list[str]:
     return sorted(d.name for d in reference.iterdir() if (d / "raw").is_dir() and profile_of(d.name) == profile)
 
 
+def sittings(spans: Sequence[tuple[str, int, datetime, datetime, tuple[str, ...]]],
+             runs: Mapping[tuple[str, int], int]) -> tuple[Sitting, ...]:
+    """Campaign records (experiment, campaign, start, finish, boots) grouped into sittings: in order of start,
+    a record opens a new sitting when it starts more than SITTING_GAP_S after the sitting's last finish, on
+    other boots, or for a study the sitting already measured (one invocation runs one campaign per study)."""
+    groups: list[list[tuple[str, int, datetime, datetime, tuple[str, ...]]]] = []
+    for span in sorted(spans, key=lambda s: (s[2], s[0])):
+        last = groups[-1] if groups else None
+        if (last is None or (span[2] - max(s[3] for s in last)).total_seconds() > SITTING_GAP_S
+                or set(span[4]) != set(last[0][4]) or span[0] in {s[0] for s in last}):
+            groups.append([span])
+        else:
+            last.append(span)
+    return tuple(Sitting(min(s[2] for s in g).isoformat(),
+                         (max(s[3] for s in g) - min(s[2] for s in g)).total_seconds(),
+                         sum(runs.get((s[0], s[1]), 0) for s in g), tuple(sorted({b for s in g for b in s[4]})),
+                         tuple((s[0], s[1]) for s in g)) for g in groups)
+
+
 def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -> ReferenceFacts:
     """What the README says of the reference: of the studies named (default: every one under `reference`)."""
     studies = sorted(d for d in reference.iterdir() if (d / "raw").is_dir()
                      and (experiments is None or d.name in experiments))
-    per_campaign: dict[int, int] = {}
-    seconds: dict[int, float] = {}  # per campaign: its studies' own spans added (they run one after another; a
-    # study measured again on another day must not stretch the campaign over the days between)
+    runs: dict[tuple[str, int], int] = {}
+    spans: list[tuple[str, int, datetime, datetime, tuple[str, ...]]] = []
+    per_study: list[int] = []
+    seconds: dict[int, float] = {}  # per campaign number: its studies' own spans added (they run one after
+    # another; a study measured again on another day must not stretch the campaign over the days between)
     datasets: dict[str, int] = {}
     cpus: set[int] = set()
     levels: set[str] = set()
     for d in studies:
         store = ResultStore(d)
         levels.add(independence(summaries(store.campaigns(), run_platforms(store))).label)
+        ks = set()
         for m in store.records():
             if m.ok:
-                k = m.campaign
-                per_campaign[k] = per_campaign.get(k, 0) + 1
+                runs[(d.name, m.campaign)] = runs.get((d.name, m.campaign), 0) + 1
+                ks.add(m.campaign)
+        per_study.append(len(ks))
         for rec in store.campaigns():
             if rec.get("started_utc") and rec.get("finished_utc"):
-                k = int(rec["campaign"])
-                span = (_utc(rec["finished_utc"]) - _utc(rec["started_utc"])).total_seconds()
-                seconds[k] = seconds.get(k, 0.0) + span
+                k, start, end = int(rec["campaign"]), _utc(rec["started_utc"]), _utc(rec["finished_utc"])
+                spans.append((d.name, k, start, end, tuple(sorted(str(b) for b in rec.get("boot_ids") or ()))))
+                seconds[k] = seconds.get(k, 0.0) + (end - start).total_seconds()
         for f in sorted((d / "hosts").glob("*.json")):
             if not f.name.endswith(".media.json"):
                 cpus.add(int(json.loads(f.read_text()).get("online_cpus") or 0))
         for f in sorted((d / "datasets").glob("*/*.json")):
             info = json.loads(f.read_text())
             datasets[str(info["key"])] = int(info.get("datadir_physical_bytes") or 0)
-    seconds = dict(sorted(seconds.items()))
     if len(cpus) != 1:
         raise ValueError(f"{reference}: the reference's hosts have {sorted(cpus)} CPUs; the README names one")
-    return ReferenceFacts(len(studies), cpus.pop(), len(per_campaign), sum(per_campaign.values()),
-                          dict(sorted(per_campaign.items())), len(datasets), sum(datasets.values()), seconds,
-                          "; ".join(sorted(levels)))
+    return ReferenceFacts(len(studies), cpus.pop(), (min(per_study, default=0), max(per_study, default=0)),
+                          sum(runs.values()), sittings(spans, runs), dict(sorted(seconds.items())), len(datasets),
+                          sum(datasets.values()), "; ".join(sorted(levels)))
 
 
 def claims_rows(claims_csv: Path) -> list[dict[str, str]]:
@@ -203,9 +247,11 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     measured = load_measured(root / "docs" / "measured.json")
     timings, sizes = measured["times"], measured["sizes"]
     decided = [r for r in rows if is_decided(r["verdict"])]
-    counts = sorted(set(facts.runs_per_campaign.values()))
-    camps = (f"{counts[0]} runs each" if len(counts) == 1
-             else " + ".join(map(str, facts.runs_per_campaign.values())) + " runs")
+    lo, hi = facts.campaigns
+    camps = f"{lo} campaigns per study" if lo == hi else f"{lo}-{hi} campaigns per study"
+    runs = [s.runs for s in facts.sittings]
+    held = (f"{runs[0]} runs each" if len(set(runs)) == 1 else " + ".join(map(str, runs)) + " runs")
+    held = f"measured in {_count(len(runs), 'sitting')} of {held} on {_count(facts.boots, 'boot')}"
     profiles = sorted({p for r in rows for s in (r.get("study") or "").split("+") if (p := profile_of(s))})
     indicative = any(p not in DECIDING for p in profiles) or not profiles
     provisional = not indicative and standing(pd.DataFrame(rows))[0]  # the paper's rule: one campaign only
@@ -215,8 +261,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         "dbmatrix re-measures the published claims about MySQL-family storage (block size, lz4, PMEM vs NVMe, "
         "Galera appliers, scale-out; the seeds' own words and conditions: [docs/registry.md](docs/registry.md)) "
         "with real `mariadbd` and sysbench, and judges each by one "
-        f"rule. **On the committed reference{of_profile} ({facts.studies} studies, {facts.campaigns} campaigns of "
-        f"{camps} on a {facts.cpus}-vCPU VM, {facts.datasets} datasets; campaigns: {facts.campaign_level}) "
+        f"rule. **On the committed reference{of_profile} ({facts.studies} studies, {camps}, {held} of a "
+        f"{facts.cpus}-vCPU VM, {facts.datasets} datasets; campaigns: {facts.campaign_level}) "
         f"the {len(rows)} claims come out: {verdict_summary(rows)}.** "
         + (f"These verdicts are indicative: the {' and '.join(profiles) or 'unknown'} profile demonstrates, the "
            "paper profile decides. " if indicative else
@@ -241,14 +287,14 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     measuring = " and ".join(duration(s) for s in quick.campaign_seconds.values())
     paper_row = []
     if paper is not None:
-        spent = " and ".join(duration(s) for s in paper.campaign_seconds.values())
+        spent = ", ".join(duration(s.seconds) for s in paper.sittings)
         paper_after = timings.get("make reproduce PROFILE=paper, after the runs")
         paper_row = [
             "| `make reproduce PROFILE=paper` | the paper profile (the committed paper's data): its next campaign "
             "(the pilot's repetitions first, then the Kalibera-Jones allocation; the claims are judged after "
             "every campaign) | "
-            f"{spent} of measuring (the reference's {_count(len(paper.campaign_seconds), 'campaign')}, their "
-            "records)"
+            f"{spent} of measuring (the reference's {_count(len(paper.sittings), 'sitting')}, from their campaign "
+            "records: a sitting runs each study's next campaign)"
             + (f" + {duration(paper_after['seconds'])} ({paper_after['source']})" if paper_after else "") + " |"]
     commands = "\n".join([
         "| command | what it does | measured time |",
@@ -257,7 +303,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         f"{duration(smoke['seconds'])} ({smoke['source']}) |",
         "| `make reproduce` | every study of the `quick` profile, new runs in `data/runs/`, figures and the paper in "
         "`build/quick/` | "
-        f"{measuring} of measuring (the reference's {len(quick.campaign_seconds)} campaigns, their records) "
+        f"{measuring} of measuring (the reference's {_count(len(quick.campaign_seconds), 'campaign')} of every "
+        "study, their records) "
         f"+ {duration(after['seconds'])} ({after['source']}) |",
         *paper_row,
         f"| `make test` | lint, unit, integration (real servers), browser and notebook tests | "

@@ -54,13 +54,41 @@ def test_counts_come_from_the_data(generated: dict[str, str]) -> None:
     facts = readme.reference_facts(ROOT / "data" / "reference", built)
     ok = sum(1 for e in built for p in (ROOT / "data" / "reference" / e).glob("raw/*/manifest.json")
              if '"status": "ok"' in p.read_text())
-    assert facts.runs == ok and facts.runs == sum(facts.runs_per_campaign.values())
+    assert facts.runs == ok and facts.runs == sum(s.runs for s in facts.sittings)  # every run in a sitting
+    camps = {(e, k) for s in facts.sittings for e, k in s.campaigns}
+    assert len(camps) == sum(len(s.campaigns) for s in facts.sittings)  # a campaign in one sitting only
+    assert all(s.seconds <= 2.5 * 3600 for s in facts.sittings)  # none stretched over the days between
     keys = {p.stem for e in built for p in (ROOT / "data" / "reference" / e).glob("datasets/*/*.json")}
     assert facts.datasets == len(keys)
     assert f"{facts.datasets} datasets" in generated["answer"] and f"{facts.studies} studies" in generated["answer"]
     rows = readme.claims_rows(ROOT / "paper" / "generated" / "claims.csv")
     assert f"the {len(rows)} claims" in generated["answer"]
     assert generated["every-claim"].count("\n| ") == len(rows)
+
+
+def test_campaigns_group_into_sittings_by_boot_and_gap() -> None:
+    """A study registered later runs its campaign 1 in the older studies' third sitting: sittings follow the
+    records' times and boots, not the campaign numbers."""
+    from datetime import datetime, timedelta
+
+    t0 = datetime.fromisoformat("2026-11-27T10:00:00+00:00")
+
+    def span(e: str, k: int, start_h: float, minutes: float, boot: str) -> tuple:
+        s = t0 + timedelta(hours=start_h)
+        return (e, k, s, s + timedelta(minutes=minutes), (boot,))
+
+    spans = [span("a", 1, 0, 50, "b1"), span("b", 1, 50 / 60 + 0.01, 20, "b1"),  # one sitting: a then b
+             span("a", 2, 3, 50, "b1"),  # three hours later on the same boot: a second sitting
+             span("a", 3, 48, 20, "b2"), span("new", 1, 48 + 21 / 60, 10, "b2"),  # another boot
+             span("a", 4, 49, 20, "b3"),  # within the gap but on a third boot: its own sitting
+             span("a", 5, 49 + 21 / 60, 20, "b3")]  # within the gap, same boot, but a's next campaign
+    runs = {("a", 1): 40, ("b", 1): 8, ("a", 2): 40, ("a", 3): 12, ("new", 1): 6, ("a", 4): 12, ("a", 5): 12}
+    got = readme.sittings(spans, runs)
+    assert [s.campaigns for s in got] == [(("a", 1), ("b", 1)), (("a", 2),), (("a", 3), ("new", 1)), (("a", 4),),
+                                          (("a", 5),)]
+    assert [s.runs for s in got] == [48, 40, 18, 12, 12] and [s.boots for s in got][2:] == [("b2",), ("b3",), ("b3",)]
+    assert round(got[0].seconds) == round((50 / 60 + 0.01) * 3600 + 20 * 60)
+    assert round(got[2].seconds) == 31 * 60
 
 
 def test_latex_wording() -> None:
