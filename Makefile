@@ -124,8 +124,8 @@ smoke: $(PY_STAMP) $(OS_SERVER)
 # Code dependencies come from the import graph (dbmatrix.codedeps): sources.mk sets ANALYSIS_CODE (what
 # `dbmatrix analyse` imports, function-local imports included) and FIGURE_CODE (what notebook 30 imports,
 # the notebook and the profile's parameters), so a new import is a new dependency without editing this file.
+# ($(value FIGURE_CODE): empty, and no undefined-variable warning, where sources.mk is not read, e.g. make reproduce.)
 STUDY_STAMPS :=
-FIGURE_CODE :=
 FIGURE_GOALS := figures paper $(GEN)/provenance.json $(PAPER_PDF)
 ifneq ($(filter $(FIGURE_GOALS),$(MAKECMDGOALS)),)
 include $(GEN)/sources.mk
@@ -138,7 +138,7 @@ $(GEN)/sources.mk: FORCE | $(PY_STAMP)
 
 # Notebook 30 draws every figure, the claims table and the paper's generated inputs; provenance.json is
 # written last, so it stands for all of them.
-$(GEN)/provenance.json: $(GEN)/sources.mk $(STUDY_STAMPS) $(FIGURE_CODE) | $(PY_STAMP)
+$(GEN)/provenance.json: $(GEN)/sources.mk $(STUDY_STAMPS) $(value FIGURE_CODE) | $(PY_STAMP)
 	$(BUILD_ENV) $(BIN)/dbmatrix notebooks --profile $(BUILD_PROFILE) --only 30 $(BUILD_DATA_ARG)
 
 figures: $(GEN)/provenance.json

@@ -99,4 +99,4 @@ def test_sources_make_sets_the_code_lists_before_the_rules_use_them(capsys: pyte
     assert "  lib/dbmatrix/parse/cache_counters.py \\" in lines
     makefile = (REPO / "Makefile").read_text()
     assert not re.search(r"^(ANALYSIS|FIGURE)_CODE\s*:?=", makefile, re.MULTILINE)  # one source: the graph
-    assert "$(FIGURE_CODE)" in makefile and "include $(GEN)/sources.mk" in makefile
+    assert "$(value FIGURE_CODE)" in makefile and "include $(GEN)/sources.mk" in makefile

@@ -394,11 +394,14 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
     if sel.empty:
         raise FigureDataError(f"throughput over time: no per-second rows for {', '.join(cells)}")
     apply_style()
-    fig, (ax, ax2) = subplots(2, 1, sharex=True, figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 1.15),
-                                  layout="constrained")
+    shown = [c for c in cells if c in set(sel["cell_id"])]
+    n_runs = sel[sel["cell_id"].isin(shown)].groupby("cell_id")["run_id"].nunique().max()
+    cols = 2 if n_runs <= 8 else 3  # the runs' legend below the panels: its rows take the panels' height
+    rows = -(-(int(n_runs) + 1) // cols) + len(shown)  # style entries (and the cross) and the cells' legend
+    fig, (ax, ax2) = subplots(2, 1, sharex=True, layout="constrained",
+                              figsize=(COLUMN_WIDTH_IN, COLUMN_WIDTH_IN * 0.95 + 0.11 * rows))
     palette = sns.color_palette("colorblind")
     trim = dict(zip(steady["run_id"], steady["trim_s"])) if "trim_s" in steady else {}
-    shown = [c for c in cells if c in set(sel["cell_id"])]
     cell_handles: list[Line2D] = []
     run_styles: dict[str, Any] = {}
     crosses = 0
@@ -430,7 +433,7 @@ def throughput_over_time(intervals: pd.DataFrame, steady: pd.DataFrame, cells: l
     for a in (ax, ax2):
         a.grid(axis="y", linewidth=0.4, alpha=0.5)
     fig.legend(handles=cell_handles, frameon=False, fontsize=5.5, loc="outside upper center", ncols=1)
-    fig.legend(handles=style_handles, frameon=False, fontsize=5.5, loc="outside lower center", ncols=2)
+    fig.legend(handles=style_handles, frameon=False, fontsize=5.5, loc="outside lower center", ncols=cols)
     sns.despine(fig)
     return fig, {"cells": shown, "crosses": crosses}
 
