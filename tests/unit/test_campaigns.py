@@ -22,9 +22,9 @@ from dbmatrix.run.campaigns import (
     shared,
 )
 from dbmatrix.run.matrix import adaptive_runs, campaign_states_of, choose_campaign, study_status
-from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError, load_spec
+from dbmatrix.spec.experiment import MAX_CAMPAIGNS, Experiment, PlannedRun, SpecError, load_spec
 from dbmatrix.store import MANIFEST, ResultStore, write_json_atomic
-from dbmatrix.study import Study, load_study
+from dbmatrix.study import Study, load_studies, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "specs" / "smoke.yaml"
@@ -140,6 +140,34 @@ def test_choose_auto_new_last_and_k() -> None:
         choose(5, incomplete)
     # a campaign whose plan is empty is never complete; one with failed runs is not either
     assert not CampaignState(1, 0, 0).complete and not CampaignState(1, 2, 1, failed=1).complete
+
+
+def test_auto_starts_no_campaign_beyond_the_registered_maximum() -> None:
+    """A study judged by campaign looks (at most MAX_CAMPAIGNS): auto resumes an incomplete last campaign,
+    starts none past the maximum; new or the next number still can, saying the rule's alpha does not cover it."""
+    full = states(*[(k, 4, 4) for k in range(1, MAX_CAMPAIGNS + 1)])
+    c = choose("auto", full, MAX_CAMPAIGNS)
+    assert (c.number, c.new) == (MAX_CAMPAIGNS, False)
+    assert f"the registered maximum of {MAX_CAMPAIGNS} campaigns is reached, nothing to run" in c.reason
+    assert choose("auto", full).number == MAX_CAMPAIGNS + 1  # no maximum: a study without looks goes on
+    short = states(*[(k, 4, 4) for k in range(1, MAX_CAMPAIGNS)])
+    assert (choose("auto", short, MAX_CAMPAIGNS).number, choose("auto", short, MAX_CAMPAIGNS).new) == \
+        (MAX_CAMPAIGNS, True)  # the last look is still to run
+    last_open = states(*[(k, 4, 4 if k < MAX_CAMPAIGNS else 2) for k in range(1, MAX_CAMPAIGNS + 1)])
+    assert "resuming" in choose("auto", last_open, MAX_CAMPAIGNS).reason
+    for forced in (choose("new", full, MAX_CAMPAIGNS), choose(MAX_CAMPAIGNS + 1, full, MAX_CAMPAIGNS)):
+        assert (forced.number, forced.new) == (MAX_CAMPAIGNS + 1, True)
+        assert "beyond the registered maximum" in forced.reason and "outside the alpha" in forced.reason
+    assert "beyond" not in choose("new", short, MAX_CAMPAIGNS).reason
+
+
+def test_the_runner_and_the_rule_read_one_maximum() -> None:
+    from dbmatrix.analyse.claims.verdicts import RULE
+
+    assert RULE["looks"]["max_campaigns"] == MAX_CAMPAIGNS
+    paper = {s.experiment.name: s.experiment.campaign_maximum for s in load_studies("paper", for_run=False)}
+    assert paper and set(paper.values()) == {MAX_CAMPAIGNS}  # every paper study runs campaigns as looks
+    assert {s.experiment.campaign_maximum for s in load_studies("quick", for_run=False)} == {None}
 
 
 def test_states_from_manifests_legacy_manifests_are_campaign_1() -> None:

@@ -54,7 +54,8 @@ def _campaigns(study: Any) -> dict[str, Any]:
 
     states = campaign_states_of(study.store, study.experiment)
     return {"results_dir": study.store.root, "campaigns": campaign_table(study.store, states),
-            "auto_would_run": choose("auto", states).line(), "last_would_run": choose("last", states).line()}
+            "auto_would_run": choose("auto", states, study.experiment.campaign_maximum).line(),
+            "last_would_run": choose("last", states).line()}
 
 
 def plan_doc(study: Any, checks: Sequence[Any] | None, lines: Mapping[str, Sequence[str]]) -> dict[str, Any]:

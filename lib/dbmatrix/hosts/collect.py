@@ -168,7 +168,12 @@ class CollectorSet:
             # Not a process-group leader (no job control), so setsid does not fork: $! is the tool.
             lines.append(f"setsid nohup {cmd} > {shlex.quote(self.paths[name])} 2>&1 < /dev/null & "
                          f"p_{name}=$!; echo \"pid {name} $p_{name}\"")
-        lines.append("sleep 0.1")
+        # Until each has exec'd its tool (under load a child can still be `setsid` or `nohup` 0.1 s later, which
+        # the check below would take for a collector that died), at most 3 s.
+        pids = " ".join(f"$p_{name}" for name in self.commands)
+        lines.append(f"sleep 0.1; i=0; while [ $i -lt 29 ]; do w=0; for p in {pids}; do "
+                     "case \"$(cat /proc/$p/comm 2>/dev/null)\" in setsid|nohup) w=1;; esac; done; "
+                     "[ $w = 0 ] && break; sleep 0.1; i=$((i+1)); done")
         lines.extend(f"st start {name} $p_{name}" for name in self.commands)
         return "\n".join(lines)
 

@@ -10,6 +10,10 @@ k >= 2 runs ``<cell_id>-r<rep>-camp<k>``. Choosing the campaign a command runs (
 - ``new``: start a new campaign even if the latest is incomplete (its runs stay; it stays incomplete);
 - ``<k>``: continue campaign k (or start it when it is the next number).
 
+A study judged by campaign looks has a registered maximum of campaigns (``maximum``): ``auto`` starts none
+beyond it (its design is complete: nothing to run), and ``new`` or a number beyond it says that such a campaign
+is judged at the last look's level, outside the alpha the rule spends.
+
 The record ``campaigns/<k>.json`` (see :func:`merge_record`) says when the campaign started and finished,
 on which hosts and boots, with which git commit, spec digest and dataset snapshots, so a reader sees
 whether two campaigns shared a boot or a snapshot. The store owns the files (``ResultStore.campaign_record``,
@@ -63,8 +67,9 @@ class Choice:
         return f"campaign {self.number} ({'new' if self.new else 'continued'}: {self.reason})"
 
 
-def choose(option: CampaignOption, states: Sequence[CampaignState]) -> Choice:
-    """The campaign `option` selects among the existing campaigns' `states` (see the module doc)."""
+def choose(option: CampaignOption, states: Sequence[CampaignState], maximum: int | None = None) -> Choice:
+    """The campaign `option` selects among the existing campaigns' `states` (see the module doc); `maximum`:
+    the registered maximum of campaigns (None: none)."""
     option = parse_option(option)
     by_number = {s.number: s for s in states}
     latest = max(by_number.values(), key=lambda s: s.number) if by_number else None
@@ -75,7 +80,8 @@ def choose(option: CampaignOption, states: Sequence[CampaignState]) -> Choice:
             s = by_number[option]
             return Choice(option, False, f"--campaign {option}: {s.describe()}", prev)
         if option == nxt:
-            return Choice(option, True, f"--campaign {option}: the next campaign number", prev)
+            return Choice(option, True, f"--campaign {option}: the next campaign number{_beyond(nxt, maximum)}",
+                          prev)
         have = ", ".join(str(n) for n in sorted(by_number)) or "none"
         raise ValueError(f"campaign: {option} does not exist (existing: {have}; the next is {nxt}); "
                          "use --campaign new, last or auto")
@@ -86,8 +92,19 @@ def choose(option: CampaignOption, states: Sequence[CampaignState]) -> Choice:
         return Choice(latest.number, False, f"last: {latest.describe()}; {what}", prev)
     if option == "auto" and not latest.complete:
         return Choice(latest.number, False, f"auto: {latest.describe()}; resuming", prev)
+    if option == "auto" and maximum is not None and latest.number >= maximum:
+        return Choice(latest.number, False, f"auto: {latest.describe()}; the registered maximum of {maximum} "
+                      "campaigns is reached, nothing to run (--campaign new runs one more, outside the rule's "
+                      "alpha)", prev)
     why = "auto" if option == "auto" else "new requested"
-    return Choice(nxt, True, f"{why}: {latest.describe()}", prev)
+    return Choice(nxt, True, f"{why}: {latest.describe()}{_beyond(nxt, maximum)}", prev)
+
+
+def _beyond(number: int, maximum: int | None) -> str:
+    if maximum is None or number <= maximum:
+        return ""
+    return (f"; beyond the registered maximum of {maximum} campaigns: judged at the last look's level, outside "
+            "the alpha the rule spends")
 
 
 def merge_record(old: Mapping[str, Any] | None, *, campaign: int, experiment: str, campaign_started_utc: str,

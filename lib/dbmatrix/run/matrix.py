@@ -265,7 +265,7 @@ def choose_campaign(study: Study, option: CampaignOption = "last") -> Choice:
     """The campaign `option` (auto, new, last or a number; :mod:`dbmatrix.run.campaigns`) selects in the
     study's results directory."""
     try:
-        return choose(option, campaign_states_of(study.store, study.experiment))
+        return choose(option, campaign_states_of(study.store, study.experiment), study.experiment.campaign_maximum)
     except ValueError as exc:
         raise SpecError(f"{exc} (results in {study.store.root})") from None
 
@@ -666,8 +666,8 @@ def campaign_lines(study: Study, plan_note: bool = False) -> list[str]:
     lines = [f"  {s.describe()}" for s in states] or ["  no campaign yet"]
     note = (" (run ids above are campaign 1's; campaign k >= 2 appends -camp<k> and shuffles with its own "
             "seed)") if plan_note else ""
-    auto = choose("auto", states)
     exp = study.experiment
+    auto = choose("auto", states, exp.campaign_maximum)
     later = []
     sentinels = len(sentinel_runs_left(exp, study.store, auto.number))
     with_sentinel = f" ({sentinels} of them the A/A sentinel's)" if sentinels else ""
@@ -691,7 +691,7 @@ def next_campaign(study: Study) -> tuple[int, int, float]:
     """The campaign ``--campaign auto`` would run: its number, its runs still to do and their estimated wall
     time (a later campaign runs ``campaigns.repetitions`` per cell, the first the spec's ``repetitions``)."""
     exp, store = study.experiment, study.store
-    n = choose("auto", campaign_states_of(store, exp)).number
+    n = choose("auto", campaign_states_of(store, exp), exp.campaign_maximum).number
     pending = [r for r in exp.plan(n) if store.status(r.run_id) != "ok"]
     pending += sentinel_runs_left(exp, store, n)
     return n, len(pending), (summarize_study(study, pending).estimated_wall_s if pending else 0.0)
@@ -730,7 +730,8 @@ def study_status(study: Study) -> StudyStatus:
     lost = lost_hosts(store)
     return StudyStatus(
         results_dir=str(store.root), experiment=exp.name, campaign=current.number,
-        campaigns=campaign_table(store, states), next_auto=choose("auto", states).line(),
+        campaigns=campaign_table(store, states),
+        next_auto=choose("auto", states, exp.campaign_maximum).line(),
         planned=len(plan),
         ok=sum(v == "ok" for v in statuses.values()), failed=failed,
         pending=sum(v is None for v in statuses.values()),

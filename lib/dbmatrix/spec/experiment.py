@@ -136,6 +136,13 @@ class Noise:
         return self.target_halfwidth_pct is not None
 
 
+# Campaigns as looks (issue 39): a study whose design runs campaigns at an allocation (spec ``campaigns:``) is
+# judged after every campaign at the level of the exact group-sequential boundary of its look, alpha spent over
+# at most this many campaigns (the registered rule: dbmatrix.analyse.claims.verdicts.RULE["looks"]). Here, so that
+# the runner's campaign choice and the rule read one number.
+MAX_CAMPAIGNS = 6
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str
@@ -176,6 +183,11 @@ class Experiment:
             return None
         cells = self.cells()
         return cells[sentinel_cell_index(s, cells, self.varied_factors(), self.factors)]
+
+    @property
+    def campaign_maximum(self) -> int | None:
+        """The registered maximum of campaigns, for a study judged by campaign looks (None: no such limit)."""
+        return MAX_CAMPAIGNS if self.campaign_repetitions is not None else None
 
     def repetitions_in(self, campaign: int) -> int:
         """Runs per cell of `campaign`: the spec's ``repetitions`` in the first (the pilot), its

@@ -17,6 +17,7 @@ import numpy as np
 
 from dbmatrix.analyse.claims.model import BOUNDS, DEFAULT_MARGIN, MARGINS, Claim, PremiseCheck
 from dbmatrix.analyse.contrasts import Estimate
+from dbmatrix.spec.experiment import MAX_CAMPAIGNS  # the rule's (RULE["looks"]), the runner's too
 from dbmatrix.spec.factors import DATASET_FACTORS, factor_word
 
 VERDICTS = ("agree", "disagree", "depends", "inconclusive", "not identified", "not tested")  # classes
@@ -38,10 +39,6 @@ PER_PAIR = "per pair (measured, no CI)"  # the reason of a measured quantity jud
 STAND_IN_BOUND = "beyond the stand-in's bound"
 HETEROGENEITY_ALPHA = 0.05  # "campaigns differ" below it: a consistency check, never a veto
 CONFIDENCE = 0.95
-# Campaigns as looks (issue 39): a study whose design runs campaigns at an allocation (spec ``campaigns:``) is
-# judged after every campaign at the level of the exact group-sequential boundary of its look, alpha spent over
-# at most this many campaigns (dbmatrix.analyse.stats.group_sequential.CampaignLooks).
-MAX_CAMPAIGNS = 6
 
 # The rule as plain data: its digest enters every campaign's registration (registration.registry, "rule").
 RULE: dict[str, Any] = {
