@@ -77,12 +77,15 @@ setup-paper: $(PY_STAMP) $(OS_PAPER)
 # The notebooks' kernel `dbmatrix` (dbmatrix.lab) is installed into the venv, where Jupyter finds it
 # whatever JUPYTER_DATA_DIR says.
 # uv (from PyPI, like every other package) installs the same pinned set in seconds where pip takes a minute or
-# more on a fresh machine (make test's budget counts it); pip does it if uv cannot be had.
+# more on a fresh machine (make test's budget counts it); pip does it if uv cannot be had. Both leave the
+# packages compiled to bytecode (uv: --compile-bytecode, about 15 s on 2 vCPUs): where PYTHONDONTWRITEBYTECODE is
+# set (as on this VM), Python never caches what it compiles, and every process (a CLI call, a notebook kernel, a
+# test worker) compiled pandas, scipy, matplotlib and jupyter afresh, about 2 s of each `dbmatrix` call.
 $(PY_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	if $(BIN)/python -m pip install -q uv==0.13.9; then \
-	  $(BIN)/uv pip install --python $(BIN)/python -q -c constraints.txt -e '.[test]'; \
+	  $(BIN)/uv pip install --python $(BIN)/python -q --compile-bytecode -c constraints.txt -e '.[test]'; \
 	else $(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'; fi
 	$(BIN)/python -m ipykernel install --sys-prefix --name dbmatrix --display-name "dbmatrix (.venv)" >/dev/null
 	touch $@
@@ -179,8 +182,10 @@ FORCE:
 TEST_WORKERS ?= 2
 # The OS packages (about 1.5 min on a fresh machine: download, unpack, triggers; apt allows one transaction at a
 # time, so all roles go in one) install beside ruff and mypy (about 1 min, CPU), whatever -j make test was given.
+# The package's own modules are compiled too (PYTHONDONTWRITEBYTECODE aside: every test subprocess imports them).
 test: $(PY_STAMP)
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
+	$(BIN)/python -m compileall -q -j 0 lib/dbmatrix >/dev/null
 	$(BIN)/python -m pytest tests notebooks --nbval-lax --nbval-current-env -p no:cacheprovider \
 		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 

@@ -91,7 +91,8 @@ def test_make_test_installs_every_role_beside_the_lint_before_pytest() -> None:
     recipe = db.split("\ntest: ", 1)[1].split("\n\n", 1)[0]
     lines = [ln.strip() for ln in recipe.splitlines() if ln.startswith("\t")]
     assert lines[0] == "$(MAKE) --no-print-directory -j2 --output-sync=target test-ready", recipe
-    assert "pytest" in lines[1], recipe
+    assert lines[1] == "$(BIN)/python -m compileall -q -j 0 lib/dbmatrix >/dev/null", recipe
+    assert "pytest" in lines[2], recipe
 
 
 def test_the_check_can_fail(tmp_path: Path) -> None:
