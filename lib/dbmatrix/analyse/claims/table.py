@@ -241,6 +241,7 @@ def evaluate(evidence: Sequence[Evidence], claims: Sequence[Claim] = CLAIMS,
     for c in claims:
         j = _Judged(_blank_row(c, several), _blank_campaigns(c, n_camp), [])
         _judge_claim(j, c, evidence, several, confidence)
+        _own_campaigns(j, evidence)
         rows.append(j.row)
         camp_rows += j.campaigns.values()
         level_rows += j.levels
@@ -268,6 +269,15 @@ def _blank_row(c: Claim, several: bool) -> dict[str, Any]:
             "premise_value": "", "premise_met": "", "campaigns": 0, "campaign_level": "",
             "registration": "", "heterogeneity": "", "confidence": math.nan,
             "combine": combine_words(c) if c.per else "", **({"hosts": ""} if several else {})}
+
+
+def _own_campaigns(j: _Judged, evidence: Sequence[Evidence]) -> None:
+    """Keep the campaign rows of the campaigns the claim's studies ran: a study with 4 campaigns in a build
+    whose oldest study has 6 has no campaigns 5 and 6 to report "no estimate" for."""
+    studies = set(str(j.row.get("study") or "").split("+")) - {""}
+    ks = {k for e in evidence if e.experiment in studies and not e.runs.empty for k in e.campaigns()}
+    if ks:
+        j.campaigns = {k: v for k, v in j.campaigns.items() if k in ks}
 
 
 def _blank_campaigns(c: Claim, n_camp: int) -> dict[int, dict[str, Any]]:
