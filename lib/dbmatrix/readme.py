@@ -313,7 +313,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
 
     pk = PACKAGES["debian"]
     media = {m.name: m for m in localhost_inventory("/var/tmp/dbmatrix").hosts[0].media.values()}
-    ram = sum(_size(m) for m in media.values() if m.kind != "dir")
+    ram = sum(_size(m) for m in media.values() if m.kind not in ("dir", "nbd"))
+    nbd = [m for m in media.values() if m.kind == "nbd"]
     box = "\n".join([
         "> **Requirements and side effects.** `make figures`, `make paper` and `make lab` need only `.venv` "
         "(and LaTeX for the paper): no root, no MariaDB. `make smoke`, `make reproduce` and `make test` "
@@ -327,6 +328,10 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         f"> - mount under `/var/tmp/dbmatrix/media`: tmpfs ({_gib(_size(media['tmpfs']))}) and XFS on loop "
         f"devices over tmpfs files ({_gib(_size(media['ramblock']))} + {_gib(_size(media['slow']))}): up to "
         f"{_gib(ram)} of RAM while mounted; a cgroup `/sys/fs/cgroup/dbmatrix` (write-IOPS limit);",
+        f"> - for a study on the network block devices ({', '.join(m.name for m in nbd)}): "
+        f"{' + '.join(_gib(_size(m)) for m in nbd)} of files in `/var/tmp/dbmatrix/media-backing`, `nbdkit` "
+        "(one in a network namespace `dbmatrix-remote` behind a veth pair in 10.213.0.0/16) and `nbdfuse` "
+        "processes, stopped with the study;",
         "> - drop the page cache before every run (`echo 3 > /proc/sys/vm/drop_caches`: every process on the "
         "machine feels it);",
         f"> - keep dataset snapshots in `/var/tmp/dbmatrix/snapshots` ({_gib(quick.snapshot_bytes)} for the "

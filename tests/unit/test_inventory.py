@@ -39,6 +39,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "pmem": {"kind": "pmem", "mode": "fsdax", "align": "2M"},
     "nvmeof": {"kind": "nvmeof", "transport": "rdma", "address": "192.0.2.10",
                "nqn": "nqn.2019-08.org.example:pool1"},
+    "nbd": {"kind": "nbd", "size": "1G", "transport": "tcp", "rate": "10gbit", "delay_ms": 1},
     "throttled": {"kind": "throttled", "base": {"kind": "loop", "size": "1G"}, "read_iops": 300,
                   "write_bps": "50M", "emulates": "remote-nvme"},
 }
@@ -116,7 +117,7 @@ def test_localhost_inventory_offers_disk_and_emulated_pmem() -> None:
     inv = localhost_inventory("/w")
     (h,) = inv.hosts
     assert h.name == "localhost" and h.is_local and h.workdir == "/w"
-    assert list(h.media) == ["disk", "tmpfs", "ramblock", "slow"]
+    assert list(h.media) == ["disk", "tmpfs", "ramblock", "slow", "remote", "nbdlocal"]
     slow = h.media["slow"]
     assert slow.kind == "throttled" and slow.base is not None and slow.base.kind == "ram-block"
     disk, tmpfs, rb = h.media["disk"], h.media["tmpfs"], h.media["ramblock"]
@@ -161,7 +162,7 @@ def test_human_size() -> None:
 
 
 @pytest.mark.parametrize("raw,field,allowed", [
-    ({"kind": "nvme"}, "kind", "allowed: dir, tmpfs, loop, ram-block, blockdev, mdraid, pmem, nvmeof, throttled"),
+    ({"kind": "nvme"}, "kind", "allowed: dir, tmpfs, loop, ram-block, blockdev, mdraid, pmem, nvmeof, nbd, throttled"),
     ({"kind": "tmpfs"}, "size", "required"),
     ({"kind": "tmpfs", "size": "4GB"}, "size", "allowed: a number of bytes"),
     ({"kind": "tmpfs", "size": 1000}, "size", "multiple of 4K"),

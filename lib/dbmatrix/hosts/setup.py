@@ -20,6 +20,8 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
                    "mariadb-plugin-provider-lz4", "sysbench", "sysstat", "procps", "iproute2",
                    # storage media (dbmatrix.hosts.media): file systems, partitions, loop, PMEM, RAID, fio
                    "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm",
+                   # network block devices (medium kind nbd): the server, the FUSE client
+                   "nbdkit", "libnbd-bin", "fuse3",
                    # Galera clusters (topology: galera): the provider and rsync for SST
                    "galera-4", "rsync"),
         "paper": ("latexmk", "texlive-latex-base", "texlive-latex-recommended", "texlive-latex-extra",
@@ -32,6 +34,7 @@ PACKAGES: dict[str, dict[str, tuple[str, ...]]] = {
         "server": ("mariadb-server", "mariadb", "mariadb-rocksdb-engine", "sysbench", "sysstat",
                    "procps-ng", "iproute",
                    "xfsprogs", "e2fsprogs", "parted", "util-linux", "fio", "ndctl", "mdadm",
+                   "nbdkit", "nbdfuse", "fuse3",
                    "galera", "rsync"),
         "paper": ("latexmk", "texlive-scheme-medium", "texlive-siunitx", "poppler-utils"),
         "test": ("openssh-server", "slurm", "slurm-slurmctld", "slurm-slurmd", "munge"),

@@ -42,7 +42,15 @@ class HostContext:
         return this_process(self.host)
 
     def close(self) -> None:
-        """Stop the guard (after every server of the study has stopped); the host stays open."""
+        """After every server of the study has stopped: tear down the nbd media built for it (their nbdkit and
+        nbdfuse processes would outlive the study), then stop the guard; the host stays open."""
+        for name, state in self.media.items():
+            if isinstance(state, media.MediumState) and state.kind == "nbd":
+                try:
+                    media.teardown(self.host, self.spec.media[name])
+                except Exception as exc:  # noqa: BLE001 - the study's data are safe; say what is left running
+                    print(f"medium {name} on {self.host.name}: teardown failed ({exc}); `dbmatrix hosts "
+                          "teardown` stops its nbdkit and nbdfuse", flush=True)
         if self.guard is not None:
             self.guard.close()
 

@@ -12,12 +12,14 @@ from dbmatrix.hosts.media.core import MediaError, fs_medium, q
 
 
 def loop_file(medium: Medium) -> str:
-    """The backing file of a loop or ram-block medium."""
+    """The backing file of the loop device of a loop, ram-block or nbd medium."""
     m = fs_medium(medium)
     if m.kind == "loop":
         return str(m.options["backing_file"])
     if m.kind == "ram-block":
         return f"{m.options['backing_dir']}/{m.name}.img"
+    if m.kind == "nbd":  # the loop device sits on nbdfuse's file of the export
+        return f"{m.options['run_dir']}/fuse/disk"
     raise MediaError(f"medium {medium.name!r} of kind {m.kind} has no backing file")
 
 
@@ -69,7 +71,7 @@ def disk_expr(medium: Medium) -> str:
     o = m.options
     if m.kind == "nvmeof":
         return f'"$({nvmeof_lookup(o["nqn"], o["namespace"])})"'
-    if m.kind in ("loop", "ram-block"):
+    if m.kind in ("loop", "ram-block", "nbd"):
         return f'"{loop_lookup(loop_file(m))}"'
     if m.kind == "blockdev":
         return q(o["device"])

@@ -9,9 +9,11 @@ import posixpath
 from dbmatrix.hosts.inventory import Medium
 from dbmatrix.hosts.media.core import CgroupLayout, Step, checked, chown, fs_medium, mounted, q
 from dbmatrix.hosts.media.devices import loop_file, loop_lookup_all, md_device, nvmeof_lookup
+from dbmatrix.hosts.media.filesystem import fs_steps
 from dbmatrix.hosts.media.local import steps_dir, steps_tmpfs
 from dbmatrix.hosts.media.loop import loop_steps
 from dbmatrix.hosts.media.mdraid import steps_mdraid
+from dbmatrix.hosts.media.nbd import nbd_client_steps, nbd_server_steps, nbd_teardown_steps
 from dbmatrix.hosts.media.nvme import steps_blockdev, steps_nvmeof
 from dbmatrix.hosts.media.pmem import steps_pmem
 from dbmatrix.hosts.media.throttle import candidate_groups, cgroup_layout_for, throttle_steps
@@ -23,13 +25,17 @@ def apply_steps(medium: Medium, *, layout: CgroupLayout | None = None, owner: st
     fs = fs_medium(m)
     builders = {"dir": steps_dir, "tmpfs": steps_tmpfs, "loop": loop_steps, "ram-block": loop_steps,
                 "blockdev": steps_blockdev, "mdraid": steps_mdraid, "pmem": steps_pmem,
-                "nvmeof": steps_nvmeof}
+                "nvmeof": steps_nvmeof, "nbd": steps_nbd}
     steps = builders[fs.kind](fs)
     if fs.kind != "dir" and not (fs.kind == "pmem" and fs.options["mode"] == "devdax"):
         steps += chown(m.path, owner)
     if m.kind == "throttled":
         steps += throttle_steps(m, cgroup_layout_for(m, layout), owner)
     return steps
+
+
+def steps_nbd(m: Medium) -> list[Step]:
+    return [*nbd_server_steps(m), *nbd_client_steps(m), *fs_steps(m)]
 
 
 def plan(medium: Medium, *, layout: CgroupLayout | None = None) -> list[str]:
@@ -50,6 +56,8 @@ def teardown_steps(medium: Medium) -> list[Step]:
                               f"[ ! -d {q(parent)} ]"))
     if fs.kind == "dir":
         return steps
+    if fs.kind == "nbd":
+        return nbd_teardown_steps(fs)
     if not (fs.kind == "pmem" and o["mode"] == "devdax"):
         steps.append(Step("unmount", f"umount {q(m.path)}", f"! {mounted(m.path)}"))
         steps.append(Step("remove the mount point", f"rmdir --ignore-fail-on-non-empty {q(m.path)}",

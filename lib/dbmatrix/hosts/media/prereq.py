@@ -11,7 +11,9 @@ TOOL_PACKAGES = {"mkfs.xfs": "xfsprogs", "xfs_info": "xfsprogs", "mkfs.ext4": "e
                  "tune2fs": "e2fsprogs", "parted": "parted", "ndctl": "ndctl", "mdadm": "mdadm",
                  "losetup": "util-linux", "findmnt": "util-linux", "blkid": "util-linux",
                  "lsblk": "util-linux", "mount": "mount", "fallocate": "util-linux",
-                 "truncate": "coreutils", "nvme": "nvme-cli", "modprobe": "kmod", "udevadm": "udev"}
+                 "truncate": "coreutils", "nvme": "nvme-cli", "modprobe": "kmod", "udevadm": "udev",
+                 "nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3", "ip": "iproute2",
+                 "tc": "iproute2", "setsid": "util-linux"}
 
 
 def required_tools(medium: Medium) -> list[str]:
@@ -25,6 +27,9 @@ def required_tools(medium: Medium) -> list[str]:
         tools += ["losetup", "truncate" if fs.kind == "ram-block" else "fallocate"]
     if fs.kind == "mdraid":
         tools.append("mdadm")
+    if fs.kind == "nbd":
+        tools += ["losetup", "fallocate", "nbdkit", "nbdfuse", "fusermount3", "setsid"]
+        tools += ["ip"] + (["tc"] if o["rate"] else []) if o["transport"] == "tcp" else []
     if fs.kind == "pmem":
         tools.append("ndctl")
     if fs.kind == "nvmeof":
@@ -49,6 +54,12 @@ def prerequisite_script(medium: Medium) -> str:
                      f"else echo 'device {d}'; fi")
     if fs.kind == "mdraid":
         lines.append("[ -e /proc/mdstat ] || echo no-md")
+    if fs.kind == "nbd":
+        lines.append("[ -c /dev/fuse ] || echo no-fuse")
+        if o["delay_ms"]:
+            lines.append("command -v nbdkit >/dev/null 2>&1 && { nbdkit --dump-config | grep -q '^filterdir=' && "
+                         "[ -e \"$(nbdkit --dump-config | sed -n 's/^filterdir=//p')/nbdkit-delay-filter.so\" ] "
+                         "|| echo no-delay-filter; }")
     if fs.kind == "nvmeof":
         t = o["transport"]
         lines.append(f"[ -d /sys/module/nvme_{t} ] || modprobe -n nvme-{t} >/dev/null 2>&1 || echo no-nvmeof-{t}")
@@ -78,6 +89,12 @@ def prerequisite_problems(medium: Medium, output: str, host: str) -> list[str]:
         out.append(f"pmem: no PMEM namespace/region on host {host}: `ndctl list -RN` shows none (no "
                    "persistent memory here); emulate it with a tmpfs medium (emulates: pmem-fsdax) or a "
                    "ram-block medium (emulates: pmem-sector)")
+    if "no-fuse" in output.split():
+        out.append(f"nbd: no /dev/fuse on host {host}: the nbd medium's client (nbdfuse) needs FUSE "
+                   "(modprobe fuse; in a container, pass /dev/fuse through)")
+    if "no-delay-filter" in output.split():
+        out.append(f"nbd: nbdkit on host {host} has no delay filter (nbdkit-delay-filter.so), which delay_ms "
+                   "needs; install Debian's nbdkit (it ships the filters) or set delay_ms 0")
     for ln in output.split():
         if ln.startswith("no-nvmeof-"):
             t = ln[len("no-nvmeof-"):]

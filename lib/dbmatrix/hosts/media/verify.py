@@ -25,6 +25,7 @@ from dbmatrix.hosts.media.filesystem import check_geometry, check_mount_options,
 from dbmatrix.hosts.media.local import check_tmpfs
 from dbmatrix.hosts.media.loop import check_loop
 from dbmatrix.hosts.media.mdraid import check_md
+from dbmatrix.hosts.media.nbd import check_nbd, nbd_fact_sections
 from dbmatrix.hosts.media.nvme import check_nvmeof
 from dbmatrix.hosts.media.pmem import check_devdax, dax_mode, dax_problem, ndctl_mode
 from dbmatrix.hosts.media.throttle import cgroup_layout_for, check_throttle
@@ -66,9 +67,11 @@ def facts_sections(medium: Medium, layout: CgroupLayout | None = None) -> tuple[
             sec["xfs_info"] = f"[ -n \"$src\" ] && xfs_info {p} 2>&1"
         else:
             sec["tune2fs"] = '[ -b "$src" ] && tune2fs -l "$src" 2>&1'
-    if fs.kind in ("loop", "ram-block"):
+    if fs.kind in ("loop", "ram-block", "nbd"):
         f = q(loop_file(fs))
         sec["backing"] = f"[ -f {f} ] && echo \"real=$(readlink -f {f})\" && echo \"bytes=$(stat -c %s {f})\""
+    if fs.kind == "nbd":
+        sec.update(nbd_fact_sections(fs))
     if fs.kind == "ram-block":
         sec["backing_mount"] = f"findmnt -J -b -o TARGET,SOURCE,FSTYPE,OPTIONS,SIZE --mountpoint {q(o['backing_dir'])}"
     if fs.kind == "nvmeof":
@@ -153,8 +156,10 @@ def _check_block_fs(m: Medium, mnt: Mount, block: Mapping[str, str], sections: M
         return state
     check_mount_options(m, mnt, c)
     check_geometry(m, sections, c)
-    if m.kind in ("loop", "ram-block"):
+    if m.kind in ("loop", "ram-block", "nbd"):
         check_loop(m, block, sections, c)
+    if m.kind == "nbd":
+        check_nbd(m, sections, c)
     if o.get("partition_pct") and m.kind in ("loop", "ram-block", "blockdev"):
         check_partition(o["partition_pct"], block, c)
     if m.kind == "mdraid":
