@@ -310,11 +310,27 @@ def _run_ms(y: np.ndarray, group: np.ndarray) -> tuple[float, float]:
 # ============================================================================ the entry point
 
 
+def trend_weights(cells: pd.DataFrame, factor: str, a: Any, b: Any, at: Mapping[str, Any], cols: Sequence[str],
+                  trend: tuple[str, Any, Any]) -> tuple[np.ndarray, list[str]] | None:
+    """Weights of an interaction contrast: the contrast a/b at level `hi` of the trend factor minus the same
+    contrast at its level `lo` (``trend = (factor, hi, lo)``; on the log scale, the ratio of the two ratios),
+    each averaged over the other free factors as :func:`cell_weights` does. None unless both sides are
+    contrasts of cell means."""
+    over, hi, lo = trend
+    upper = cell_weights(cells, factor, a, b, {**at, over: hi}, cols)
+    lower = cell_weights(cells, factor, a, b, {**at, over: lo}, cols)
+    if upper is None or lower is None:
+        return None
+    return upper[0] - lower[0], [f for f in upper[1] if f != over]
+
+
 def cell_contrast(data: pd.DataFrame, metric: str, factor: str, a: Any, b: Any, at: Mapping[str, Any],
-                  cols: Sequence[str], loads: Sequence[str], confidence: float = 0.95) -> CellContrast | None:
+                  cols: Sequence[str], loads: Sequence[str], confidence: float = 0.95,
+                  trend: tuple[str, Any, Any] | None = None) -> CellContrast | None:
     """The contrast log(metric) at `a` minus at `b` of `factor` from the cell means (module doc): `cols` the
-    factors that make a cell, `loads` those of them that make a dataset load. None when the two sides do not
-    have the same cells (a fraction: the caller's reduced model decides)."""
+    factors that make a cell, `loads` those of them that make a dataset load. With `trend` the interaction
+    contrast of :func:`trend_weights`. None when the two sides do not have the same cells (a fraction: the
+    caller's reduced model decides)."""
     y = np.log(pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype=float))
     ok = np.isfinite(y)
     data, y = data[ok], y[ok]
@@ -324,7 +340,8 @@ def cell_contrast(data: pd.DataFrame, metric: str, factor: str, a: Any, b: Any, 
     first = ~pd.Series(key).duplicated().to_numpy()
     cells = data.loc[first, list(cols)].reset_index(drop=True)
     cells["_key"] = key[first]
-    found = cell_weights(cells, factor, a, b, at, cols)
+    found = (cell_weights(cells, factor, a, b, at, cols) if trend is None
+             else trend_weights(cells, factor, a, b, at, cols, trend))
     if found is None:
         return None
     w, free = found

@@ -22,6 +22,7 @@ from dbmatrix.analyse.contrasts import (
 )
 from dbmatrix.analyse.kinds import find_kind
 from dbmatrix.analyse.shares import share_difference
+from dbmatrix.analyse.trend import trend_estimate
 
 # ============================================================================ estimates
 
@@ -55,6 +56,9 @@ def _estimate(claim: Claim, ev: Evidence, confidence: float) -> Estimate:
     if "rate_fraction" in runs.columns:
         runs = runs[pd.to_numeric(runs["rate_fraction"], errors="coerce").fillna(0) == 0]
     metric, note = steady_metric(runs, claim.metric)
+    if claim.trend is not None:
+        est = trend_estimate(runs, metric, claim.factor, claim.a, claim.b, claim.trend, claim.at, confidence)
+        return replace(est, basis=f"{est.basis}; {note}") if note else est
     est = ratio_estimate(runs, metric, claim.factor, claim.a, claim.b, claim.at,
                          level_order=ev.level_order, design=ev.design, confidence=confidence)
     return replace(est, basis=f"{est.basis}; {note}") if note else est

@@ -132,6 +132,9 @@ class Claim:
     # the seed's own words, verbatim and short, in the seed's language (the registry's source: docs/registry.md)
     quote: str = ""
     conditions: SeedConditions | None = None  # as the seed had them (None: a further finding of ours)
+    # a trend of the ratio a/b along another factor, (factor, high level, low level): the estimate is the
+    # ratio a/b at the high level over the ratio at the low level (:mod:`dbmatrix.analyse.trend`); None: a/b
+    trend: tuple[str, Any, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:

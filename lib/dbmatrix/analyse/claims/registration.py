@@ -55,6 +55,8 @@ def definition(claim: Claim) -> dict[str, Any]:
     for k in PROSE:
         d.pop(k, None)
     d["premises"] = [{k: v for k, v in p.items() if k != "text"} for p in d.get("premises", [])]
+    if d.get("trend") is None:
+        d.pop("trend", None)  # a claim without a trend keeps the digest it had before trends existed
     if d.get("conditions") is None:
         d.pop("conditions", None)  # a claim without conditions keeps the digest it had before they existed
     else:
