@@ -307,7 +307,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("remoteGap", "001", "section 3.1, conclusion 1.2",
           "the more client threads, the smaller the gap between InfiniBand-pooled and local NVMe",
           "tps", (1.0, math.inf), factor="medium", a="remote", b="nbdlocal",
-          at={"engine": "innodb", "cache_pct": "min"}, trend=("threads", "max", "min"), sources=("storage",),
+          at={"engine": "innodb", "cache_pct": "min"}, trend=("threads", "max", "min"), sources=("media",),
           premises=(BINLOG_SYNCED,),
           stand_in=REMOTE_STAND_IN + "; the network can only slow the remote medium against its control, so the "
                    "gap narrows when the ratio remote/local rises toward 1: the estimate is that ratio at the most "
@@ -324,7 +324,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("remoteNvme", "001", "section 3.1, conclusion 3",
           "NVMe pooled over InfiniBand performs better and more stably than local NVMe",
           "tps", (1.0, math.inf), factor="medium", a="remote", b="nbdlocal", at={"engine": "innodb"},
-          sources=("storage",), premises=(BINLOG_SYNCED,),
+          sources=("media",), premises=(BINLOG_SYNCED,),
           stand_in=REMOTE_STAND_IN + "; both media serve the same kind of file through the same server, so the "
                    "contrast is the network path alone: the pool's own drives, which may be where the seed's "
                    "advantage came from, are not modelled, and a disagreement says only that the network path "

@@ -334,6 +334,11 @@ def _judge_claim(j: _Judged, c: Claim, evidence: Sequence[Evidence], several: bo
         j.row["reason"] = _untested_reason(c, reasons)
 
 
+def _skipped(reasons: Sequence[str]) -> str:
+    """Why the studies tried before the one that judged the claim could not (said apart from its verdict)."""
+    return f"not judged on {'; '.join(reasons)}" if reasons else ""
+
+
 def _fill_per_level(j: _Judged, c: Claim, ev: Evidence, checks: Sequence[PremiseCheck], level: float, note: str,
                     reasons: Sequence[str]) -> None:
     """A claim judged at every level of its ``per`` factors (:func:`_per_levels`) into its rows."""
@@ -348,7 +353,7 @@ def _fill_per_level(j: _Judged, c: Claim, ev: Evidence, checks: Sequence[Premise
     if pl.judged is not None:
         j.row.update(estimate=pl.judged[0], ci_lo=pl.judged[1], ci_hi=pl.judged[2])
     j.row.update(study=ev.experiment, compared=pl.compared, basis=pl.basis + note, n=pl.n,
-                 verdict=pl.verdict, reason="; ".join([x for x in (pl.reason, *reasons) if x]),
+                 verdict=pl.verdict, reason="; ".join([x for x in (pl.reason, _skipped(reasons)) if x]),
                  campaigns=len(ev.campaigns()), heterogeneity=pl.heterogeneity,
                  confidence=pl.confidence, combine=pl.combine)
 
@@ -361,7 +366,7 @@ def _fill_estimate(j: _Judged, c: Claim, ev: Evidence, checks: Sequence[PremiseC
     j.row.update(study=ev.experiment, compared=est.compared,
                  basis=est.basis + (note if est.values == [] else ""), n=len(est.run_ids) or est.n,
                  estimate=est.estimate, ci_lo=est.ci_lo, ci_hi=est.ci_hi, verdict=v,
-                 reason="; ".join([why, *notes, *reasons]).strip("; "), campaigns=len(ev.campaigns()),
+                 reason="; ".join([why, *notes, _skipped(reasons)]).strip("; "), campaigns=len(ev.campaigns()),
                  heterogeneity=heterogeneity_text(est.heterogeneity),
                  confidence=math.nan if est.values else est.confidence,
                  combine=combine_words(c) if len(est.values) > 1 else "")
