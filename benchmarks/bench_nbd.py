@@ -38,7 +38,7 @@ MEDIA = {
 
 def fio(path: str, rw: str, jobs: int, seconds: int) -> dict[str, float]:
     """IOPS, mean and p99 completion latency (µs) of one fio point on the file system at `path`."""
-    cmd = ["fio", "--name=p", f"--directory={path}", "--size=64M", f"--rw={rw}", "--bs=16k", "--direct=1",
+    cmd = ["fio", "--name=p", f"--directory={path}", "--size=32M", f"--rw={rw}", "--bs=16k", "--direct=1",
            "--ioengine=psync", f"--numjobs={jobs}", "--group_reporting", "--time_based", f"--runtime={seconds}",
            "--ramp_time=1", "--output-format=json"]
     out = json.loads(LocalHost().run(shlex.join(cmd)).stdout)

@@ -327,11 +327,10 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         f"Galera, as `mysql` on 127.0.0.1 ports from {BASE_PORT} (leases in `/tmp/dbmatrix-ports`);",
         f"> - mount under `/var/tmp/dbmatrix/media`: tmpfs ({_gib(_size(media['tmpfs']))}) and XFS on loop "
         f"devices over tmpfs files ({_gib(_size(media['ramblock']))} + {_gib(_size(media['slow']))}): up to "
-        f"{_gib(ram)} of RAM while mounted; a cgroup `/sys/fs/cgroup/dbmatrix` (write-IOPS limit);",
-        f"> - for a study on the network block devices ({', '.join(m.name for m in nbd)}): "
-        f"{' + '.join(_gib(_size(m)) for m in nbd)} of files in `/var/tmp/dbmatrix/media-backing`, `nbdkit` "
-        "(one in a network namespace `dbmatrix-remote` behind a veth pair in 10.213.0.0/16) and `nbdfuse` "
-        "processes, stopped with the study;",
+        f"{_gib(ram)} of RAM while mounted; a cgroup `/sys/fs/cgroup/dbmatrix` (write-IOPS limit); for the "
+        f"network block devices ({', '.join(m.name for m in nbd)}): {' + '.join(_gib(_size(m)) for m in nbd)} of "
+        "files in `/var/tmp/dbmatrix/media-backing`, `nbdkit` (one in a network namespace `dbmatrix-remote` "
+        "behind a veth pair in 10.213.0.0/16) and `nbdfuse`, stopped when their study ends;",
         "> - drop the page cache before every run (`echo 3 > /proc/sys/vm/drop_caches`: every process on the "
         "machine feels it);",
         f"> - keep dataset snapshots in `/var/tmp/dbmatrix/snapshots` ({_gib(quick.snapshot_bytes)} for the "

@@ -90,7 +90,7 @@ def test_tcp_plan_builds_namespace_link_shaping_server_client_loop_and_fs() -> N
 def test_unix_plan_has_no_network() -> None:
     cmds = plan(med({"transport": "unix"}, name="ctl"))
     assert not any(c.startswith(("ip ", "tc ")) for c in cmds)
-    assert "nbdkit --unix /w/media-backing/ctl.nbd/nbd.sock --pidfile /w/media-backing/ctl.nbd/nbdkit.pid file " \
+    assert "rm -f /w/media-backing/ctl.nbd/nbd.sock && nbdkit --unix /w/media-backing/ctl.nbd/nbd.sock --pidfile /w/media-backing/ctl.nbd/nbdkit.pid file " \
            "/w/media-backing/ctl.img" in cmds
     assert any("'nbd+unix:///?socket=/w/media-backing/ctl.nbd/nbd.sock'" in c for c in cmds)
 

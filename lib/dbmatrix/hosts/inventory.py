@@ -33,13 +33,13 @@ from dbmatrix.hosts.medium_recipes import (  # noqa: F401 - re-exported: the inv
     MEDIUM_KINDS,
     XFS_MIN_BYTES,
     Medium,
-    _abs_path,
-    _positive_int,
-    _str_list,
+    abs_path,
     human_size,
     kind_options,
     parse_medium,
     parse_size,
+    positive_int,
+    str_list,
 )
 from dbmatrix.hosts.remote import Host, LocalHost, SSHHost, SSHTarget, check_ssh_access
 from dbmatrix.spec.experiment import SpecError
@@ -272,7 +272,7 @@ def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Invent
         name = str(h["name"])
         if name in {x.name for x in hosts}:
             raise SpecError(f"inventory.hosts: host name {name!r} appears twice")
-        workdir = _abs_path(str(h.get("workdir") or default_workdir()), f"inventory.hosts[{name}].workdir")
+        workdir = abs_path(str(h.get("workdir") or default_workdir()), f"inventory.hosts[{name}].workdir")
         media_raw = h.get("media") or {"disk": {"kind": "dir"}}
         if not isinstance(media_raw, Mapping):
             raise SpecError(f"inventory.hosts[{name}].media: must be a mapping of medium name to recipe")

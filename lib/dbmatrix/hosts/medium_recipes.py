@@ -160,7 +160,7 @@ def _choice(value: Any, allowed: tuple[Any, ...], where: str) -> Any:
     return value
 
 
-def _positive_int(value: Any, where: str) -> int:
+def positive_int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise SpecError(f"{where}: {value!r} must be a positive integer")
     return value
@@ -172,7 +172,7 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
-def _abs_path(value: Any, where: str) -> str:
+def abs_path(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.startswith("/"):
         raise SpecError(f"{where}: {value!r} must be an absolute path")
     norm = posixpath.normpath(value)
@@ -187,7 +187,7 @@ def _device(value: Any, where: str) -> str:
     return value
 
 
-def _str_list(value: Any, where: str, *, split_commas: bool = False) -> list[str]:
+def str_list(value: Any, where: str, *, split_commas: bool = False) -> list[str]:
     if isinstance(value, str) and split_commas:
         value = [v for v in value.split(",") if v.strip()]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -196,7 +196,7 @@ def _str_list(value: Any, where: str, *, split_commas: bool = False) -> list[str
 
 
 def _mount_options(value: Any, where: str) -> list[str]:
-    opts = _str_list(value, where, split_commas=True)
+    opts = str_list(value, where, split_commas=True)
     for o in opts:
         if not _MOUNT_OPT.match(o):
             raise SpecError(f"{where}: {o!r} is not a mount option (name or name=value)")
@@ -225,7 +225,7 @@ def parse_medium(raw: Any, *, host: str, name: str, workdir: str | None) -> Medi
         if workdir is None:
             raise SpecError(f"{where}.path: required (no workdir to derive <workdir>/media/{name} from)")
         path = f"{workdir}/media/{name}"
-    path = _abs_path(path, f"{where}.path")
+    path = abs_path(path, f"{where}.path")
     emulates = raw.get("emulates")
     if emulates is not None:
         _choice(emulates, EMULATES, f"{where}.emulates")
@@ -281,7 +281,7 @@ def _opts_file_backed(raw: dict[str, Any], where: str, name: str, workdir: str |
     backing = raw.get(backing_key) or _backing_default(workdir, backing_name, f"{where}.{backing_key}")
     out: dict[str, Any] = {
         "size": size,
-        backing_key: _abs_path(backing, f"{where}.{backing_key}"),
+        backing_key: abs_path(backing, f"{where}.{backing_key}"),
         "direct_io": _bool(raw.get("direct_io", direct_io), f"{where}.direct_io"),
         "partition_pct": _partition_pct(raw.get("partition_pct"), f"{where}.partition_pct"),
     }
@@ -394,7 +394,7 @@ def _opts_throttled(raw: dict[str, Any], where: str, name: str, workdir: str | N
         if v is None:
             out[key] = None
         elif key.endswith("_iops"):
-            out[key] = _positive_int(v, f"{where}.{key}")
+            out[key] = positive_int(v, f"{where}.{key}")
         else:
             out[key] = parse_size(v, f"{where}.{key}")
     if all(out[k] is None for k in THROTTLE_LIMITS):
@@ -418,7 +418,7 @@ def _opts_nvmeof(raw: dict[str, Any], where: str, name: str, workdir: str | None
     out: dict[str, Any] = {
         "transport": _choice(raw["transport"], NVMEOF_TRANSPORTS, f"{where}.transport"),
         "address": address,
-        "service_id": _positive_int(raw.get("service_id", 4420), f"{where}.service_id"),
+        "service_id": positive_int(raw.get("service_id", 4420), f"{where}.service_id"),
     }
     for key in ("nqn", "host_nqn"):
         v = raw.get(key)
@@ -428,7 +428,7 @@ def _opts_nvmeof(raw: dict[str, Any], where: str, name: str, workdir: str | None
         if not isinstance(v, str) or not _NQN.match(v):
             raise SpecError(f"{where}.{key}: {v!r} is not an NVMe qualified name (nqn.YYYY-MM.reverse.domain:...)")
         out[key] = v
-    out["namespace"] = _positive_int(raw.get("namespace", 1), f"{where}.namespace")
+    out["namespace"] = positive_int(raw.get("namespace", 1), f"{where}.namespace")
     out.update(_fs_options(raw, where, "nvmeof"))
     return out
 
@@ -468,17 +468,17 @@ def _opts_nbd(raw: dict[str, Any], where: str, name: str, workdir: str | None) -
                         "filter counts in ms; 0: no filter)")
     out: dict[str, Any] = {
         "size": size,
-        "backing_file": _abs_path(raw.get("backing_file") or _backing_default(workdir, f"{name}.img",
+        "backing_file": abs_path(raw.get("backing_file") or _backing_default(workdir, f"{name}.img",
                                                                               f"{where}.backing_file"),
                                   f"{where}.backing_file"),
         "transport": transport,
         "subnet": (_subnet(raw.get("subnet") or nbd_default_subnet(name), f"{where}.subnet")
                    if transport == "tcp" else None),
-        "port": _positive_int(raw.get("port", 10809), f"{where}.port") if transport == "tcp" else None,
+        "port": positive_int(raw.get("port", 10809), f"{where}.port") if transport == "tcp" else None,
         "rate": rate,
         "delay_ms": delay,
-        "connections": _positive_int(raw.get("connections", 4), f"{where}.connections"),
-        "run_dir": _abs_path(raw.get("run_dir") or _backing_default(workdir, f"{name}.nbd", f"{where}.run_dir"),
+        "connections": positive_int(raw.get("connections", 4), f"{where}.connections"),
+        "run_dir": abs_path(raw.get("run_dir") or _backing_default(workdir, f"{name}.nbd", f"{where}.run_dir"),
                              f"{where}.run_dir"),
         "direct_io": _bool(raw.get("direct_io", True), f"{where}.direct_io"),
     }
@@ -516,8 +516,8 @@ def _fs_options(raw: Mapping[str, Any], where: str, kind: str,
         missing = "swidth" if swidth is None else "sunit"
         raise SpecError(f"{where}.{missing}: sunit and swidth go together (both in 512-byte sectors)")
     if sunit is not None:
-        sunit = _positive_int(sunit, f"{where}.sunit")
-        swidth = _positive_int(swidth, f"{where}.swidth")
+        sunit = positive_int(sunit, f"{where}.sunit")
+        swidth = positive_int(swidth, f"{where}.swidth")
         if (sunit * 512) % bs:
             raise SpecError(f"{where}.sunit: {sunit} sectors ({sunit * 512} bytes) must be a multiple of "
                             f"the block size {bs}")
@@ -528,7 +528,7 @@ def _fs_options(raw: Mapping[str, Any], where: str, kind: str,
         "block_size": bs,
         "sunit": sunit,
         "swidth": swidth,
-        "mkfs_options": _str_list(raw.get("mkfs_options", []), f"{where}.mkfs_options"),
+        "mkfs_options": str_list(raw.get("mkfs_options", []), f"{where}.mkfs_options"),
         "mount_options": _mount_options(raw.get("mount_options", default_mount or ["noatime"]),
                                         f"{where}.mount_options"),
     }

@@ -47,6 +47,8 @@ def _headline_row(a: Analysis) -> pd.Series | None:
                           "boot_ci_lo": h.get("boot_ci_lo"), "boot_ci_hi": h.get("boot_ci_hi"),
                           "estimate": h.get("estimate")})
     r = a.ratios[a.ratios["ratio"].notna()] if "ratio" in a.ratios.columns else a.ratios
+    if "factor" in r.columns:  # the ratios against another factor's baseline (a media study's) are not the cache's
+        r = r[r["factor"] == "cache_pct"]
     if r.empty or "cache_pct" not in r.columns:
         return None
     low = r.sort_values("cache_pct", kind="stable").iloc[0]

@@ -88,8 +88,10 @@ SEED001 = SeedConditions(
     reproduction=("threads study: InnoDB oltp_read_write, uniform, buffer pool 25 and 100 %; the paper profile's "
                   "threads 2, 8 and 32 on the root disk with the binlog on and synced (sync_binlog = 1), and its "
                   "group-commit study the same design with MariaDB's default group commit against a 1 ms "
-                  "leader wait; the quick profile's threads 1, 4, 16 with log_bin OFF; GreatSQL 5.7/8.0 and "
-                  "remote NVMe do not exist here"),
+                  "leader wait; its remote-storage study the same design on a network block device (nbdkit over "
+                  "TCP from another network namespace) against its unix-socket control; the quick profile's "
+                  "threads 1, 4, 16 with log_bin OFF; GreatSQL 5.7/8.0 and NVMe over InfiniBand do not exist "
+                  "here"),
 )
 
 SEED002 = SeedConditions(

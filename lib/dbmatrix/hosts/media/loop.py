@@ -43,6 +43,9 @@ def loop_steps(m: Medium) -> list[Step]:
 def check_loop(m: Medium, block: Mapping[str, str], sections: Mapping[str, str], c: Checks) -> None:
     o = m.options
     backing = parse_kv(sections.get("backing", ""))
+    if not backing.get("real"):
+        c.problems.append(f"the backing file {loop_file(m)} is missing or cannot be read")
+        return
     c.expect(block.get("loop_backing") == backing.get("real"), f"loop device backed by {loop_file(m)}",
              f"the loop device's backing file is {block.get('loop_backing') or '(none)'}, not {loop_file(m)}")
     size = int(backing.get("bytes") or 0)

@@ -69,7 +69,9 @@ def nbd_names(m: Medium) -> NbdNames:
 
 
 def _alive(pidfile: str) -> str:
-    return f'kill -0 "$(cat {q(pidfile)} 2>/dev/null)" 2>/dev/null'
+    """A shell test: the pid file's process runs (a zombie does not: an init that does not reap keeps one)."""
+    return (f'pid=$(cat {q(pidfile)} 2>/dev/null) && kill -0 "$pid" 2>/dev/null && '
+            '! grep -q "^State:[[:space:]]*Z" "/proc/$pid/status" 2>/dev/null')
 
 
 def nbdkit_command(m: Medium) -> str:
@@ -77,7 +79,7 @@ def nbdkit_command(m: Medium) -> str:
     o = m.options
     n = nbd_names(m)
     listen = (f"ip netns exec {q(n.netns)} nbdkit --ipaddr {n.server_addr} --port {o['port']}" if n.netns
-              else f"nbdkit --unix {q(str(n.socket))}")
+              else f"rm -f {q(str(n.socket))} && nbdkit --unix {q(str(n.socket))}")  # a killed server leaves it
     delay = o["delay_ms"]
     filt = " --filter=delay" if delay else ""
     params = f" rdelay={delay}ms wdelay={delay}ms" if delay else ""
