@@ -76,10 +76,11 @@ def test_tcp_plan_builds_namespace_link_shaping_server_client_loop_and_fs() -> N
                        "dbx0ad5fa00h parent 1: classid 1:1 htb rate 10gbit && ip netns exec dbmatrix-net tc qdisc "
                        "replace dev dbx0ad5fa00s root handle 1: htb default 1 && ip netns exec dbmatrix-net tc class "
                        "replace dev dbx0ad5fa00s parent 1: classid 1:1 htb rate 10gbit")
-    assert cmds[6] == ("ip netns exec dbmatrix-net nbdkit --ipaddr 10.213.250.2 --port 10809 --pidfile "
+    assert cmds[6] == ("ip netns exec dbmatrix-net env -u DBMATRIX_RUN_ID -u DBMATRIX_GUARD setsid nbdkit --ipaddr 10.213.250.2 --port 10809 --pidfile "
                        "/w/media-backing/net.nbd/nbdkit.pid --filter=delay file /w/media-backing/net.img "
                        "rdelay=2ms wdelay=2ms")
-    assert cmds[7].startswith("rm -f /w/media-backing/net.nbd/nbdfuse.pid; setsid nbdfuse -C 2 -P "
+    assert cmds[7].startswith("rm -f /w/media-backing/net.nbd/nbdfuse.pid; env -u DBMATRIX_RUN_ID -u DBMATRIX_GUARD "
+                              "setsid nbdfuse -C 2 -P "
                               "/w/media-backing/net.nbd/nbdfuse.pid /w/media-backing/net.nbd/fuse/disk "
                               "nbd://10.213.250.2:10809 < /dev/null > /w/media-backing/net.nbd/nbdfuse.log 2>&1 & ")
     assert cmds[8] == "losetup --find --show --direct-io=on /w/media-backing/net.nbd/fuse/disk"
@@ -90,7 +91,7 @@ def test_tcp_plan_builds_namespace_link_shaping_server_client_loop_and_fs() -> N
 def test_unix_plan_has_no_network() -> None:
     cmds = plan(med({"transport": "unix"}, name="ctl"))
     assert not any(c.startswith(("ip ", "tc ")) for c in cmds)
-    assert "rm -f /w/media-backing/ctl.nbd/nbd.sock && nbdkit --unix /w/media-backing/ctl.nbd/nbd.sock --pidfile /w/media-backing/ctl.nbd/nbdkit.pid file " \
+    assert "rm -f /w/media-backing/ctl.nbd/nbd.sock && env -u DBMATRIX_RUN_ID -u DBMATRIX_GUARD setsid nbdkit --unix /w/media-backing/ctl.nbd/nbd.sock --pidfile /w/media-backing/ctl.nbd/nbdkit.pid file " \
            "/w/media-backing/ctl.img" in cmds
     assert any("'nbd+unix:///?socket=/w/media-backing/ctl.nbd/nbd.sock'" in c for c in cmds)
 
@@ -102,8 +103,11 @@ def test_every_apply_step_but_the_shaping_has_a_done_test() -> None:
 
 def test_teardown_stops_what_it_started_by_pid_file_and_keeps_nothing() -> None:
     cmds = teardown_plan(med({}))
-    assert cmds[0] == "umount /w/media/net"
-    assert cmds[2] == "fusermount3 -u /w/media-backing/net.nbd/fuse || umount -l /w/media-backing/net.nbd/fuse"
+    assert cmds[0] == ("while awk -v p=/w/media/net '$2 == p {found=1} END {exit !found}' /proc/self/mounts; do "
+                       "umount /w/media/net || umount -l /w/media/net || exit 1; done")
+    assert cmds[2] == ("while awk -v p=/w/media-backing/net.nbd/fuse '$2 == p {found=1} END {exit !found}' "
+                       "/proc/self/mounts; do fusermount3 -uz /w/media-backing/net.nbd/fuse 2>/dev/null || "
+                       "umount -l /w/media-backing/net.nbd/fuse || exit 1; done")  # stale or stacked mounts too
     stop = [c for c in cmds if "kill" in c]
     assert len(stop) == 2 and all("/proc/$pid/comm" in c for c in stop)  # never a stale pid's other process
     assert "nbdfuse" in stop[0] and "nbdkit" in stop[1]
@@ -138,6 +142,7 @@ def test_evaluate_facts_of_a_real_medium() -> None:
     (("rate=10Gbit", "rate=1Gbit"), "the link's htb rate is 1Gbit, the recipe says 10gbit"),
     (("server_addr=yes", ""), "no server address 10.213.250.2 in network namespace dbmatrix-net"),
     (("loop_dio=1", "loop_dio=0"), "loop direct I/O is off"),
+    (("export=readable", ""), "reading the export fails"),
 ])
 def test_evaluate_names_what_differs(change: tuple[str, str], expected: str) -> None:
     m = med({"rate": "10gbit", "subnet": "10.213.250.0/30"}, workdir="/tmp/nbdw")

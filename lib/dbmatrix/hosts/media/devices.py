@@ -53,7 +53,8 @@ def loop_lookup(file: str) -> str:
 def loop_lookup_all(file: str) -> str:
     """Every loop device on `file`, also when the file is gone (``losetup -j`` needs it to exist)."""
     return (f"$({{ losetup -nO NAME -j {q(file)} 2>/dev/null; losetup -nO NAME,BACK-FILE | "
-            f"awk -v f=\"$(readlink -m {q(file)})\" '$2 == f {{print $1}}'; }} | sort -u)")
+            f"awk -v f=\"$(readlink -m {q(file)} 2>/dev/null || printf %s {q(file)})\" '$2 == f {{print $1}}'; }} "
+            "| sort -u)")
 
 
 def nvmeof_lookup(nqn: str, namespace: int) -> str:

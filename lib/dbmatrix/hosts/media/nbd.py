@@ -23,9 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dbmatrix.hosts.inventory import Medium
-from dbmatrix.hosts.media.core import Checks, Step, mounted, parse_kv, q
+from dbmatrix.hosts.media.core import Checks, Step, parse_kv, q
 from dbmatrix.hosts.media.devices import loop_lookup, loop_lookup_all
 
+# The server and the client outlive the command that starts them, like a mount: in a session of their own (a
+# signal to the starter's process group, e.g. a notebook kernel's shutdown, made nbdkit quit serving while it
+# kept running) and without our per-command and run-guard markers (Host.interrupt and the run guard kill what
+# carries them); teardown stops them by pid file.
+DETACH = "env -u DBMATRIX_RUN_ID -u DBMATRIX_GUARD setsid"
 NBDFUSE_WAIT_S = 20  # nbdfuse connects and mounts in well under a second here; a loaded host may take longer
 
 
@@ -78,8 +83,8 @@ def nbdkit_command(m: Medium) -> str:
     """The server: ``nbdkit [--filter=delay] file <backing> [rdelay= wdelay=]`` on the veth address or socket."""
     o = m.options
     n = nbd_names(m)
-    listen = (f"ip netns exec {q(n.netns)} nbdkit --ipaddr {n.server_addr} --port {o['port']}" if n.netns
-              else f"rm -f {q(str(n.socket))} && nbdkit --unix {q(str(n.socket))}")  # a killed server leaves it
+    listen = (f"ip netns exec {q(n.netns)} {DETACH} nbdkit --ipaddr {n.server_addr} --port {o['port']}" if n.netns
+              else f"rm -f {q(str(n.socket))} && {DETACH} nbdkit --unix {q(str(n.socket))}")  # a killed one leaves it
     delay = o["delay_ms"]
     filt = " --filter=delay" if delay else ""
     params = f" rdelay={delay}ms wdelay={delay}ms" if delay else ""
@@ -91,7 +96,7 @@ def nbdfuse_command(m: Medium) -> str:
     n = nbd_names(m)
     # Only nbdfuse goes to the background, its output away from ours: a backgrounded list would leave a
     # subshell holding our output pipes open until nbdfuse ends.
-    return (f"rm -f {q(n.nbdfuse_pid)}; setsid nbdfuse -C {m.options['connections']} -P {q(n.nbdfuse_pid)} "
+    return (f"rm -f {q(n.nbdfuse_pid)}; {DETACH} nbdfuse -C {m.options['connections']} -P {q(n.nbdfuse_pid)} "
             f"{q(n.fuse_file)} {q(n.uri)} < /dev/null > {q(n.nbdfuse_log)} 2>&1 & "
             f"i=0; while [ ! -s {q(n.nbdfuse_pid)} ]; do i=$((i+1)); "
             f"if [ $i -gt {NBDFUSE_WAIT_S * 10} ]; then cat {q(n.nbdfuse_log)} >&2; exit 1; fi; sleep 0.1; done")
@@ -136,7 +141,7 @@ def nbd_client_steps(m: Medium) -> list[Step]:
     n = nbd_names(m)
     dio = " --direct-io=on" if m.options["direct_io"] else ""
     return [Step("mount the export with nbdfuse", nbdfuse_command(m),
-                 f"{mounted(n.fuse_dir)} && test -f {q(n.fuse_file)}"),
+                 f"{_in_mount_table(n.fuse_dir)} && test -f {q(n.fuse_file)}"),
             Step("attach the loop device", f"losetup --find --show{dio} {q(n.fuse_file)}",
                  f'[ -n "{loop_lookup(n.fuse_file)}" ]')]
 
@@ -146,10 +151,14 @@ def nbd_reset_steps(m: Medium) -> list[Step]:
     n = nbd_names(m)
     every = loop_lookup_all(n.fuse_file)
     steps = [
-        Step("unmount", f"umount {q(m.path)}", f"! {mounted(m.path)}"),
+        Step("unmount", f"while {_in_mount_table(m.path)}; do umount {q(m.path)} || umount -l {q(m.path)} || exit 1; "
+             "done", f"! {_in_mount_table(m.path)}"),  # XFS over a dead export cannot be stat'ed either
         Step("detach the loop device", f'for d in {every}; do losetup -d "$d"; done', f'[ -z "{every}" ]'),
-        Step("unmount the nbdfuse file", f"fusermount3 -u {q(n.fuse_dir)} || umount -l {q(n.fuse_dir)}",
-             f"! {mounted(n.fuse_dir)}"),
+        # /proc/self/mounts, not mountpoint(1): a FUSE mount whose daemon died cannot be stat'ed (ENOTCONN),
+        # so mountpoint calls it not mounted; it may also be stacked (a client started over a stale mount)
+        Step("unmount the nbdfuse file",
+             f"while {_in_mount_table(n.fuse_dir)}; do fusermount3 -uz {q(n.fuse_dir)} 2>/dev/null || "
+             f"umount -l {q(n.fuse_dir)} || exit 1; done", f"! {_in_mount_table(n.fuse_dir)}"),
         # nbdfuse exits once unmounted; a stale pid file of an earlier boot may name another process, so
         # kill only an nbdfuse or nbdkit of that pid.
         Step("stop nbdfuse", _stop(n.nbdfuse_pid, "nbdfuse"), f"[ ! -e {q(n.nbdfuse_pid)} ]"),
@@ -161,6 +170,11 @@ def nbd_reset_steps(m: Medium) -> list[Step]:
         steps.append(Step("delete the host end of the veth pair", f"ip link delete {n.host_if}",
                           f"! ip link show {n.host_if} >/dev/null 2>&1"))
     return steps
+
+
+def _in_mount_table(path: str) -> str:
+    """A shell test: something is mounted at `path` (read from the mount table, never by stat'ing it)."""
+    return f"awk -v p={q(path)} '$2 == p {{found=1}} END {{exit !found}}' /proc/self/mounts"
 
 
 def _stop(pidfile: str, comm: str) -> str:
@@ -185,8 +199,11 @@ def nbd_fact_sections(m: Medium) -> dict[str, str]:
     n = nbd_names(m)
     lines = [f'{_alive(n.nbdkit_pid)} && echo nbdkit=alive',
              f'{_alive(n.nbdfuse_pid)} && echo nbdfuse=alive',
-             f"{mounted(n.fuse_dir)} && echo fuse=mounted",
-             f'echo "fuse_bytes=$(stat -c %s {q(n.fuse_file)} 2>/dev/null)"']
+             f"{_in_mount_table(n.fuse_dir)} && echo fuse=mounted",
+             f'echo "fuse_bytes=$(stat -c %s {q(n.fuse_file)} 2>/dev/null)"',
+             # a live pair of processes can still fail every request (a server that quit serving)
+             f"timeout 10 dd if={q(n.fuse_file)} of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null "
+             "&& echo export=readable"]
     if n.netns:
         lines += [f"[ -e /run/netns/{n.netns} ] && echo netns=yes",
                   f"ip -n {q(n.netns)} -o addr show dev {n.server_if} 2>/dev/null | grep -qw {n.server_addr}/30 "
@@ -214,6 +231,8 @@ def check_nbd(m: Medium, sections: Mapping[str, str], c: Checks) -> None:
              f"nbdkit is not running (pid file {n.nbdkit_pid})")
     c.expect(f.get("nbdfuse") == "alive" and f.get("fuse") == "mounted", f"nbdfuse mounts {n.fuse_file}",
              f"nbdfuse is not serving {n.fuse_file}")
+    c.expect(f.get("export") == "readable", "the export answers a read", "reading the export fails (the NBD "
+             f"connection is down: {n.nbdfuse_log} says why)")
     c.expect(f.get("fuse_bytes") == str(o["size"]), f"the export has {o['size']} bytes",
              f"the export has {f.get('fuse_bytes') or 'no'} bytes, the recipe says {o['size']}")
     if n.netns:
