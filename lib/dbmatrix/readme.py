@@ -31,6 +31,7 @@ from dbmatrix.analyse.claims.registry_doc import render_registry
 from dbmatrix.analyse.judgement import ClaimVerdicts, read_verdicts
 from dbmatrix.analyse.verdict_text import counts_text, is_decided
 from dbmatrix.hosts.inventory import localhost_inventory
+from dbmatrix.hosts.media.nbd import nbd_names
 from dbmatrix.hosts.setup import PACKAGES
 from dbmatrix.publish.claims_tex import DECIDING, opposed_claims, profile_of, standing
 from dbmatrix.run.ports import BASE_PORT
@@ -329,8 +330,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         f"devices over tmpfs files ({_gib(_size(media['ramblock']))} + {_gib(_size(media['slow']))}): up to "
         f"{_gib(ram)} of RAM while mounted; a cgroup `/sys/fs/cgroup/dbmatrix` (write-IOPS limit); for the "
         f"network block devices ({', '.join(m.name for m in nbd)}): {' + '.join(_gib(_size(m)) for m in nbd)} of "
-        "files in `/var/tmp/dbmatrix/media-backing`, `nbdkit` (one in a network namespace `dbmatrix-remote` "
-        "behind a veth pair in 10.213.0.0/16) and `nbdfuse`, stopped when their study ends;",
+        f"files in `/var/tmp/dbmatrix/media-backing`, `nbdkit` ({_nbd_links(nbd)}) and `nbdfuse`, stopped when "
+        "their study ends;",
         "> - drop the page cache before every run (`echo 3 > /proc/sys/vm/drop_caches`: every process on the "
         "machine feels it);",
         f"> - keep dataset snapshots in `/var/tmp/dbmatrix/snapshots` ({_gib(quick.snapshot_bytes)} for the "
@@ -362,6 +363,13 @@ def python_version(root: Path) -> str:
 
     req = tomllib.loads((root / "pyproject.toml").read_text())["project"]["requires-python"]
     return req.replace(">=", "").strip() + "+"
+
+
+def _nbd_links(nbd: list[Any]) -> str:
+    """Where the nbd media's servers listen: a network namespace and veth pair per tcp medium, a socket otherwise."""
+    tcp = [nbd_names(m) for m in nbd if m.options["transport"] == "tcp"]
+    words = [f"network namespace `{n.netns}` behind a veth pair {n.host_addr}-{n.server_addr}" for n in tcp]
+    return "; ".join(words + ["a unix socket"] * (len(nbd) > len(tcp)))
 
 
 def _size(m: Any) -> int:

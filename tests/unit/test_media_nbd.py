@@ -160,3 +160,11 @@ def test_this_machine_offers_the_remote_medium_and_its_control() -> None:
     assert (m["remote"].kind, m["remote"].options["transport"], m["remote"].emulates) == ("nbd", "tcp", "remote-nvme")
     assert (m["nbdlocal"].kind, m["nbdlocal"].options["transport"]) == ("nbd", "unix")
     assert m["remote"].options["size"] == m["nbdlocal"].options["size"]
+
+
+def test_the_registered_stand_in_names_the_rate_this_machine_shapes_the_link_to() -> None:
+    """The claims' stand-in prose (catalogue.REMOTE_STAND_IN) is typed once; it must say the inventory's rate."""
+    from dbmatrix.analyse.claims.catalogue import REMOTE_STAND_IN
+
+    rate = localhost_inventory("/w").hosts[0].media["remote"].options["rate"]
+    assert f"shaped to {rate_bits(rate) // 10**9} Gbit/s" in REMOTE_STAND_IN

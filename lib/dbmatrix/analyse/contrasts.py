@@ -393,7 +393,7 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
 
     check = _Check(factor, a, b, at, compared)
     camps = campaigns_of(data)
-    est_cells = _cell_means_estimate(data, metric, candidates, check, confidence)
+    est_cells = cell_means_estimate(data, metric, candidates, factor, a, b, at, compared, confidence)
     if est_cells is not None:
         if len(camps) < 2 and label_campaigns:
             est_cells.basis += f"; {ONE_CAMPAIGN}"
@@ -410,23 +410,25 @@ def ratio_estimate(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: Any,
     return est
 
 
-def _cell_means_estimate(data: pd.DataFrame, metric: str, candidates: Sequence[str], check: _Check,
-                         confidence: float) -> Estimate | None:
+def cell_means_estimate(data: pd.DataFrame, metric: str, candidates: Sequence[str], factor: str, a: Any, b: Any,
+                        at: Mapping[str, Any], compared: str, confidence: float,
+                        trend: tuple[str, Any, Any] | None = None) -> Estimate | None:
     """The design's own estimate (:mod:`dbmatrix.analyse.cell_model`): the cell means of the claim's cells,
-    variance components at every level that varies; None when the two sides have different cells (a
+    variance components at every level that varies; with `trend` the interaction contrast along another factor
+    (:func:`dbmatrix.analyse.cell_model.trend_weights`). None when the two sides have different cells (a
     fraction: a reduced model after a lack-of-fit test)."""
-    cols = varied(data, list(dict.fromkeys([f for f in candidates if f in data.columns]
-                                           + [check.factor, *check.at])))
-    if check.factor not in cols:
+    cols = varied(data, list(dict.fromkeys([f for f in candidates if f in data.columns] + [factor, *at]
+                                           + ([trend[0]] if trend else []))))
+    if factor not in cols:
         return None
     loads = [f for f in cols if f in DATASET_FACTORS]
-    cc = cell_contrast(data, metric, check.factor, check.a, check.b, check.at, cols, loads, confidence)
+    cc = cell_contrast(data, metric, factor, a, b, at, cols, loads, confidence, trend=trend)
     if cc is None:
         return None
     keys = cell_keys(data, cols)
     ids = _ids(data[keys.isin(cc.used).to_numpy()])
     return Estimate(math.exp(cc.estimate), exp_or_inf(cc.lo) if math.isfinite(cc.lo) else math.nan,
-                    exp_or_inf(cc.hi) if math.isfinite(cc.hi) else math.nan, cc.basis, cc.n_runs, check.compared,
+                    exp_or_inf(cc.hi) if math.isfinite(cc.hi) else math.nan, cc.basis, cc.n_runs, compared,
                     cc.campaigns, run_ids=ids, confidence=confidence, df=cc.df, heterogeneity=cc.heterogeneity)
 
 

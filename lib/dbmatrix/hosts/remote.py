@@ -243,7 +243,14 @@ def _from_invoke(command: str, res: object, started: float) -> CommandResult:
 # On a run with a timeout, this variable (with a fresh id) is put in the command's environment, so
 # that everything the command started, its children included, can be found and killed when it times
 # out: invoke kills only the shell it started, and over SSH closing the channel kills nothing.
-_RUN_ID_VAR = "DBMATRIX_RUN_ID"
+RUN_ID_VAR = "DBMATRIX_RUN_ID"
+GUARD_VAR = "DBMATRIX_GUARD"  # the run guard's marker in a Host's session environment (dbmatrix.run.guard)
+
+
+def without_markers() -> str:
+    """Shell words that run a command without the markers Host.interrupt and the run guard kill by: for what
+    must outlive the command that starts it (the guard itself, a medium's server)."""
+    return f"env -u {RUN_ID_VAR} -u {GUARD_VAR}"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -366,7 +373,7 @@ class LocalHost(Host):
 
     def run(self, command, *, check=True, timeout=None, env=None, on_output=None):
         run_id = uuid.uuid4().hex
-        marker = f"{_RUN_ID_VAR}={run_id}"
+        marker = f"{RUN_ID_VAR}={run_id}"
         watchdog = None
         if timeout is not None:
             # invoke kills only its shell on timeout and then waits for the output pipes, which the
@@ -378,7 +385,7 @@ class LocalHost(Host):
             with self._track(marker):
                 return _run_invoke(
                     self._ctx, self.name, command, check, timeout,
-                    {**self.session_env(), **(env or {}), _RUN_ID_VAR: run_id},
+                    {**self.session_env(), **(env or {}), RUN_ID_VAR: run_id},
                     on_timeout=lambda: _kill_local_marked(marker),
                     on_interrupt=lambda: _kill_local_marked(marker), on_output=on_output,
                 )
@@ -644,14 +651,14 @@ class SSHHost(Host):
         self._open()
         env = {**self.session_env(), **(env or {})}
         run_id = uuid.uuid4().hex
-        env[_RUN_ID_VAR] = run_id
-        on_timeout = lambda: self._kill_marked(f"{_RUN_ID_VAR}={run_id}")  # noqa: E731
+        env[RUN_ID_VAR] = run_id
+        on_timeout = lambda: self._kill_marked(f"{RUN_ID_VAR}={run_id}")  # noqa: E731
         # fabric's own env prefix (`export K=V && …`) does not quote the values; build a quoted one.
         wire = command
         if env:
             exports = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(env.items()))
             wire = f"export {exports}\n{command}"
-        with self._track(f"{_RUN_ID_VAR}={run_id}"):
+        with self._track(f"{RUN_ID_VAR}={run_id}"):
             return _run_invoke(self._conn, self.name, command, check, timeout, None,
                                wire_command=wire, on_timeout=on_timeout, on_interrupt=on_timeout,
                                on_output=on_output)

@@ -21,11 +21,8 @@ import shlex
 import threading
 import uuid
 
-from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.remote import GUARD_VAR, Host, without_markers
 from dbmatrix.run.ports import LEASE_DIR, Owner, PortError
-
-GUARD_VAR = "DBMATRIX_GUARD"
-RUN_ID_VAR = "DBMATRIX_RUN_ID"  # the per-command marker of hosts.remote (Host.interrupt kills by it)
 
 
 def guard_script(token: str, stop_path: str, lease_dir: str = LEASE_DIR, interval_s: float = 1.0) -> str:
@@ -103,7 +100,7 @@ class Guard:
         script = guard_script(self.token, self.stop_path)
         # exec: the guard replaces the shell, and runs without our markers (it must not find itself, and
         # Host.interrupt, which kills the in-flight commands of a run, must not kill it).
-        command = f"cd /; exec env -u {GUARD_VAR} -u {RUN_ID_VAR} sh -c {q(script)} < /dev/null"
+        command = f"cd /; exec {without_markers()} sh -c {q(script)} < /dev/null"
         self._thread = threading.Thread(target=self._serve, args=(command,), daemon=True,
                                         name=f"guard-{self.host.name}")
         self._thread.start()

@@ -113,6 +113,12 @@ def mounted(path: str) -> str:
     return f"mountpoint -q {q(path)}"
 
 
+def in_mount_table(path: str) -> str:
+    """A shell test: something is mounted at `path`, read from the mount table, never by stat'ing it (a FUSE
+    mount whose daemon died, or a file system over a dead device, fails stat: mountpoint(1) calls it unmounted)."""
+    return f"awk -v p={q(path)} '$2 == p {{found=1}} END {{exit !found}}' /proc/self/mounts"
+
+
 def has_fs(target: str) -> str:
     return f'[ -n "$(blkid -p -o value -s TYPE {target})" ]'
 

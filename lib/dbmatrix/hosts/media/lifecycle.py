@@ -9,8 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from dbmatrix.hosts.inventory import Medium
 from dbmatrix.hosts.media.core import STEP_TIMEOUT_S, CgroupLayout, MediaError, MediumState, Step, checked, fs_medium, q
-from dbmatrix.hosts.media.nbd import nbd_reset_steps
-from dbmatrix.hosts.media.plan import apply_steps, teardown_steps
+from dbmatrix.hosts.media.plan import apply_steps, reset_steps, teardown_steps
 from dbmatrix.hosts.media.prereq import prerequisite_problems, prerequisite_script
 from dbmatrix.hosts.media.throttle import candidate_groups, detect_cgroup_layout
 from dbmatrix.hosts.media.verify import evaluate, facts_sections
@@ -100,9 +99,7 @@ def ensure(host: Host, medium: Medium) -> MediumState:
     except MediaError:
         pass
     _prereqs(ctx, m)
-    ran: list[str] = []
-    if fs_medium(m).kind == "nbd":  # processes of an earlier session are gone: clear what they left first
-        ran += _run_steps(ctx, m, nbd_reset_steps(fs_medium(m)))
+    ran = _run_steps(ctx, m, reset_steps(m))  # what processes of an earlier session left
     ran += _run_steps(ctx, m, apply_steps(m, layout=layout, owner=ctx.owner))
     try:
         state = _verify(ctx, m, layout)

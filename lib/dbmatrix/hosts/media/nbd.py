@@ -23,14 +23,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dbmatrix.hosts.inventory import Medium
-from dbmatrix.hosts.media.core import Checks, Step, parse_kv, q
+from dbmatrix.hosts.media.core import Checks, Step, in_mount_table, parse_kv, q
 from dbmatrix.hosts.media.devices import loop_lookup, loop_lookup_all
+from dbmatrix.hosts.remote import without_markers
 
 # The server and the client outlive the command that starts them, like a mount: in a session of their own (a
 # signal to the starter's process group, e.g. a notebook kernel's shutdown, made nbdkit quit serving while it
 # kept running) and without our per-command and run-guard markers (Host.interrupt and the run guard kill what
 # carries them); teardown stops them by pid file.
-DETACH = "env -u DBMATRIX_RUN_ID -u DBMATRIX_GUARD setsid"
+DETACH = f"{without_markers()} setsid"
 NBDFUSE_WAIT_S = 20  # nbdfuse connects and mounts in well under a second here; a loaded host may take longer
 
 
@@ -141,7 +142,7 @@ def nbd_client_steps(m: Medium) -> list[Step]:
     n = nbd_names(m)
     dio = " --direct-io=on" if m.options["direct_io"] else ""
     return [Step("mount the export with nbdfuse", nbdfuse_command(m),
-                 f"{_in_mount_table(n.fuse_dir)} && test -f {q(n.fuse_file)}"),
+                 f"{in_mount_table(n.fuse_dir)} && test -f {q(n.fuse_file)}"),
             Step("attach the loop device", f"losetup --find --show{dio} {q(n.fuse_file)}",
                  f'[ -n "{loop_lookup(n.fuse_file)}" ]')]
 
@@ -151,14 +152,14 @@ def nbd_reset_steps(m: Medium) -> list[Step]:
     n = nbd_names(m)
     every = loop_lookup_all(n.fuse_file)
     steps = [
-        Step("unmount", f"while {_in_mount_table(m.path)}; do umount {q(m.path)} || umount -l {q(m.path)} || exit 1; "
-             "done", f"! {_in_mount_table(m.path)}"),  # XFS over a dead export cannot be stat'ed either
+        Step("unmount", f"while {in_mount_table(m.path)}; do umount {q(m.path)} || umount -l {q(m.path)} || exit 1; "
+             "done", f"! {in_mount_table(m.path)}"),  # XFS over a dead export cannot be stat'ed either
         Step("detach the loop device", f'for d in {every}; do losetup -d "$d"; done', f'[ -z "{every}" ]'),
         # /proc/self/mounts, not mountpoint(1): a FUSE mount whose daemon died cannot be stat'ed (ENOTCONN),
         # so mountpoint calls it not mounted; it may also be stacked (a client started over a stale mount)
         Step("unmount the nbdfuse file",
-             f"while {_in_mount_table(n.fuse_dir)}; do fusermount3 -uz {q(n.fuse_dir)} 2>/dev/null || "
-             f"umount -l {q(n.fuse_dir)} || exit 1; done", f"! {_in_mount_table(n.fuse_dir)}"),
+             f"while {in_mount_table(n.fuse_dir)}; do fusermount3 -uz {q(n.fuse_dir)} 2>/dev/null || "
+             f"umount -l {q(n.fuse_dir)} || exit 1; done", f"! {in_mount_table(n.fuse_dir)}"),
         # nbdfuse exits once unmounted; a stale pid file of an earlier boot may name another process, so
         # kill only an nbdfuse or nbdkit of that pid.
         Step("stop nbdfuse", _stop(n.nbdfuse_pid, "nbdfuse"), f"[ ! -e {q(n.nbdfuse_pid)} ]"),
@@ -170,11 +171,6 @@ def nbd_reset_steps(m: Medium) -> list[Step]:
         steps.append(Step("delete the host end of the veth pair", f"ip link delete {n.host_if}",
                           f"! ip link show {n.host_if} >/dev/null 2>&1"))
     return steps
-
-
-def _in_mount_table(path: str) -> str:
-    """A shell test: something is mounted at `path` (read from the mount table, never by stat'ing it)."""
-    return f"awk -v p={q(path)} '$2 == p {{found=1}} END {{exit !found}}' /proc/self/mounts"
 
 
 def _stop(pidfile: str, comm: str) -> str:
@@ -199,7 +195,7 @@ def nbd_fact_sections(m: Medium) -> dict[str, str]:
     n = nbd_names(m)
     lines = [f'{_alive(n.nbdkit_pid)} && echo nbdkit=alive',
              f'{_alive(n.nbdfuse_pid)} && echo nbdfuse=alive',
-             f"{_in_mount_table(n.fuse_dir)} && echo fuse=mounted",
+             f"{in_mount_table(n.fuse_dir)} && echo fuse=mounted",
              f'echo "fuse_bytes=$(stat -c %s {q(n.fuse_file)} 2>/dev/null)"',
              # a live pair of processes can still fail every request (a server that quit serving)
              f"timeout 10 dd if={q(n.fuse_file)} of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null "

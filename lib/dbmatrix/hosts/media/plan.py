@@ -13,7 +13,7 @@ from dbmatrix.hosts.media.filesystem import fs_steps
 from dbmatrix.hosts.media.local import steps_dir, steps_tmpfs
 from dbmatrix.hosts.media.loop import loop_steps
 from dbmatrix.hosts.media.mdraid import steps_mdraid
-from dbmatrix.hosts.media.nbd import nbd_client_steps, nbd_server_steps, nbd_teardown_steps
+from dbmatrix.hosts.media.nbd import nbd_client_steps, nbd_reset_steps, nbd_server_steps, nbd_teardown_steps
 from dbmatrix.hosts.media.nvme import steps_blockdev, steps_nvmeof
 from dbmatrix.hosts.media.pmem import steps_pmem
 from dbmatrix.hosts.media.throttle import candidate_groups, cgroup_layout_for, throttle_steps
@@ -36,6 +36,13 @@ def apply_steps(medium: Medium, *, layout: CgroupLayout | None = None, owner: st
 
 def steps_nbd(m: Medium) -> list[Step]:
     return [*nbd_server_steps(m), *nbd_client_steps(m), *fs_steps(m)]
+
+
+def reset_steps(medium: Medium) -> list[Step]:
+    """What a rebuild clears first: the pieces a medium's processes leave when they die with a session (an nbd
+    medium's mounts, loop device, namespace); nothing for media without processes of their own."""
+    fs = fs_medium(checked(medium))
+    return nbd_reset_steps(fs) if fs.kind == "nbd" else []
 
 
 def plan(medium: Medium, *, layout: CgroupLayout | None = None) -> list[str]:
