@@ -127,6 +127,11 @@ def _plan_one(study) -> None:
     media = study.inventory.hosts[0].media  # every host defines the spec's media (checked at load)
     print("media: " + ", ".join(m + (f" (emulates {media[m].emulates})" if media[m].emulates else "")
                                 for m in media_used(exp)))
+    if list(exp.factors["server_build"]) != ["system"]:
+        from dbmatrix.hosts.builds import build_line
+
+        builds = study.inventory.hosts[0].builds  # every host defines the spec's builds (checked at load)
+        print("server builds: " + "; ".join(build_line(builds[b]) for b in exp.factors["server_build"]))
     if exp.comparisons:
         print("comparisons: " + "; ".join(f"{c.factor} {c.a} vs {c.b}" + (f" within {', '.join(c.within)}"
                                                                         if c.within else "")

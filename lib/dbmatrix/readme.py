@@ -316,6 +316,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     media = {m.name: m for m in localhost_inventory("/var/tmp/dbmatrix").hosts[0].media.values()}
     ram = sum(_size(m) for m in media.values() if m.kind not in ("dir", "nbd"))
     nbd = [m for m in media.values() if m.kind == "nbd"]
+    builds = [b for b in localhost_inventory("/var/tmp/dbmatrix").hosts[0].builds.values() if b.packages]
     box = "\n".join([
         "> **Requirements and side effects.** `make figures`, `make paper` and `make lab` need only `.venv` "
         "(and LaTeX for the paper): no root, no MariaDB. `make smoke`, `make reproduce` and `make test` "
@@ -325,7 +326,9 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         f"smoke, run, reproduce and test; *paper* ({len(pk['paper'])}: LaTeX) for reproduce and test; *test* "
         f"({', '.join(pk['test'])}) for test only;",
         "> - start `mariadbd` as root (never the system service; own datadirs, sockets, no TCP) and, for "
-        f"Galera, as `mysql` on 127.0.0.1 ports from {BASE_PORT} (leases in `/tmp/dbmatrix-ports`);",
+        f"Galera, as `mysql` on 127.0.0.1 ports from {BASE_PORT} (leases in `/tmp/dbmatrix-ports`)"
+        + "".join(f"; for the server-build study also {b.name}'s own, its packages ({', '.join(b.packages)}) "
+                  f"downloaded (`apt-get download`) and unpacked under `{b.root}`" for b in builds) + ";",
         f"> - mount under `/var/tmp/dbmatrix/media`: tmpfs ({_gib(_size(media['tmpfs']))}) and XFS on loop "
         f"devices over tmpfs files ({_gib(_size(media['ramblock']))} + {_gib(_size(media['slow']))}): up to "
         f"{_gib(ram)} of RAM while mounted; a cgroup `/sys/fs/cgroup/dbmatrix` (write-IOPS limit); for the "

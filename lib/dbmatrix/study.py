@@ -25,7 +25,15 @@ from dbmatrix.campaign_state import CampaignState, campaign_states, campaigns_fo
 from dbmatrix.datachoice import DataArg, DataSource, choose_source, parse_choice
 from dbmatrix.hosts.inventory import Inventory, load_inventory
 from dbmatrix.spec.designs import DESIGNS
-from dbmatrix.spec.experiment import Comparison, Experiment, SpecError, check_host_cpus, check_media, load_spec
+from dbmatrix.spec.experiment import (
+    Comparison,
+    Experiment,
+    SpecError,
+    check_builds,
+    check_host_cpus,
+    check_media,
+    load_spec,
+)
 from dbmatrix.spec.factors import factor as registry_factor
 from dbmatrix.store import ResultStore
 
@@ -49,6 +57,7 @@ class Study:
         machine's hosts for CPU sets per instance: remote hosts are checked when their run starts)."""
         for h in self.inventory.hosts:
             check_media(self.experiment, h.media, h.name)
+            check_builds(self.experiment, h.builds, h.name)
             cal = self.experiment.topology.calibrate
             if cal is not None and not cal.cpu and h.media[cal.medium].kind != "throttled":
                 raise SpecError(f"topology.calibrate.medium: {cal.medium!r} on host {h.name!r} is a "

@@ -45,12 +45,12 @@ REPO = Path(__file__).resolve().parents[2]
 def test_factor_lists_derive_from_the_registry_in_order() -> None:
     assert FACTORS == ("engine", "cache_pct", "block_size", "compression", "medium", "threads", "workload",
                        "log_medium", "rate_fraction", "slave_threads", "write_to", "follower_medium", "instances",
-                       "pinning", "group_commit", "index_cache")
+                       "pinning", "group_commit", "index_cache", "server_build")
     assert tuple(f.name for f in REGISTRY) == FACTORS
     assert list(FACTOR_DEFAULTS) == list(FACTORS)
     assert dict(FACTOR_DEFAULTS) == {f.name: f.default for f in REGISTRY}
     assert GALERA_FACTORS == ("slave_threads", "write_to", "follower_medium")
-    assert DATASET_FACTORS == ("engine", "block_size", "compression", "workload")
+    assert DATASET_FACTORS == ("engine", "block_size", "compression", "workload", "server_build")
     assert tuple(f for f in FACTORS if f != "rate_fraction") == MODEL_FACTORS
     assert list(BY_NAME) == list(FACTORS) and all(BY_NAME[f.name] is f for f in REGISTRY)
     assert all(isinstance(f, Factor) for f in REGISTRY)
@@ -99,7 +99,7 @@ def test_defaults() -> None:
         "engine": "innodb", "cache_pct": 100, "block_size": "16k", "compression": "none", "medium": "disk",
         "threads": 4, "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
         "slave_threads": 1, "write_to": "node1", "follower_medium": "same", "instances": 1, "pinning": "none",
-        "group_commit": 0, "index_cache": "cache"}
+        "group_commit": 0, "index_cache": "cache", "server_build": "system"}
 
 
 @pytest.mark.parametrize("name", FACTORS)
@@ -136,6 +136,7 @@ GOOD: list[tuple[str, Any, Any]] = [
     ("pinning", "instance", "instance"), ("pinning", "numa", "numa"),
     ("group_commit", 0, 0), ("group_commit", "off", 0), ("group_commit", 1000, 1000),
     ("group_commit", 1_000_000, 1_000_000), ("index_cache", "cache", "cache"), ("index_cache", "table", "table"),
+    ("server_build", "system", "system"), ("server_build", "mariadb10_11_18", "mariadb10_11_18"),
 ]
 
 
@@ -212,6 +213,8 @@ BAD: list[tuple[str, Any, str]] = [
                                "index and filter blocks compete with data blocks in the block cache) or table "
                                "(index and filter blocks held by the table readers, outside the block cache: "
                                "rocksdb_cache_index_and_filter_blocks OFF); MyRocks only")),
+    *(("server_build", raw, f"factors.server_build: {raw!r} must be 'system' (the host's installed server) or the "
+       "name of a build in the host's inventory (lower-case letters, digits, '_')") for raw in ("10.11", 3, "A")),
 ]
 
 
@@ -277,7 +280,7 @@ def test_table_labels() -> None:
         "medium": "Medium", "threads": "Thr.", "workload": "Workload", "log_medium": "Log medium",
         "rate_fraction": "Rate", "slave_threads": "slave_threads", "write_to": "write_to",
         "follower_medium": "Followers", "instances": "Inst.", "pinning": "Pinning", "group_commit": "Group commit",
-        "index_cache": "Index blocks"}
+        "index_cache": "Index blocks", "server_build": "Build"}
     assert factor_label("residual") == "residual"  # not a factor: as it is
 
 
@@ -287,7 +290,7 @@ def test_claim_wording() -> None:
         "medium": "medium", "threads": "threads", "workload": "workload", "log_medium": "log_medium",
         "rate_fraction": "rate_fraction", "slave_threads": "appliers", "write_to": "write_to",
         "follower_medium": "followers' medium", "instances": "instances", "pinning": "pinning",
-        "group_commit": "group-commit wait", "index_cache": "index blocks in"}
+        "group_commit": "group-commit wait", "index_cache": "index blocks in", "server_build": "server build"}
     assert {f: factor_unit(f) for f in FACTORS if factor_unit(f)} == {"cache_pct": " %", "group_commit": " µs"}
     assert factor_word("tps") == "tps" and factor_unit("tps") == ""
 
@@ -378,7 +381,8 @@ def test_reference_data_cell_ids_and_digests_are_reproduced() -> None:
 
 def test_digest_leaves_out_late_factors_at_their_default() -> None:
     omitted = {f.name for f in REGISTRY if f.digest_omits_default}
-    assert omitted == {*GALERA_FACTORS, "instances", "pinning", "group_commit", "index_cache"}
+    assert omitted == {*GALERA_FACTORS, "instances", "pinning", "group_commit", "index_cache",
+                       "server_build"}
     d = parse_experiment({"experiment": "x"}).to_dict()
     assert set(d["factors"]) == set(FACTORS) - omitted
     g = parse_experiment({"experiment": "x", "topology": {"kind": "galera"}, "factors": {"slave_threads": [1, 4]}})

@@ -76,7 +76,7 @@ def test_duplicates_are_merged_and_our_findings_moved() -> None:
     assert not ids & {"sectorNoCache", "sectorCache", "scaleStable", "saturationTps"}  # merged or moved
     assert not ids & {c.id for c in FURTHER}
     assert {"bufferPool", "threadsScale", "threadsSaturation", "indexCacheCollapse", "indexCacheControl",
-            "indexCacheNoCache"} == {c.id for c in FURTHER}
+            "indexCacheNoCache", "buildsEquivalent"} == {c.id for c in FURTHER}
     # slide 15 says "persistent memory": one claim per bullet, judged at each PMEM mode against NVMe
     for cid in ("pmemNoCache", "pmemCache"):
         c = BY_ID[cid]

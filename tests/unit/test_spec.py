@@ -87,7 +87,7 @@ def test_parse_valid_mapping() -> None:
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
         "slave_threads": (1,), "write_to": ("node1",), "follower_medium": ("same",), "instances": (1,),
-        "pinning": ("none",), "group_commit": (0,), "index_cache": ("cache",),
+        "pinning": ("none",), "group_commit": (0,), "index_cache": ("cache",), "server_build": ("system",),
     }
     assert exp.repetitions == 3 and exp.seed == 20261122
     assert (exp.warmup_s, exp.measure_s) == (10, 30)
@@ -110,7 +110,7 @@ def test_defaults_fill_missing_factors_and_workload() -> None:
         "compression": ("none",), "medium": ("disk",), "threads": (4,),
         "workload": ("oltp_read_write",), "log_medium": ("same",), "rate_fraction": (0,),
         "slave_threads": (1,), "write_to": ("node1",), "follower_medium": ("same",), "instances": (1,),
-        "pinning": ("none",), "group_commit": (0,), "index_cache": ("cache",),
+        "pinning": ("none",), "group_commit": (0,), "index_cache": ("cache",), "server_build": ("system",),
     }
     assert exp.repetitions == 3
     assert len(exp.cells()) == 1
@@ -368,7 +368,7 @@ def test_cell_id_and_levels() -> None:
                              "compression": "lz4", "medium": "disk", "threads": 8,
                              "workload": "oltp_read_write", "log_medium": "same", "rate_fraction": 0,
                              "slave_threads": 1, "write_to": "node1", "follower_medium": "same", "instances": 1,
-                             "pinning": "none", "group_commit": 0, "index_cache": "cache"}
+                             "pinning": "none", "group_commit": 0, "index_cache": "cache", "server_build": "system"}
     assert set(cell.levels()) == set(FACTORS)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from dbmatrix.hosts.builds import SYSTEM_BUILD, ServerBuild, parse_builds
 from dbmatrix.hosts.medium_recipes import (  # noqa: F401 - re-exported: the inventory's media API
     BLOCK_KINDS,
     EMULATES,
@@ -65,6 +66,8 @@ class HostSpec:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     source: str | None = field(default=None, compare=False)  # the inventory file, for messages
     host_class: str | None = None  # the inventory's ``class``: hosts of one class are alike (claims per class)
+    # server builds (the server_build factor's levels; hosts.builds): always "system", the installed server
+    builds: dict[str, ServerBuild] = field(default_factory=lambda: {SYSTEM_BUILD.name: SYSTEM_BUILD})
 
     @property
     def is_local(self) -> bool:
@@ -245,7 +248,23 @@ def localhost_inventory(workdir: str | None = None) -> Inventory:
                                     "unix socket, without the network, standing in for the local drive"},
     }
     media = {n: parse_medium(r, host="localhost", name=n, workdir=wd) for n, r in raw.items()}
-    return Inventory((HostSpec("localhost", workdir=wd, media=media),))
+    builds = parse_builds(LOCAL_BUILDS, host="localhost", workdir=wd)
+    return Inventory((HostSpec("localhost", workdir=wd, media=media, builds=builds),))
+
+
+# Debian 12's previous MariaDB 10.11 point release, which its archive still serves beside the installed (security)
+# one: a second real build on this machine, for the server_build factor's A/A check (specs/quick-builds.yaml).
+PREVIOUS_MARIADB = "1:10.11.18-0+deb12u1"
+LOCAL_BUILDS = {
+    "mariadb10_11_18": {
+        "packages": [f"mariadb-server-core={PREVIOUS_MARIADB}", f"mariadb-client-core={PREVIOUS_MARIADB}",
+                     f"mariadb-plugin-rocksdb={PREVIOUS_MARIADB}"],
+        "version": "10.11.18",
+        "description": "Debian 12's MariaDB 10.11.18 (the point release before the installed 10.11.19), its "
+                       "server, install script, client tools and MyRocks plugin unpacked from the archive's "
+                       "packages under the workdir",
+    },
+}
 
 
 # ---------------------------------------------------------------- inventory files
@@ -261,7 +280,7 @@ def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Invent
         raise SpecError("inventory.hosts: must be a non-empty list of hosts")
     hosts: list[HostSpec] = []
     allowed = {"name", "address", "user", "port", "key_file", "known_hosts", "workdir", "media",
-               "connect_timeout", "class"}
+               "connect_timeout", "class", "builds"}
     for i, h in enumerate(hosts_raw):
         if not isinstance(h, Mapping) or not h.get("name"):
             raise SpecError(f"inventory.hosts[{i}]: each host needs a name")
@@ -278,6 +297,7 @@ def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Invent
             raise SpecError(f"inventory.hosts[{name}].media: must be a mapping of medium name to recipe")
         media = {str(m): _medium(name, str(m), v, workdir) for m, v in media_raw.items()}
         _check_distinct_paths(name, media)
+        builds = parse_builds(h.get("builds"), host=name, workdir=workdir)
         port = h.get("port", 22)
         if not isinstance(port, int) or not 0 < port < 65536:
             raise SpecError(f"inventory.hosts[{name}].port: {port!r} must be a TCP port number")
@@ -295,7 +315,7 @@ def parse_inventory(raw: Mapping[str, Any], source: str | None = None) -> Invent
                             "'_', '.', '-'), e.g. big")
         hosts.append(HostSpec(name, str(h.get("address", "local")), h.get("user"), port,
                               _local_path(h.get("key_file"), source), _local_path(h.get("known_hosts"), source),
-                              workdir, media, float(timeout), source, host_class))
+                              workdir, media, float(timeout), source, host_class, builds))
     scheduler = raw.get("scheduler", "static")
     if scheduler not in SCHEDULERS:
         raise SpecError(f"inventory.scheduler: {scheduler!r} is not allowed; allowed: {', '.join(SCHEDULERS)}")

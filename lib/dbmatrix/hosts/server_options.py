@@ -196,10 +196,13 @@ def render(name: str, value: str) -> str:
 
 # ---------------------------------------------------------------- commands (pure) and the host side
 
-def help_command(plugins: Sequence[str], options: Sequence[str] = (), *, stderr_only: bool = False) -> str:
+def help_command(plugins: Sequence[str], options: Sequence[str] = (), *, stderr_only: bool = False,
+                 server: Sequence[str] = ("mariadbd",)) -> str:
     """``mariadbd --no-defaults [--plugin-load-add=P…] [options] --verbose --help``; with `stderr_only`
-    the help text is dropped and stderr kept (the section then holds only mariadbd's messages)."""
-    argv = ["mariadbd", "--no-defaults", *(f"--plugin-load-add={p}" for p in plugins), *options,
+    the help text is dropped and stderr kept (the section then holds only mariadbd's messages). `server`: the
+    binary and the options that follow --no-defaults (a server build's basedir and plugin directory)."""
+    binary, *base = server
+    argv = [binary, "--no-defaults", *base, *(f"--plugin-load-add={p}" for p in plugins), *options,
             "--verbose", "--help"]
     cmd = shlex.join(argv)
     return f"{cmd} 2>&1 >/dev/null" if stderr_only else f"{cmd} 2>/dev/null"
@@ -222,15 +225,16 @@ def cache_path(host_id: str, version: str, plugins: Sequence[str], root: Path | 
 
 
 def option_list(host: Host, host_id: str, version: str, plugins: Sequence[str],
-                root: Path | None = None) -> ServerOptions:
-    """The host's option list for this version and plugin set: from the cache, else from its help."""
-    path = cache_path(host_id, version, plugins, root)
+                root: Path | None = None, server: Sequence[str] = ("mariadbd",)) -> ServerOptions:
+    """The host's option list for this version and plugin set: from the cache, else from its help. `server`:
+    as :func:`help_command` (a build's own binary is part of the cache key)."""
+    path = cache_path(host_id if server[0] == "mariadbd" else f"{host_id}:{server[0]}", version, plugins, root)
     if path.is_file():
         try:
             return ServerOptions.from_dict(json.loads(path.read_text()))
         except (ValueError, KeyError, TypeError, AssertionError):
             pass  # a damaged cache file is rebuilt
-    out = host.run_sections({"help": help_command(plugins)}, prelude=PRELUDE, timeout=120)["help"]
+    out = host.run_sections({"help": help_command(plugins, server=server)}, prelude=PRELUDE, timeout=120)["help"]
     opts = parse_help(out.text, plugins)
     if not opts.options:
         raise RuntimeError(f"mariadbd --verbose --help on {host.name} listed no options (exit {out.rc})")

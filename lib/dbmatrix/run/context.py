@@ -3,10 +3,10 @@ states and the installed workload scripts; made once per host and study."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from dbmatrix.hosts import media
+from dbmatrix.hosts import builds, media
 from dbmatrix.hosts.facts import collect_facts
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host, RunInterrupted
@@ -34,6 +34,8 @@ class HostContext:
     media: dict[str, Any]  # medium name -> media.MediumState, or the exception that made it unusable
     tpcc_script: str | None = None  # our TPC-C Lua script on this host, when the plan uses it
     guard: Guard | None = None
+    # server build name -> builds.BuildState, or the exception that made it unusable (the plan's builds only)
+    builds: dict[str, Any] = field(default_factory=dict)
 
     def owner(self) -> Owner:
         """Who leases ports on this host: the guard, or this process on a local host without one."""
@@ -82,6 +84,20 @@ def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, 
     return states
 
 
+def prepare_builds(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, Any]:
+    """Unpack (once) and verify every server build the plan uses; a build that fails is kept as its exception,
+    so its runs are recorded as failed and the rest of the matrix goes on."""
+    states: dict[str, Any] = {}
+    for name in sorted(set(exp.factors["server_build"])):
+        try:
+            states[name] = builds.ensure(host, hostspec.builds[name])
+        except (KeyboardInterrupt, RunInterrupted):
+            raise
+        except Exception as exc:  # noqa: BLE001 - kept as the build's state and reported per run
+            states[name] = exc
+    return states
+
+
 def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_start: int | None = None
                  ) -> HostContext:
     """Connect, start the host's run guard, record its facts, and apply/verify the media the plan uses."""
@@ -91,6 +107,7 @@ def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_s
         guard.start()
         ctx = HostContext(host, hostspec, host_facts(host, store), server_user(host), port_start, {}, guard=guard)
         ctx.media.update(prepare_media(host, hostspec, exp))
+        ctx.builds.update(prepare_builds(host, hostspec, exp))
         ctx.tpcc_script = workloads.install_scripts(host, hostspec.workdir, exp)
     except BaseException:
         guard.close()
@@ -107,10 +124,12 @@ def run_record(exp: Experiment, run: PlannedRun, ctx: HostContext, dataset: Data
     cell = run.cell
     placement = exp.cpu_placement
     rec = base_record(exp, run, ctx.host.name)
+    build = ctx.builds.get(cell.server_build)
+    version = build.version if isinstance(build, builds.BuildState) else ctx.facts.get("mariadb_version")
     rec.set(
         boot_id=ctx.facts.get("boot_id"), host_facts=ctx.facts,
         medium=ctx.spec.media[cell.medium].to_dict(), media_state=media_state,
-        versions={"mariadb": ctx.facts.get("mariadb_version"), "sysbench": ctx.facts.get("sysbench_version")},
+        versions={"mariadb": version, "sysbench": ctx.facts.get("sysbench_version")},
         dataset=dataset.to_dict(), **cache_sizing(cell, dataset, exp.cache_basis),
         server_constants=constants_for(cell, exp.server_options),
         cpu_placement={"tool": placement.tool, "server": placement.server, "client": placement.client},

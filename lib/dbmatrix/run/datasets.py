@@ -17,6 +17,7 @@ from typing import Any
 from dbmatrix import engines
 from dbmatrix.engines.innodb import LOGICAL as INNODB_LOGICAL  # noqa: F401 (how the records name the methods)
 from dbmatrix.engines.myrocks import LOGICAL as ROCKSDB_LOGICAL  # noqa: F401
+from dbmatrix.hosts.builds import ServerBuild
 from dbmatrix.hosts.remote import Host
 from dbmatrix.run.mysqld import (
     MariaDBServer,
@@ -169,7 +170,7 @@ def server_logical_bytes(server: MariaDBServer, engine: str) -> int | None:
 
 
 def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell, user: str,
-                           port: int | None, info: DatasetInfo) -> DatasetInfo:
+                           port: int | None, info: DatasetInfo, build: ServerBuild | None = None) -> DatasetInfo:
     """Add the logical size to a snapshot marker written before it was measured. InnoDB's comes from the
     recorded apparent size; MyRocks' from a server started on a copy of the snapshot (the snapshot itself
     stays untouched: starting writes to the datadir), seconds instead of loading the tables again."""
@@ -182,8 +183,9 @@ def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell
                  f"cp -a {q(info.snapshot)} {q(probe)}", timeout=3600)
         try:
             paths = ServerPaths.under(f"{workdir}/run", probe, "measure", port)
-            options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options)
-            with MariaDBServer(host, paths, options) as server:
+            options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options,
+                                     build=build)
+            with MariaDBServer(host, paths, options, binary=server_binary(build)) as server:
                 measured = server_logical_bytes(server, key.engine)
         finally:
             host.run(f"rm -rf {q(probe)}")
@@ -192,29 +194,34 @@ def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell
     return new
 
 
+def server_binary(build: ServerBuild | None) -> str:
+    return build.server if build is not None else "mariadbd"
+
+
 def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user: str,
                     port: int | None, log: list[str] | None = None, script: str | None = None,
-                    fresh_for: str | None = None) -> DatasetInfo:
+                    fresh_for: str | None = None, build: ServerBuild | None = None) -> DatasetInfo:
     """Load the workload's tables for `cell`'s dataset key, shut down cleanly and snapshot the datadir.
 
     `script` is the TPC-C Lua script's path on the host (workloads.install_scripts) for tpcc cells.
     `fresh_for` (:func:`fresh_token`, for specs with ``dataset_load: per_campaign``): a snapshot the host holds
-    serves only when it was loaded for that campaign; any other is replaced by a fresh load marked with it."""
+    serves only when it was loaded for that campaign; any other is replaced by a fresh load marked with it.
+    `build`: the host's server build of the cell's level (None: the installed server)."""
     key = exp.dataset_key(cell)
     cached = cached_dataset(host, workdir, key)
     if reusable(cached, fresh_for) and cached is not None:
         if cached.logical_method is None:
-            return measure_cached_logical(host, workdir, exp, cell, user, port, cached)
+            return measure_cached_logical(host, workdir, exp, cell, user, port, cached, build)
         return cached
     q = shlex.quote
-    build = f"{workdir}/build/{key.name}"
+    loading = f"{workdir}/build/{key.name}"
     snap = snapshot_path(workdir, key)
     t0 = time.monotonic()
-    host.run(f"rm -rf {q(build)} && mkdir -p {q(workdir)}/build {q(workdir)}/snapshots {q(workdir)}/run")
-    host.run(install_db_command(cell, build, user), timeout=300)
-    paths = ServerPaths.under(f"{workdir}/run", build, "prepare", port)
-    options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options)
-    with MariaDBServer(host, paths, options) as server:
+    host.run(f"rm -rf {q(loading)} && mkdir -p {q(workdir)}/build {q(workdir)}/snapshots {q(workdir)}/run")
+    host.run(install_db_command(cell, loading, user, build), timeout=300)
+    paths = ServerPaths.under(f"{workdir}/run", loading, "prepare", port)
+    options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options, build=build)
+    with MariaDBServer(host, paths, options, binary=server_binary(build)) as server:
         server.sql("CREATE DATABASE IF NOT EXISTS sbtest")
         argv = workloads.command(exp, cell, "prepare", socket=paths.socket,
                                  threads=workloads.prepare_threads(exp, cell), script=script,
@@ -225,10 +232,10 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
         for sql, timeout_s in engines.engine(cell.engine).after_load:  # MyRocks: flush and compact
             server.sql(sql, timeout_s=timeout_s)
         measured = server_logical_bytes(server, cell.engine)
-    host.run(f"rm -f {q(build)}/ib_buffer_pool")
-    sizes = measure_sizes(host, build, cell.engine)
+    host.run(f"rm -f {q(loading)}/ib_buffer_pool")
+    sizes = measure_sizes(host, loading, cell.engine)
     sizes.update(logical_sizes(key, sizes["data_apparent_bytes"], measured))
-    host.run(f"rm -rf {q(snap)} && mv {q(build)} {q(snap)}")
+    host.run(f"rm -rf {q(snap)} && mv {q(loading)} {q(snap)}")
     info = DatasetInfo(
         key=key.name, host=host.name, snapshot=snap, engine=key.engine, block_size=key.block_size,
         compression=key.compression, tables=key.tables, table_size=key.table_size, schema=key.schema,

@@ -229,11 +229,15 @@ def run_or_record(ctx: HostContext, exp: Experiment, run: PlannedRun, store: Res
         state = ctx.media[name]
         if isinstance(state, Exception):
             return record_early_failure(store, exp, run, ctx.host.name, "medium", state, ctx.facts.get("boot_id"))
+    build = ctx.builds.get(run.cell.server_build)
+    if isinstance(build, Exception):
+        return record_early_failure(store, exp, run, ctx.host.name, "server_build", build, ctx.facts.get("boot_id"))
     key = exp.dataset_key(run.cell).name
     if key not in datasets:
         try:
             info = prepare_dataset(ctx.host, ctx.spec.workdir, exp, run.cell, ctx.user, None,
-                                   script=ctx.tpcc_script, fresh_for=fresh_for)
+                                   script=ctx.tpcc_script, fresh_for=fresh_for,
+                                   build=ctx.spec.builds[run.cell.server_build])
             datasets[key] = info
             write_json_atomic(store.dataset_file(ctx.host.name, key), info.to_dict())
         except (KeyboardInterrupt, RunInterrupted):

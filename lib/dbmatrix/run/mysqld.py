@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dbmatrix import engines
+from dbmatrix.hosts.builds import SYSTEM_BUILD, ServerBuild
 from dbmatrix.hosts.remote import CommandError, Host
 from dbmatrix.run.ports import bind_failed
 from dbmatrix.spec.experiment import HARNESS_OPTIONS as FACTOR_OPTIONS  # options a factor sets: never constant
@@ -82,13 +83,17 @@ def render_options(
     cache: int | None,
     constants: Mapping[str, str] | None = None,
     log_dir: str | None = None,
+    build: ServerBuild | None = None,
 ) -> list[str]:
     """The full mariadbd command line for a cell; `--no-defaults` first so no my.cnf leaks in.
 
     Constant options of a plugin engine (`rocksdb_*`) apply to its cells only (the plugin is not loaded for
-    the other cells, where mariadbd would refuse them); see :func:`constants_for`."""
+    the other cells, where mariadbd would refuse them); see :func:`constants_for`. `build`: the host's build
+    of the cell's ``server_build`` level (its basedir, plugin and message directories follow --no-defaults)."""
+    build = cell_build(cell, build)
     opts = [
         "--no-defaults",
+        *build.server_options(),
         f"--user={user}",
         f"--datadir={paths.datadir}",
         f"--socket={paths.socket}",
@@ -128,10 +133,18 @@ def constants_for(cell: Cell, constants: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in constants.items() if not engines.plugin_option(k.replace("-", "_"), cell.engine)}
 
 
-def install_db_command(cell: Cell, datadir: str, user: str) -> str:
+def cell_build(cell: Cell, build: ServerBuild | None) -> ServerBuild:
+    """The build a cell runs: `build` (the host's build of that name), the system's server at the default level;
+    a mismatch is a bug of the caller, not of the spec (the spec's levels are checked against the inventory)."""
+    build = build or SYSTEM_BUILD
+    if build.name != cell.server_build:
+        raise ValueError(f"cell {cell.cell_id} runs server build {cell.server_build!r}, given {build.name!r}")
+    return build
+
+
+def install_db_command(cell: Cell, datadir: str, user: str, build: ServerBuild | None = None) -> str:
     args = [
-        "mariadb-install-db", "--no-defaults", f"--datadir={datadir}", f"--user={user}",
-        "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+        *cell_build(cell, build).install_db_argv(datadir, user),
         # The bootstrap's temporary tables in its own datadir, not /tmp: a server starting meanwhile
         # on the same machine would delete them (its startup removes every #sql* file in its tmpdir).
         f"--tmpdir={datadir}",
@@ -168,10 +181,12 @@ def parse_tsv_pairs(text: str) -> dict[str, str]:
 class MariaDBServer:
     """One of our own mariadbd instances on a Host. Use as a context manager: it is always stopped."""
 
-    def __init__(self, host: Host, paths: ServerPaths, options: list[str], prefix: list[str] | None = None):
+    def __init__(self, host: Host, paths: ServerPaths, options: list[str], prefix: list[str] | None = None,
+                 binary: str = "mariadbd"):
         self.host = host
         self.paths = paths
         self.options = options
+        self.binary = binary  # the server build's (hosts.builds.ServerBuild.server)
         # Wrappers that exec mariadbd (taskset/numactl, a cgroup join for throttled media): same PID.
         self.prefix = list(prefix or [])
         self.pid: int | None = None
@@ -182,7 +197,7 @@ class MariaDBServer:
 
     @property
     def command(self) -> str:
-        return shlex.join([*self.prefix, "mariadbd", *self.options])
+        return shlex.join([*self.prefix, self.binary, *self.options])
 
     def _alive(self, pid: int) -> bool:
         return self.host.run(f"kill -0 {pid}", check=False).ok
@@ -198,7 +213,7 @@ class MariaDBServer:
             return False
         pid = int(r.stdout.strip())
         args = self.host.run(f"ps -ww -o args= -p {pid}", check=False).stdout
-        if "mariadbd" not in args or self.paths.datadir not in args:
+        if self.binary.rsplit("/", 1)[-1] not in args or self.paths.datadir not in args:
             return False
         self.pid = pid
         self.stop()

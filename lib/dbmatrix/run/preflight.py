@@ -12,11 +12,15 @@ close match and the allowed values. Datasets whose smallest plausible size
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbmatrix import engines
+from dbmatrix.hosts import builds
 from dbmatrix.hosts import server_options as so
+from dbmatrix.hosts.builds import SYSTEM_BUILD, ServerBuild
 from dbmatrix.hosts.capacity import df_command, parse_df, recipe_capacity
 from dbmatrix.hosts.inventory import HostSpec
 from dbmatrix.hosts.remote import Host
@@ -155,57 +159,108 @@ def check_study(study: Study) -> list[HostCheck]:
     return out
 
 
+def build_sections(build: ServerBuild, plugins: Mapping[str, tuple[str, ...]],
+                   constants: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """One build's checks (pure), keyed ``<build>.version``, ``<build>.base:<engine>``, ``<build>.all:<engine>``:
+    its --version, and its --verbose --help with each engine's plugins, without and with the constants."""
+    server = server_argv(build)
+    out = {f"{build.name}.version": f"{shlex.quote(build.server)} --version"}
+    for engine, p in plugins.items():
+        out[f"{build.name}.base:{engine}"] = so.help_command(p, stderr_only=True, server=server)
+        out[f"{build.name}.all:{engine}"] = so.help_command(
+            p, [so.render(k, v) for k, v in sorted(constants[engine].items())], stderr_only=True, server=server)
+    return out
+
+
+def server_argv(build: ServerBuild) -> tuple[str, ...]:
+    """The server binary and the options after --no-defaults that make it read its own tree."""
+    return (build.server, *build.server_options())
+
+
 def check_host(host: Host, hs: HostSpec, exp: Experiment) -> HostCheck:
+    """The spec's server options judged by every server build the plan uses (each build's own binary, version
+    and plugins), and the dataset sizes against the media and the workdir, in one round trip."""
     plugins = engine_plugins(exp)
     constants = engine_constants(exp)
-    sections = {"version": "mariadbd --version", "workdir": df_command(hs.workdir)}
+    sections = {"workdir": df_command(hs.workdir)}
     for medium in sorted({*exp.factors["medium"]}):
         if medium in hs.media and recipe_capacity(hs.media[medium]) is None:
             sections[f"medium:{medium}"] = df_command(hs.media[medium].path)
-    for engine, p in plugins.items():
-        sections[f"base:{engine}"] = so.help_command(p, stderr_only=True)
-        sections[f"all:{engine}"] = so.help_command(
-            p, [so.render(k, v) for k, v in sorted(constants[engine].items())], stderr_only=True)
+    builds = [hs.builds[b] for b in dict.fromkeys(exp.factors["server_build"]) if b in hs.builds]
+    for b in builds:
+        sections.update(build_sections(b, plugins, constants))
     res = host.run_sections(sections, prelude=so.PRELUDE, timeout=120)
     check_sizes(exp, hs, {k: parse_df(res[k].text, hs.workdir if k == "workdir" else hs.media[k[7:]].path)
                           for k in sections if k == "workdir" or k.startswith("medium:")})
     result = HostCheck(hs.name)
-    if res["version"].missing:
-        result.notes.append(f"host {hs.name}: mariadbd not found; server options not checked "
-                            "(`dbmatrix setup --roles server` installs it)")
-        return result
-    version = so.parse_help(res["version"].text).version
-    result.version = version
     problems: list[str] = []
-    suspects: dict[str, list[str]] = {}
-    for engine, p in plugins.items():
-        base, full = res[f"base:{engine}"], res[f"all:{engine}"]
-        base_msgs = so.option_messages(base.text)
-        broken = [m for m in base_msgs if "[ERROR]" in m]
-        if broken:
-            problems.append(f"factors.engine: {engine} needs plugin(s) {', '.join(p)}, which mariadbd {version} on "
-                            f"host {hs.name} cannot load: {'; '.join(broken)}; install them "
-                            "(`dbmatrix setup --roles server`) or remove the engine")
-            continue
-        result.options_checked += len(constants[engine])
-        if full.rc != base.rc or so.new_messages(full.text, base_msgs):
-            suspects[engine] = base_msgs
-    if suspects:
-        problems += _attribute(host, hs, version, plugins, constants, suspects)
+    versions = []
+    for b in builds:
+        version = _check_build(host, hs, b, res, plugins, constants, result, problems)
+        if version is not None:
+            versions.append(version if b.is_system and len(builds) == 1 else f"{version} ({b.name})")
+    result.version = ", ".join(versions) or None
     if problems:
         raise SpecError("\n".join(dict.fromkeys(problems)))
     return result
 
 
+def _check_build(host: Host, hs: HostSpec, build: ServerBuild, res: Mapping[str, Any],
+                 plugins: Mapping[str, tuple[str, ...]], constants: Mapping[str, Mapping[str, str]],
+                 result: HostCheck, problems: list[str]) -> str | None:
+    """One build's answers: its version (None when it is not there to check), problems appended."""
+    ver = res[f"{build.name}.version"]
+    if ver.missing or not ver.text.strip():
+        if build.is_system:
+            result.notes.append(f"host {hs.name}: mariadbd not found; server options not checked "
+                                "(`dbmatrix setup --roles server` installs it)")
+        elif build.packages:
+            result.notes.append(f"host {hs.name}: server build {build.name} not unpacked yet (its packages are "
+                                "unpacked and its version checked when the study starts); its server options "
+                                "are judged by the server at its first start")
+        else:
+            problems.append(f"factors.server_build: {builds.version_problem(build, '', 127)} on host {hs.name} "
+                            f"(inventory.hosts[{hs.name}].builds.{build.name}.basedir)")
+        return None
+    wrong = builds.version_problem(build, ver.text, 0)
+    if wrong is not None:
+        if build.packages:  # unpacked again when the study starts
+            result.notes.append(f"host {hs.name}: {wrong}; its packages are unpacked again when the study starts")
+            return None
+        problems.append(f"factors.server_build: {wrong} on host {hs.name}")
+        return None
+    version = so.parse_help(ver.text).version
+    who = version if build.is_system else f"{version} ({build.name})"
+    suspects: dict[str, list[str]] = {}
+    for engine, p in plugins.items():
+        base, full = res[f"{build.name}.base:{engine}"], res[f"{build.name}.all:{engine}"]
+        base_msgs = so.option_messages(base.text)
+        broken = [m for m in base_msgs if "[ERROR]" in m]
+        if broken:
+            fix = ("install them (`dbmatrix setup --roles server`)" if build.is_system else
+                   f"add them to server build {build.name}")
+            problems.append(f"factors.engine: {engine} needs plugin(s) {', '.join(p)}, which mariadbd {who} on "
+                            f"host {hs.name} cannot load: {'; '.join(broken)}; {fix} or remove the engine")
+            continue
+        result.options_checked += len(constants[engine])
+        if full.rc != base.rc or so.new_messages(full.text, base_msgs):
+            suspects[engine] = base_msgs
+    if suspects:
+        problems += _attribute(host, hs, who, plugins, constants, suspects, build)
+    return version
+
+
 def _attribute(host: Host, hs: HostSpec, version: str | None, plugins: Mapping[str, tuple[str, ...]],
-               constants: Mapping[str, Mapping[str, str]], suspects: Mapping[str, list[str]]) -> list[str]:
+               constants: Mapping[str, Mapping[str, str]], suspects: Mapping[str, list[str]],
+               build: ServerBuild = SYSTEM_BUILD) -> list[str]:
     """Each option of the engines mariadbd complained about, alone: which ones it refuses and why."""
+    server = server_argv(build)
     sections: dict[str, str] = {}
     keys: dict[str, tuple[str, str]] = {}
     for engine in suspects:
         for i, (k, v) in enumerate(sorted(constants[engine].items())):
             sec = f"opt:{engine}:{i}"
-            sections[sec] = so.help_command(plugins[engine], [so.render(k, v)], stderr_only=True)
+            sections[sec] = so.help_command(plugins[engine], [so.render(k, v)], stderr_only=True, server=server)
             keys[sec] = (engine, k)
     res = host.run_sections(sections, prelude=so.PRELUDE, timeout=120)
     problems = []
@@ -219,7 +274,7 @@ def _attribute(host: Host, hs: HostSpec, version: str | None, plugins: Mapping[s
         reported.add(k)
         if engine not in lists:
             lists[engine] = so.option_list(host, f"{hs.name}@{hs.address}:{hs.port}", version or "?",
-                                           plugins[engine])
+                                           plugins[engine], server=server)
         v = constants[engine][k]
         problems.append(option_error(k, v, msgs or [f"exit status {out.rc}"], lists[engine], hs.name, version, engine))
     return problems

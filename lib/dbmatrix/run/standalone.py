@@ -33,12 +33,14 @@ class Standalone(Topology):
         self.datadir = f"{self.medium.path}/datadir"
         self.log_dir = None if cell.log_medium == "same" else f"{hostspec.media[cell.log_medium].path}/logdir"
         self.paths = ServerPaths.under(f"{hostspec.workdir}/run", self.datadir, "bench")
+        build = hostspec.builds[cell.server_build]
         self.options = render_options(cell, self.paths, user=ctx.user,
                                       cache=cache_sizing(cell, dataset, exp.cache_basis)["cache_bytes"],
-                                      constants=exp.server_options, log_dir=self.log_dir)
+                                      constants=exp.server_options, log_dir=self.log_dir, build=build)
         placement = exp.cpu_placement
         self.server = MariaDBServer(ctx.host, self.paths, self.options,
-                                    prefix=[*placement.prefix("server"), *media.launch_prefix(self.medium)])
+                                    prefix=[*placement.prefix("server"), *media.launch_prefix(self.medium)],
+                                    binary=build.server)
         self.client_prefix = placement.prefix("client")
         self.collect_dir = f"{hostspec.workdir}/run/collect"
         self.states = {n: ctx.media[n] for n in {cell.medium, cell.log_medium} - {"same"}}
@@ -48,7 +50,9 @@ class Standalone(Topology):
         return run_record(self.exp, self.run, self.ctx, self.dataset, states)
 
     def prepare(self, s: RunSession) -> None:
-        s.record.set(log_dir=self.log_dir, server={"command": self.server.command, "options": self.options})
+        build = self.ctx.builds.get(s.cell.server_build)
+        s.record.set(log_dir=self.log_dir, server={"command": self.server.command, "options": self.options,
+                                                   "build": build.to_dict() if build is not None else None})
 
     def sockets(self) -> list[str]:
         return [self.paths.socket]

@@ -50,6 +50,7 @@ class Cell:
     pinning: str = "none"
     group_commit: int = 0
     index_cache: str = "cache"
+    server_build: str = "system"
 
     @property
     def cell_id(self) -> str:
@@ -80,12 +81,14 @@ class DatasetKey:
     table_size: int
     schema: str = "oltp"
     strings: str = "random"  # TPC-C: what its a-strings are made of (Workload.strings)
+    server_build: str = "system"  # each build loads its own (a datadir is made by one server's version)
 
     @property
     def name(self) -> str:
         scale = f"{self.table_size}w" if self.schema == "tpcc" else f"{self.table_size}"
         kind = self.schema + ("" if self.strings == "random" else f"-{self.strings}")
-        return f"{self.engine}-b{self.block_size}-{self.compression}-{kind}-{self.tables}x{scale}"
+        build = "" if self.server_build == "system" else f"-{self.server_build}"
+        return f"{self.engine}-b{self.block_size}-{self.compression}-{kind}-{self.tables}x{scale}{build}"
 
 
 @dataclass(frozen=True)

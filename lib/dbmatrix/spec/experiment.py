@@ -70,6 +70,7 @@ from dbmatrix.spec.topology import (  # noqa: F401
     Calibration,
     CpuPlacement,
     Topology,
+    check_builds,
     check_host_cpus,
     check_media,
     check_topology,
@@ -224,7 +225,7 @@ class Experiment:
         schema = WORKLOAD_SCHEMAS.get(cell.workload, cell.workload)
         size = self.workload.warehouses if schema == "tpcc" else self.workload.table_size
         return DatasetKey(cell.engine, cell.block_size, cell.compression, self.workload.tables, size, schema,
-                          self.workload.strings if schema == "tpcc" else "random")
+                          self.workload.strings if schema == "tpcc" else "random", cell.server_build)
 
     def plan(self, campaign: int = 1) -> list[PlannedRun]:
         """Replicate blocks, each a seeded shuffle of all cells (the order is part of the design).

@@ -38,6 +38,7 @@ How to add a factor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -222,6 +223,17 @@ def _index_cache(lv: Any) -> Any:
     return lv
 
 
+SYSTEM_BUILD = "system"  # the host's installed server (dbmatrix.hosts.builds.SYSTEM)
+
+
+def _server_build(lv: Any) -> Any:
+    """A build's name; whether the host defines it is checked against the inventory (``check_builds``)."""
+    if not isinstance(lv, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", lv):
+        raise SpecError(f"factors.server_build: {lv!r} must be 'system' (the host's installed server) or the name "
+                        "of a build in the host's inventory (lower-case letters, digits, '_')")
+    return lv
+
+
 # ------------------------------------------------------------------------------ the registry
 
 REGISTRY: tuple[Factor, ...] = (
@@ -298,6 +310,12 @@ REGISTRY: tuple[Factor, ...] = (
            label="Index blocks", word="index blocks in", digest_omits_default=True,
            doc="MyRocks: index and filter blocks in the block cache (cache, the default) or held by the table "
                "readers outside it (table: rocksdb_cache_index_and_filter_blocks OFF); a diagnostic factor"),
+    Factor("server_build", SYSTEM_BUILD, _server_build, lambda v: None if v == SYSTEM_BUILD else v,
+           title="Server build",
+           label="Build", word="server build", dataset=True, digest_omits_default=True,
+           doc="the server binary: 'system' (the host's installed server) or a build the inventory names under "
+               "builds: (a basedir with its own server, install script, plugins; hosts.builds); each build loads "
+               "its own datasets"),
 )
 
 BY_NAME: Mapping[str, Factor] = MappingProxyType({f.name: f for f in REGISTRY})

@@ -187,10 +187,18 @@ def _parse_instances_topology(raw: Mapping[str, Any]) -> Topology:
     return Topology("instances", 1, tuple(hosts), "rsync", client or (hosts[0] if hosts else ""))
 
 
+def check_build_topology(exp: Experiment) -> None:
+    """Builds other than the installed server run in the standalone topology only (one server per run)."""
+    if list(exp.factors["server_build"]) != [FACTOR_DEFAULTS["server_build"]] and exp.topology.kind != "standalone":
+        raise SpecError(f"factors.server_build: builds other than the installed server run in the standalone "
+                        f"topology only (this spec's is {exp.topology.kind}); allowed here: system")
+
+
 def check_topology(exp: Experiment) -> None:
     """Galera-only factors need a galera topology, instances-only factors the instances topology; a galera
     cluster needs InnoDB and a shared log medium; instances keep the log with the data."""
     f = exp.factors
+    check_build_topology(exp)
     if not exp.topology.instances:
         for name in INSTANCES_FACTORS:
             if list(f[name]) != [FACTOR_DEFAULTS[name]]:
@@ -281,6 +289,15 @@ def check_host_cpus(exp: Experiment, host: str, cpus: int, numa_nodes: int = 1) 
                             f"allowed: instances up to {cpus * max(1, len(exp.topology.hosts))}, or pinning none/numa")
     if "numa" in exp.factors["pinning"] and numa_nodes < 1:
         raise SpecError(f"factors.pinning: 'numa' needs NUMA nodes on host {host!r}; allowed: none, instance")
+
+
+def check_builds(exp: Experiment, build_names: Iterable[str], host: str) -> None:
+    """Every level of factors.server_build is a build of the host (``system`` always is)."""
+    names = sorted(build_names)
+    for b in exp.factors["server_build"]:
+        if b not in names:
+            raise SpecError(f"factors.server_build: {b!r} is not a build of host {host!r}; its builds are: "
+                            f"{', '.join(names)} (inventory.hosts[{host}].builds)")
 
 
 def check_media(exp: Experiment, media_names: Iterable[str], host: str) -> None:

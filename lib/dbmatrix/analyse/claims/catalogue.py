@@ -160,8 +160,13 @@ _UPPER = ("RAM is faster than real PMEM, so the ratio measured here is an upper 
           "interval below the claim disagrees, one above it cannot contradict it; ramblock (the block layer, like "
           "sector mode) is primary, tmpfs the sensitivity check")
 
-NO_VERSIONS = ("only MariaDB 10.11 is installed here: GreatSQL (MySQL) 5.7 and 8.0 are not available, so "
-               "the version comparison cannot be made")
+NO_VERSIONS = ("only MariaDB 10.11 builds are here: GreatSQL (MySQL) 5.7 and 8.0 are not available, so the version "
+               "comparison cannot be made; on a lab's hosts it is the server\\_build factor with both builds in the "
+               "inventory (dialect mysql, their basedirs) and specs/paper-threads.yaml's design across them "
+               "(docs/hosts.md); the factor itself is checked here by its A/A study (buildsEquivalent)")
+# The server_build factor's A/A check (specs/paper-builds.yaml): the inventory's previous point release of the
+# installed server (dbmatrix.hosts.inventory.LOCAL_BUILDS).
+PREVIOUS_BUILD = "mariadb10_11_18"
 REMOTE_STAND_IN = ("a network block device stands in for NVMe-oF over InfiniBand: nbdkit serving a file from its own "
                    "network namespace over TCP through a veth pair shaped to 10 Gbit/s (the seed: 100 Gb/s HDR100), "
                    "nbdfuse and a loop device with XFS on the database side; the local side is its control, the "
@@ -469,6 +474,15 @@ FURTHER: tuple[Claim, ...] = (
           stand_in="a RocksDB without a block cache (the seed's 'disabled') holds index and filter blocks in its "
                    "table readers; the stand-in here, a 1 KiB cache with them inside, re-reads an index block at "
                    "nearly every lookup: if this agrees, the no-cache claims measure that re-reading too"),
+    Claim("buildsEquivalent", "001", "our A/A check of the server-build factor, for seed 001's version comparison",
+          "two point releases of one server (MariaDB 10.11.18 and the installed 10.11.19, Debian's builds) perform "
+          "alike at every buffer pool size", "tps", no_effect("tps"), test="within", factor="server_build",
+          a=PREVIOUS_BUILD, b="system", at={"engine": "innodb"}, sources=("builds",), per=("cache_pct",),
+          combine="all",
+          stand_in="the server build as a factor (each build its own server binary, install script, plugins and "
+                   "datasets) exercised by two real builds that should not differ: a disagreement would say the "
+                   "harness, not the server, makes a difference, and seed 001's GreatSQL 5.7/8.0 comparison could "
+                   "not be trusted to it"),
 )
 
 
@@ -534,6 +548,9 @@ HISTORY: tuple[Change, ...] = (
     Change("added", ("indexCacheCollapse", "indexCacheControl", "indexCacheNoCache"), "indexCacheCollapse",
            "issue 41: the mechanism of the TPC-C study's largest effect as our own finding, with its control, "
            "on a diagnostic study (specs/paper-tpcc-index.yaml), registered before its data"),
+    Change("added", ("buildsEquivalent",), "buildsEquivalent",
+           "issue 40: the server-build factor's A/A check (MariaDB 10.11.18 against the installed 10.11.19, each "
+           "its own datasets) on its own study (specs/paper-builds.yaml), registered before its data"),
     Change("added", ("pmemIowait",), "pmemIowait",
            "issue 40: slide 16's 'removed NVMe %iowait overhead' as a claim of its own, the reading of "
            "pmemCpu that the runs can measure (the host's iowait share), registered before the campaign that "

@@ -1,4 +1,5 @@
-"""The study-kind registry: galera, scaleout, tpcc, threads, media, storage (in the order they are recognised).
+"""The study-kind registry: galera, scaleout, tpcc, threads, media, builds, storage (in the order they are
+recognised).
 
 Every kind is an object (:class:`StudyKind`, one module each beside this one) that analysis, the claims and
 publishing dispatch through; nothing outside this package branches on a kind's name. A new kind is one
@@ -68,6 +69,7 @@ def load_study_tables(store: ResultStore, exp: Experiment, kind: str = "storage"
 
 
 def _register_builtin() -> None:
+    from dbmatrix.analyse.kinds.builds import BuildsKind
     from dbmatrix.analyse.kinds.galera import GaleraKind
     from dbmatrix.analyse.kinds.media import MediaKind
     from dbmatrix.analyse.kinds.scaleout import ScaleoutKind
@@ -75,7 +77,7 @@ def _register_builtin() -> None:
     from dbmatrix.analyse.kinds.threads import ThreadsKind
     from dbmatrix.analyse.kinds.tpcc import TpccKind
 
-    for k in (StorageKind(), GaleraKind(), ScaleoutKind(), TpccKind(), ThreadsKind(), MediaKind()):
+    for k in (StorageKind(), GaleraKind(), ScaleoutKind(), TpccKind(), ThreadsKind(), MediaKind(), BuildsKind()):
         register(k)
 
 

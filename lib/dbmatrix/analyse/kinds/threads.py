@@ -8,6 +8,7 @@ from dbmatrix.analyse.kinds.base import StudyKind
 from dbmatrix.spec.experiment import Experiment
 
 STORAGE_FACTORS = ("engine", "block_size", "compression", "medium", "log_medium")
+OTHER = ("server_build",)  # a sweep across server builds is a builds study (kinds.builds)
 
 
 class ThreadsKind(StudyKind):
@@ -18,4 +19,4 @@ class ThreadsKind(StudyKind):
 
     def recognises(self, exp: Experiment) -> bool:
         return len(exp.factors.get("threads", ())) > 1 and not any(
-            len(exp.factors.get(f, ())) > 1 for f in STORAGE_FACTORS)
+            len(exp.factors.get(f, ())) > 1 for f in (*STORAGE_FACTORS, *OTHER))
