@@ -20,7 +20,8 @@ MISSING_S = 2  # a series may hold a second or two fewer rows than measure_s (re
 def test_the_paper_profile_has_one_study_per_seed_kind() -> None:
     assert {n: s.kind for n, s in STUDIES.items()} == {
         "tpcc-paper": "tpcc", "galera-paper": "galera", "threads-paper": "threads", "scaleout-paper": "scaleout",
-        "groupcommit-paper": "threads", "tpcc-index-paper": "tpcc", "remote-paper": "media"}
+        "groupcommit-paper": "threads", "tpcc-index-paper": "tpcc", "remote-paper": "media",
+        "builds-paper": "builds"}
 
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
@@ -76,7 +77,7 @@ def test_scaleout_goes_past_saturation_on_a_doubling_grid() -> None:
     assert all(b == 2 * a for a, b in pairwise(t)) and max(t) >= 8
 
 
-NEW = ("groupcommit-paper", "tpcc-index-paper", "remote-paper")  # studies whose pilots were recorded later
+NEW = ("groupcommit-paper", "tpcc-index-paper", "remote-paper", "builds-paper")  # pilots recorded later
 
 
 def test_a_later_campaign_takes_about_an_hour_by_the_plan() -> None:
@@ -91,3 +92,4 @@ def test_a_later_campaign_takes_about_an_hour_by_the_plan() -> None:
     assert 30 * 60 <= total <= 50 * 60, total / 60
     assert total + pilot["groupcommit-paper"] + pilot["tpcc-index-paper"] <= 95 * 60, (total, pilot)
     assert pilot["remote-paper"] <= 30 * 60, pilot
+    assert pilot["builds-paper"] <= 15 * 60, pilot
