@@ -99,6 +99,27 @@ def test_block_size_ratios_shade_the_claim_only_where_its_condition_holds() -> N
     plt.close(fig)
 
 
+def test_block_size_ratios_tell_engines_apart_on_one_medium() -> None:
+    """Where the medium interacts with the block size, one series per engine x medium: the medium keeps its
+    colour, the engine takes the marker, and the figure check finds no two legend entries alike (a fresh
+    quick campaign's block-size figure failed it: both engines on one medium drew the medium's own style)."""
+    from dbmatrix.publish.figure_check import check_figure
+
+    rows = [{"engine": e, "medium": m, "cache_pct": c, "estimate": 1.0 + 0.1 * i, "ci_lo": 0.9, "ci_hi": 1.3}
+            for i, (e, m, c) in enumerate(itertools.product(("innodb", "myrocks"), ("disk", "tmpfs"), (25, 100)))]
+    t = pd.DataFrame(rows).assign(emulated=lambda d: d["medium"].map({"disk": None, "tmpfs": "pmem-fsdax"}))
+    fig, info = figures_contrasts.block_size_ratios(t, claimed=(1 / 1.1, 1.0), claimed_at=25,
+                                                    claimed_label="seed 003: MyRocks, no block cache")
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    styles = {lab: (h[0].get_color(), h[0].get_marker()) for h, lab in zip(handles, labels)
+              if not lab.startswith("seed")}
+    assert len(info["series"]) == 4 and len(set(styles.values())) == len(styles) == 4, styles
+    assert styles["innodb, disk"][0] == styles["myrocks, disk"][0]  # the medium's colour
+    assert styles["innodb, disk"][1] == styles["innodb, tmpfs (emulated pmem-fsdax)"][1]  # the engine's marker
+    assert not [f for f in check_figure(fig, "block-size", emulated=("tmpfs",)) if f.kind == "ambiguous-legend"]
+    plt.close(fig)
+
+
 def test_factor_effects_read_treatment_over_baseline_with_readable_names() -> None:
     eff = pd.DataFrame([
         {"term": "cache_pct", "kind": "main", "factor_1": "cache_pct", "level_1": "25", "factor_2": None,

@@ -47,7 +47,10 @@ def _compression_word(v: Any) -> str:
 
 def _styles(table: pd.DataFrame, keys: list[str]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """Colour, marker, fill and legend label per series key (a tuple of `keys`' levels): a medium's own
-    colour and marker when the medium is among the keys, compression as the fill, else the palette."""
+    colour and marker when the medium is among the keys, compression as the fill, else the palette. When
+    another factor varies beside the medium (the engine, where the medium interacts with the block size), the
+    medium keeps its colour and that factor's level takes the marker: two engines on one medium never look
+    alike."""
     series = list(dict.fromkeys(table[keys].itertuples(index=False, name=None))) if keys else [()]
     first = {k: list(dict.fromkeys(table[k])) for k in keys}
 
@@ -60,11 +63,15 @@ def _styles(table: pd.DataFrame, keys: list[str]) -> dict[tuple[Any, ...], dict[
     media = medium_styles(table["medium"]) if "medium" in keys else {}
     emu = (table.groupby("medium", sort=False)["emulated"].first().to_dict()
            if "medium" in keys and "emulated" in table else {})
+    others = [k for k in keys if k not in ("medium", "compression") and len(first[k]) > 1]
+    combos = list(dict.fromkeys(tuple(dict(zip(keys, key))[k] for k in others) for key in series))
     out = {}
     for i, key in enumerate(series):
         lv = dict(zip(keys, key))
         if "medium" in lv:
             color, marker = media[lv["medium"]]
+            if others:
+                marker = MARKERS[combos.index(tuple(lv[k] for k in others)) % len(MARKERS)]
         else:
             color, marker = palette[i % len(palette)], MARKERS[i % len(MARKERS)]
         hollow = "medium" in lv and "compression" in lv and str(lv["compression"]) != "none"
