@@ -10,6 +10,7 @@ import pytest
 from dbmatrix.analyse.kinds import kind_of
 from dbmatrix.hosts import builds
 from dbmatrix.hosts.builds import SYSTEM_BUILD, ServerBuild, parse_build, parse_builds, version_problem
+from dbmatrix.hosts.facts import parse_mariadbd_version
 from dbmatrix.hosts.inventory import LOCAL_BUILDS, localhost_inventory, parse_inventory
 from dbmatrix.run.mysqld import ServerPaths, install_db_command, render_options
 from dbmatrix.spec.experiment import Cell, SpecError, check_builds, parse_experiment
@@ -85,7 +86,7 @@ def test_this_machines_inventory_offers_the_previous_point_release():
 
 def test_versions_are_checked_by_prefix():
     b = _build(packages=PKGS, version="10.11.18")
-    assert builds.parse_version(V18) == "10.11.18" and builds.full_version(V18) == "10.11.18-MariaDB-0+deb12u1"
+    assert builds.parse_version(V18) == "10.11.18" and parse_mariadbd_version(V18) == "10.11.18-MariaDB-0+deb12u1"
     assert version_problem(b, V18, 0) is None
     assert "is version 10.11.19, the inventory says 10.11.18" in version_problem(b, V19, 0)
     assert version_problem(_build(packages=PKGS, version="10.11.1"), V18, 0) is not None  # 10.11.18 is not 10.11.1

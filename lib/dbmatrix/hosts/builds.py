@@ -34,7 +34,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from dbmatrix.hosts.facts import parse_mariadbd_version
 from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.server_options import PRELUDE
 from dbmatrix.spec.errors import SpecError
 
 SYSTEM = "system"  # the host's installed server: the server_build factor's default level
@@ -193,15 +195,10 @@ def build_line(build: ServerBuild) -> str:
 # ---------------------------------------------------------------- versions (pure)
 
 def parse_version(text: str) -> str | None:
-    """``mariadbd  Ver 10.11.18-MariaDB-0+deb12u1 for ...`` / ``mysqld  Ver 8.0.32 for ...`` -> 10.11.18."""
-    m = re.search(r"Ver\s+(\d+(?:\.\d+)*)", text)
-    return m.group(1) if m else None
-
-
-def full_version(text: str) -> str | None:
-    """The whole version word (``10.11.18-MariaDB-0+deb12u1``)."""
-    m = re.search(r"Ver\s+(\S+)", text)
-    return m.group(1) if m else None
+    """``mariadbd  Ver 10.11.18-MariaDB-0+deb12u1 for ...`` / ``mysqld  Ver 8.0.32 for ...`` -> 10.11.18: the
+    numeric prefix of the version word (:func:`dbmatrix.hosts.facts.parse_mariadbd_version`)."""
+    m = re.match(r"\d+(?:\.\d+)*", parse_mariadbd_version(text) or "")
+    return m.group(0) if m else None
 
 
 def version_problem(build: ServerBuild, text: str, rc: int) -> str | None:
@@ -251,12 +248,10 @@ class BuildState:
         return asdict(self)
 
 
-def ensure(host: Host, build: ServerBuild, prelude: str = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"'
-           ) -> BuildState:
+def ensure(host: Host, build: ServerBuild) -> BuildState:
     """The build ready on the host: a package build is unpacked when its server is missing or reports another
     version; then its --version is checked. Raises RuntimeError naming the build and what to do."""
-    check = f"{prelude}; {shlex.quote(build.server)} --version" if build.is_system else \
-        f"{shlex.quote(build.server)} --version"
+    check = f"{PRELUDE}; {shlex.quote(build.server)} --version"  # the system's server is in an sbin directory
     r = host.run(check, check=False, timeout=60)
     problem = version_problem(build, r.stdout, r.exit_code)
     unpacked = False
@@ -273,4 +268,5 @@ def ensure(host: Host, build: ServerBuild, prelude: str = 'PATH="$PATH:/usr/loca
         problem = version_problem(build, r.stdout, r.exit_code)
     if problem is not None:
         raise RuntimeError(problem)
-    return BuildState(build.name, build.server, full_version(r.stdout) or "?", build.basedir, build.dialect, unpacked)
+    version = parse_mariadbd_version(r.stdout) or "?"
+    return BuildState(build.name, build.server, version, build.basedir, build.dialect, unpacked)

@@ -3,6 +3,7 @@ states and the installed workload scripts; made once per host and study."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,32 +71,29 @@ def media_used(exp: Experiment) -> list[str]:
                    *(m for m in exp.factors["follower_medium"] if m != "same")})
 
 
-def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, Any]:
-    """Apply and verify every medium the plan uses; a medium that fails is kept as its exception,
-    so its runs are recorded as failed and the rest of the matrix goes on."""
+def ensure_each(names: Iterable[str], ensure: Callable[[str], Any]) -> dict[str, Any]:
+    """`ensure` of each name: its state, or the exception that made it unusable, so its runs are recorded as
+    failed and the rest of the matrix goes on (an interrupt stops everything)."""
     states: dict[str, Any] = {}
-    for name in media_used(exp):
+    for name in names:
         try:
-            states[name] = media.ensure(host, hostspec.media[name])
+            states[name] = ensure(name)
         except (KeyboardInterrupt, RunInterrupted):
             raise
-        except Exception as exc:  # noqa: BLE001 - kept as the medium's state and reported per run
+        except Exception as exc:  # noqa: BLE001 - kept as the state and reported per run
             states[name] = exc
     return states
+
+
+def prepare_media(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, Any]:
+    """Apply and verify every medium the plan uses (a medium that fails is kept as its exception)."""
+    return ensure_each(media_used(exp), lambda name: media.ensure(host, hostspec.media[name]))
 
 
 def prepare_builds(host: Host, hostspec: HostSpec, exp: Experiment) -> dict[str, Any]:
-    """Unpack (once) and verify every server build the plan uses; a build that fails is kept as its exception,
-    so its runs are recorded as failed and the rest of the matrix goes on."""
-    states: dict[str, Any] = {}
-    for name in sorted(set(exp.factors["server_build"])):
-        try:
-            states[name] = builds.ensure(host, hostspec.builds[name])
-        except (KeyboardInterrupt, RunInterrupted):
-            raise
-        except Exception as exc:  # noqa: BLE001 - kept as the build's state and reported per run
-            states[name] = exc
-    return states
+    """Unpack (once) and verify every server build the plan uses (a build that fails is kept as its exception)."""
+    return ensure_each(sorted(set(exp.factors["server_build"])),
+                       lambda name: builds.ensure(host, hostspec.builds[name]))
 
 
 def connect_host(hostspec: HostSpec, exp: Experiment, store: ResultStore, port_start: int | None = None

@@ -23,6 +23,7 @@ from dbmatrix.run.mysqld import (
     MariaDBServer,
     ServerPaths,
     cache_bytes,
+    cell_build,
     install_db_command,
     render_options,
     requested_cache_bytes,
@@ -185,17 +186,13 @@ def measure_cached_logical(host: Host, workdir: str, exp: Experiment, cell: Cell
             paths = ServerPaths.under(f"{workdir}/run", probe, "measure", port)
             options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options,
                                      build=build)
-            with MariaDBServer(host, paths, options, binary=server_binary(build)) as server:
+            with MariaDBServer(host, paths, options, binary=cell_build(cell, build).server) as server:
                 measured = server_logical_bytes(server, key.engine)
         finally:
             host.run(f"rm -rf {q(probe)}")
     new = DatasetInfo(**upgraded_marker(info.to_dict(), key, measured))
     write_marker(host, new)
     return new
-
-
-def server_binary(build: ServerBuild | None) -> str:
-    return build.server if build is not None else "mariadbd"
 
 
 def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user: str,
@@ -221,7 +218,7 @@ def prepare_dataset(host: Host, workdir: str, exp: Experiment, cell: Cell, user:
     host.run(install_db_command(cell, loading, user, build), timeout=300)
     paths = ServerPaths.under(f"{workdir}/run", loading, "prepare", port)
     options = render_options(cell, paths, user=user, cache=PREPARE_CACHE, constants=exp.server_options, build=build)
-    with MariaDBServer(host, paths, options, binary=server_binary(build)) as server:
+    with MariaDBServer(host, paths, options, binary=cell_build(cell, build).server) as server:
         server.sql("CREATE DATABASE IF NOT EXISTS sbtest")
         argv = workloads.command(exp, cell, "prepare", socket=paths.socket,
                                  threads=workloads.prepare_threads(exp, cell), script=script,
