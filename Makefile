@@ -50,13 +50,14 @@ GEN := $(BUILD_OUT)/paper/generated
 PAPER_PDF := $(BUILD_OUT)/paper/main.pdf
 DATA_ARG := $(if $(DATA),--data $(DATA))
 
-.PHONY: help setup setup-paper smoke reproduce run figures paper publish-pdf readme test test-ready test-unit test-browser lint lab \
+.PHONY: help setup setup-paper smoke reproduce run soak figures paper publish-pdf readme test test-ready test-unit test-browser lint lab \
 	clean clean-host distclean FORCE
 
 help:
 	@echo "make smoke      the smallest real run (profile smoke: server packages, runs, analysis, figures) into $(SMOKE_ROOT)/"
 	@echo "make reproduce  server + LaTeX packages, notebooks 00->10->20->30 with PROFILE=$(PROFILE) (runs in data/runs/), the paper"
 	@echo "                PROFILE=paper: one campaign (~1 h; the claims are judged after every campaign, at most 6)"
+	@echo "make soak       the next campaign of the soak study (seed 000's hour-long run, ~64 min) in data/runs/: a sitting of its own"
 	@echo "make figures    processed tables, figures and paper inputs from existing data (no benchmark, no root);"
 	@echo "                the $(BUILD_PROFILE) profile's studies (the committed build: paper; PROFILE=quick for the quick ones)"
 	@echo "make paper      paper/main.pdf (figures first if stale); needs LaTeX (make setup-paper), no root otherwise"
@@ -111,6 +112,11 @@ reproduce: $(PY_STAMP) $(OS_SERVER) $(OS_PAPER)
 
 run: $(PY_STAMP) $(OS_SERVER)
 	$(BIN)/dbmatrix run --profile $(PROFILE) --campaign $(CAMPAIGN) $(DATA_ARG)
+
+# The soak study (seed 000's run length: one hour-long run per campaign) is never run with the paper profile's
+# other studies (a paper campaign stays about an hour): its next campaign, in a sitting of its own.
+soak: $(PY_STAMP) $(OS_SERVER)
+	$(BIN)/dbmatrix run --spec specs/paper-soak.yaml --campaign $(CAMPAIGN)
 
 # The smallest real run: the smoke profile (one engine, two cache levels, one repetition) through the same
 # notebooks as reproduce, with everything it writes under $(SMOKE_ROOT)/ (gitignored): runs, executed

@@ -267,10 +267,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.claim_plan import refuse_unidentified
     from dbmatrix.decide import rounds_option
     from dbmatrix.run.matrix import lost_hosts_message, run_study
+    from dbmatrix.steps import sittings
 
     rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
     failed, lost = 0, False
-    studies = _studies(args, access=True)
+    studies, left = sittings(_studies(args, access=True), named=args.spec is not None)
+    for line in left:
+        print(line)
     rounds = rounds_option(args.until_decided, args.budget, studies)  # the budget is the studies' together
     refuse_unidentified(studies)
     _preflight(studies)

@@ -129,6 +129,21 @@ def run_matrix(study: Study, progress: bool = True,
     return {**counts.as_dict(), **study_status(study).as_dict()}
 
 
+def sittings(studies: Sequence[Study], named: bool = False) -> tuple[list[Study], list[str]]:
+    """The studies a profile's run runs, and a line for each it leaves to a sitting of its own (a soak:
+    :attr:`dbmatrix.analyse.kinds.StudyKind.own_sitting`), saying how to run it; `named`: the user named the
+    studies (``--spec``), so all run."""
+    run, left = [], []
+    for s in studies:
+        if named or not study_kind(s.experiment).own_sitting:
+            run.append(s)
+            continue
+        spec = s.spec_path if s.spec_path is not None else "<its spec>"
+        left.append(f"{s.experiment.name}: a {study_kind(s.experiment).noun} runs in a sitting of its own, not "
+                    f"with the profile's campaign: dbmatrix run --spec {spec} --campaign auto (make soak)")
+    return run, left
+
+
 def run_all(studies: Sequence[Study], progress: bool = True,
             on_interval: Callable[[str, dict[str, Any]], None] | None = None,
             campaign: str | int = "last", until_decided: bool = False, budget: str | None = None) -> pd.DataFrame:
@@ -137,6 +152,9 @@ def run_all(studies: Sequence[Study], progress: bool = True,
     ``dbmatrix run --until-decided --budget`` (the budget is the studies' together, split in proportion to
     their planned durations; each share counts from its study's start). A study whose
     design does not identify one of its claims' contrasts is refused before any runs (:mod:`dbmatrix.claim_plan`)."""
+    studies, left = sittings(studies)
+    for line in left:
+        print(line)
     refuse_unidentified(studies)
     from dbmatrix.decide import rounds_option
 

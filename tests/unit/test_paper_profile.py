@@ -21,10 +21,13 @@ def test_the_paper_profile_has_one_study_per_seed_kind() -> None:
     assert {n: s.kind for n, s in STUDIES.items()} == {
         "tpcc-paper": "tpcc", "galera-paper": "galera", "threads-paper": "threads", "scaleout-paper": "scaleout",
         "groupcommit-paper": "threads", "tpcc-index-paper": "tpcc", "remote-paper": "media",
-        "builds-paper": "builds"}
+        "builds-paper": "builds", "soak-paper": "soak"}
 
 
-@pytest.mark.parametrize("name", sorted(STUDIES))
+SHORT = sorted(n for n, s in STUDIES.items() if s.kind != "soak")  # a soak measures an hour, once per campaign
+
+
+@pytest.mark.parametrize("name", SHORT)
 def test_every_study_replicates_and_loads_afresh(name: str) -> None:
     """A pilot (the first campaign) with a run variance of its own in every cell; later campaigns at the
     allocation, one run per cell; every campaign loads its datasets afresh."""
@@ -80,6 +83,18 @@ def test_scaleout_goes_past_saturation_on_a_doubling_grid() -> None:
 NEW = ("groupcommit-paper", "tpcc-index-paper", "remote-paper", "builds-paper")  # pilots recorded later
 
 
+def test_the_soak_measures_over_an_hour_after_the_seeds_warm_up_once_per_campaign() -> None:
+    """Seed 000's long run: one run of over an hour (120 s warm-up, 3600 s measured) per campaign, in a
+    sitting of its own (never beside a paper campaign), the dataset loaded afresh."""
+    from dbmatrix.steps import sittings
+
+    exp = STUDIES["soak-paper"].experiment
+    assert (exp.warmup_s, exp.measure_s, exp.repetitions, exp.repetitions_in(2)) == (120, 3600, 1, 1)
+    assert exp.dataset_load == "per_campaign" and len(exp.cells()) == 1
+    assert sittings(list(STUDIES.values()))[0] == [s for s in STUDIES.values() if s.kind != "soak"]
+    assert summarize_plan(exp).estimated_s <= 70 * 60
+
+
 def test_a_later_campaign_takes_about_an_hour_by_the_plan() -> None:
     """A campaign after the pilots, at one run per cell, fits the hour a sitting is meant to take; with the
     group-commit and tpcc-index pilots beside it (as they ran), about an hour and a half; the remote-storage
@@ -87,7 +102,7 @@ def test_a_later_campaign_takes_about_an_hour_by_the_plan() -> None:
     from dataclasses import replace
 
     total = sum(summarize_plan(replace(s.experiment, repetitions=s.experiment.repetitions_in(2))).estimated_s
-                for s in STUDIES.values() if s.experiment.name not in NEW)
+                for s in STUDIES.values() if s.experiment.name not in NEW and s.kind != "soak")
     pilot = {n: summarize_plan(STUDIES[n].experiment).estimated_s for n in NEW}
     assert 30 * 60 <= total <= 50 * 60, total / 60
     assert total + pilot["groupcommit-paper"] + pilot["tpcc-index-paper"] <= 95 * 60, (total, pilot)

@@ -93,10 +93,11 @@ def toy() -> Iterator[ToyKind]:
 def test_the_builtin_kinds_recognise_the_committed_specs() -> None:
     got = {p.stem: study_kind(load_spec(p)).name for p in sorted((paths.repo_root() / "specs").glob("*quick*.yaml"))}
     assert {"storage", "threads", "tpcc", "galera", "scaleout", "media", "builds"} <= set(got.values()), got
-    assert [k.name for k in kinds.kinds()] == ["galera", "scaleout", "tpcc", "threads", "media", "builds",
+    assert [k.name for k in kinds.kinds()] == ["soak", "galera", "scaleout", "tpcc", "threads", "media", "builds",
                                                  "storage"]
+    assert study_kind(load_spec(paths.repo_root() / "specs/paper-soak.yaml")).name == "soak"
     assert kinds.get_kind("threads").prefix == "thr" and kinds.get_kind("storage").prefix == ""
-    with pytest.raises(Exception, match="study kind: 'nope'; allowed: galera, scaleout, tpcc, threads, media, builds, storage"):
+    with pytest.raises(Exception, match="study kind: 'nope'; allowed: soak, galera, scaleout, tpcc, threads, media, builds, storage"):
         kinds.get_kind("nope")
     with pytest.raises(ValueError, match="registered already"):
         kinds.register(kinds.get_kind("tpcc"))

@@ -32,6 +32,7 @@ from dbmatrix.analyse.verdict_text import (
 from dbmatrix.paths import git_state
 from dbmatrix.publish import claims_tex, decisions_tex, method_text, paper
 from dbmatrix.publish import figures as plots
+from dbmatrix.publish import soak as _soak  # noqa: F401  (registers its section's hook)
 from dbmatrix.publish.captions import caption_macros, design_macros
 from dbmatrix.publish.claims_method import render_claims_method
 from dbmatrix.publish.figure_check import Finding, format_findings

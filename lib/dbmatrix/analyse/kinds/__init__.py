@@ -1,4 +1,4 @@
-"""The study-kind registry: galera, scaleout, tpcc, threads, media, builds, storage (in the order they are
+"""The study-kind registry: soak, galera, scaleout, tpcc, threads, media, builds, storage (in the order they are
 recognised).
 
 Every kind is an object (:class:`StudyKind`, one module each beside this one) that analysis, the claims and
@@ -73,11 +73,13 @@ def _register_builtin() -> None:
     from dbmatrix.analyse.kinds.galera import GaleraKind
     from dbmatrix.analyse.kinds.media import MediaKind
     from dbmatrix.analyse.kinds.scaleout import ScaleoutKind
+    from dbmatrix.analyse.kinds.soak import SoakKind
     from dbmatrix.analyse.kinds.storage import StorageKind
     from dbmatrix.analyse.kinds.threads import ThreadsKind
     from dbmatrix.analyse.kinds.tpcc import TpccKind
 
-    for k in (StorageKind(), GaleraKind(), ScaleoutKind(), TpccKind(), ThreadsKind(), MediaKind(), BuildsKind()):
+    for k in (StorageKind(), SoakKind(), GaleraKind(), ScaleoutKind(), TpccKind(), ThreadsKind(), MediaKind(),
+              BuildsKind()):
         register(k)
 
 

@@ -55,6 +55,9 @@ class StudyKind:
     runs_table: ClassVar[str | None] = None  # the extra table listing its runs (else the standard runs table)
     paper_hooks: ClassVar[tuple[str, ...]] = ()  # dbmatrix.publish.hooks names: its macros and tables
     section: ClassVar[PaperSection | None] = None
+    # runs only when named (``dbmatrix run --spec``, ``make soak``), never with its profile's other studies: a
+    # study too long for a campaign of about an hour (a soak), run in a sitting of its own
+    own_sitting: ClassVar[bool] = False
 
     def recognises(self, exp: Experiment) -> bool:
         return self.fallback

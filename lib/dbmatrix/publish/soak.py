@@ -1,0 +1,79 @@
+"""The soak study's paper section (seed 000's run length): its figure (``soak-time``: 30-s batch means over the
+run, the warm-up and the short windows marked), ``generated/soak-macros.tex`` and the body of
+``generated/soak-section.tex`` (``paper/soak.tex``). The verdicts are the claims table's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dbmatrix.analyse.figure_data import StudyTables
+from dbmatrix.analyse.soak import WINDOWS
+from dbmatrix.publish import paper
+from dbmatrix.publish.hooks import HookContext, HookOutput, hook
+from dbmatrix.publish.paper_inputs import fmt_num
+
+STEM = "soak-time"
+
+
+def soak_macros(runs: pd.DataFrame) -> dict[str, str]:
+    """The section's numbers from ``processed/soak-runs.csv`` (means over the runs where there are several)."""
+    if runs.empty:
+        return {}
+    mean = runs.mean(numeric_only=True)
+    pct = lambda x: f"{100 * (x - 1):+.1f}".replace("-", "$-$")  # noqa: E731
+    m = {"soakRunsMeasured": str(len(runs)), "soakCampaignsMeasured": str(runs["campaign"].nunique()),
+         "soakMeasuredMinutes": f"{runs['measured_s'].min() / 60:.0f}",
+         "soakHourTps": fmt_num(mean["tps_hour"]), "soakBatchCv": f"{mean['batch_cv_pct']:.1f}",
+         "soakBatchRone": f"{mean['batch_r1']:.2f}",
+         "soakMserSeconds": ", ".join(f"{int(v)}" for v in runs["mser_s"]),
+         "soakHourFivePct": pct(mean["hour_over_5min"]), "soakMinuteHourPct": pct(mean["minute_over_hour"]),
+         "soakTwoMinHourPct": pct(mean["2min_over_hour"])}
+    for key, name in (("minute", "Minute"), ("2min", "TwoMin"), ("5min", "FiveMin")):
+        m[f"soak{name}Tps"] = fmt_num(mean[f"tps_{key}"])
+    return m
+
+
+def draw_soak(series: pd.DataFrame, runs: pd.DataFrame, figures_dir: Path, check: list | None = None) -> list[Path]:
+    """``soak-time``: each run's 30-s batch means from its start (a colour per campaign), the warm-up shaded,
+    the ends of the short windows a run of minutes would have measured, and each run's hour mean."""
+    from dbmatrix.publish import figures as plots
+
+    plots.apply_style()
+    fig, ax = plots.subplots(figsize=(3.4, 3.2))
+    warm = float(runs["warmup_s"].min()) / 60
+    ax.axvspan(0, warm, color="0.9", label=f"warm-up ({warm:g} min)")
+    for k, (rid, g) in enumerate(series.groupby("run_id", sort=True)):
+        camp = int(g["campaign"].iloc[0])
+        colour = f"C{k % 10}"
+        ax.plot(g["t_min"], g["tps"], color=colour, lw=0.9, label=f"campaign {camp}, 30-s means")
+        hour = runs.loc[runs["run_id"] == rid, "tps_hour"]
+        if not hour.empty:
+            ax.axhline(float(hour.iloc[0]), color=colour, lw=0.8, ls=":", label=f"campaign {camp}, hour mean")
+    for i, w in enumerate(sorted(WINDOWS.values())):
+        ax.axvline(warm + w / 60, color="0.35", lw=0.7, ls=("--", "-.", (0, (1, 1)))[i % 3],
+                   label=f"end of the first {w // 60} min measured")
+    plots.zero_based(ax)
+    ax.set_xlim(0, float(series["t_min"].max()) + 0.5)
+    ax.set_xlabel("minutes from the run's start")
+    ax.set_ylabel("transactions per second")
+    fig.legend(loc="outside lower center", ncol=2, fontsize=6, frameon=False)
+    sha = plots.data_hash(series, runs)
+    return plots.save_figure(fig, figures_dir, STEM, data_sha=sha, title="Soak: throughput over the hour",
+                             check=check)
+
+
+@hook("soak-section")
+def soak_section(st: StudyTables, ctx: HookContext) -> HookOutput:
+    """The soak section's figure and macros, and the body of its include (None without a long run)."""
+    runs = st.extra.get("soak-runs", pd.DataFrame())
+    series = st.extra.get("soak-series", pd.DataFrame())
+    if runs is None or runs.empty or series is None or series.empty:
+        return HookOutput()
+    files = draw_soak(series, runs, ctx.figures_dir, check=ctx.findings)
+    path = ctx.generated_dir / "soak-macros.tex"
+    paper.write_macros(soak_macros(runs), path)
+    src = ctx.paper_src / "soak.tex"
+    body = "\\input{generated/soak-macros.tex}\n\\input{soak}" if src.is_file() else None
+    return HookOutput(written=[*files, path], figures={STEM: st.name}, body=body)

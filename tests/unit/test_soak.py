@@ -1,0 +1,137 @@
+"""The soak study (seed 000's run length): window ratios within a long run, their batch-means intervals, pooling
+over campaigns, the claims' verdicts on synthetic runs with a known answer, and the kind's place in a profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dbmatrix.analyse.claims.catalogue import all_claims
+from dbmatrix.analyse.claims.model import Evidence
+from dbmatrix.analyse.claims.verdicts import judge
+from dbmatrix.analyse.contrasts import NotTestable
+from dbmatrix.analyse.kinds import get_kind, kind_of
+from dbmatrix.analyse.soak import pooled_ratio, soak_run, soak_table
+from dbmatrix.spec.experiment import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAIMS = {c.id: c for c in all_claims()}
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float = 0.5, cv: float = 0.03) -> np.ndarray:
+    """A stationary AR(1) series around 1 with the given coefficient of variation."""
+    e = rng.normal(0, cv * np.sqrt(1 - phi * phi), n)
+    x = np.empty(n)
+    x[0] = rng.normal(0, cv)
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + e[i]
+    return 1 + x
+
+
+def run(rng: np.random.Generator, level: float = 1000.0, drift: float = 0.0, warm: int = 120,
+        hour: int = 3600, early: float = 0.0) -> tuple[list[float], list[float]]:
+    """(warm-up, measured) 1-s tps: a cold ramp in the warm-up, then AR(1) noise, a linear drift of `drift`
+    across the hour, and a deficit of `early` in the first minute measured (a warm-up too short)."""
+    w = level * np.minimum(1.0, 0.4 + np.arange(warm) / 60) * ar1(rng, warm)
+    t = np.arange(hour)
+    m = level * (1 + drift * (t / hour - 0.5)) * ar1(rng, hour) * np.where(t < 60, 1 - early, 1.0)
+    return list(w), list(m)
+
+
+def table(runs: list[tuple[list[float], list[float]]]) -> pd.DataFrame:
+    return soak_table((f"c-r1-camp{k}", "c", k, w, m) for k, (w, m) in enumerate(runs, start=1))
+
+
+def evidence(t: pd.DataFrame) -> Evidence:
+    return Evidence("soak-paper", "soak", pd.DataFrame({"run_id": t["run_id"]}), extra={"soak-runs": t})
+
+
+def verdict(claim_id: str, t: pd.DataFrame, confidence: float = 0.95) -> str:
+    claim = CLAIMS[claim_id]
+    est = get_kind("soak").claim_estimate(claim, evidence(t), confidence)
+    return judge(claim, est)[0]
+
+
+def test_a_steady_hour_agrees_with_both_run_length_claims() -> None:
+    t = table([run(np.random.default_rng(1))])
+    row = t.iloc[0]
+    assert row["measured_s"] == 3600 and row["warmup_s"] == 120 and row["batches"] == 120
+    assert row["hour_over_5min"] == pytest.approx(row["tps_hour"] / row["tps_5min"])
+    assert row["minute_over_hour"] == pytest.approx(row["tps_minute"] / row["tps_hour"])
+    assert 0 <= row["mser_s"] <= 200  # the cold ramp ends at 36 s; MSER-5 finds it near there
+    assert verdict("longRun", t) == "agree"
+    assert verdict("warmUp", t) == "agree"
+
+
+def test_a_drifting_hour_disagrees_and_a_short_warm_up_fails_the_minute() -> None:
+    rng = np.random.default_rng(2)
+    drifting = table([run(rng, drift=0.25)])  # +25 % across the hour: the 5 minutes are ~11 % below the hour
+    assert drifting.iloc[0]["hour_over_5min"] > 1.08
+    assert verdict("longRun", drifting) == "disagree"
+    cold = table([run(rng, early=0.3)])  # the first measured minute 30 % low: 2 minutes did not suffice
+    assert verdict("warmUp", cold) == "disagree"
+    assert verdict("longRun", cold) in ("agree", "inconclusive")  # 60 s of 300 at -30 %: -6 % of the 5 minutes
+
+
+def test_the_within_run_interval_covers_a_steady_runs_ratio_at_its_level() -> None:
+    """Calibration: on stationary AR(1) runs (phi 0.5 at 1 s: batch means of 30 s nearly independent) the 95 %
+    interval of the hour over its first 5 minutes holds 1 in about 95 % of runs; a test that can fail."""
+    rng = np.random.default_rng(3)
+    hits = []
+    for _ in range(200):
+        r = pooled_ratio(table([run(rng)]), "hour_over_5min")
+        hits.append(r.ci_lo <= 1.0 <= r.ci_hi)
+    assert 0.9 <= np.mean(hits) <= 0.99
+
+
+def test_pooling_over_campaigns_uses_the_larger_of_between_and_within_run_variance() -> None:
+    rng = np.random.default_rng(4)
+    one = pooled_ratio(table([run(rng)]), "hour_over_5min")
+    assert one.runs == 1 and "within the run" in one.basis and "not estimated" in one.basis
+    differ = table([run(rng, drift=d) for d in (-0.3, 0.0, 0.3)])  # campaigns whose drift differs
+    r = pooled_ratio(differ, "hour_over_5min")
+    assert r.runs == 3 and r.df == 2 and "between the 3 runs" in r.basis
+    alike = pooled_ratio(table([run(rng) for _ in range(3)]), "hour_over_5min")
+    assert alike.runs == 3 and (alike.df == 2 or "within the 3 runs" in alike.basis)
+
+
+def test_short_runs_are_left_out_and_the_claims_say_why() -> None:
+    rng = np.random.default_rng(5)
+    assert soak_run("r", "c", 1, *run(rng, hour=500)) is None  # shorter than twice the 5-minute window
+    with pytest.raises(NotTestable, match="an hour"):
+        get_kind("soak").claim_estimate(CLAIMS["longRun"], evidence(table([])))
+
+
+def test_the_soak_spec_is_a_soak_study_and_runs_in_a_sitting_of_its_own() -> None:
+    from dbmatrix.steps import sittings
+
+    soak = load_spec(ROOT / "specs/paper-soak.yaml")
+    assert kind_of(soak).name == "soak"
+    assert kind_of(load_spec(ROOT / "specs/paper-scaleout.yaml")).name == "scaleout"
+    studies = [SimpleNamespace(experiment=soak, spec_path=Path("specs/paper-soak.yaml")),
+               SimpleNamespace(experiment=load_spec(ROOT / "specs/paper-scaleout.yaml"), spec_path=None)]
+    run_now, left = sittings(studies)  # type: ignore[arg-type]
+    assert [s.experiment.name for s in run_now] == ["scaleout-paper"]
+    assert "sitting of its own" in left[0] and "--spec specs/paper-soak.yaml" in left[0]
+    named, none_left = sittings(studies, named=True)  # type: ignore[arg-type]
+    assert len(named) == 2 and not none_left
+
+
+def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path) -> None:
+    from dbmatrix.analyse.soak import series_table
+    from dbmatrix.publish.soak import draw_soak, soak_macros
+
+    rng = np.random.default_rng(6)
+    items = [(f"c-r1-camp{k}", "c", k, *run(rng, level=level)) for k, level in ((1, 60000.0), (2, 52000.0))]
+    runs, series = soak_table(items), series_table(items)
+    assert set(series["phase"]) == {"warm-up", "measured"} and len(series) == 2 * (120 + 3600) // 30
+    findings: list = []
+    files = draw_soak(series, runs, tmp_path, check=findings)
+    assert [f.name for f in files] == ["soak-time.pdf", "soak-time.png"] and findings == []
+    m = soak_macros(runs)
+    assert m["soakRunsMeasured"] == "2" and m["soakMeasuredMinutes"] == "60"
+    assert set(m) >= {"soakHourTps", "soakFiveMinTps", "soakMinuteTps", "soakHourFivePct", "soakMinuteHourPct"}
