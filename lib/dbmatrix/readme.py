@@ -101,15 +101,17 @@ def profile_experiments(reference: Path, profile: str) -> list[str]:
 
 
 def sittings(spans: Sequence[tuple[str, int, datetime, datetime, tuple[str, ...]]],
-             runs: Mapping[tuple[str, int], int]) -> tuple[Sitting, ...]:
+             runs: Mapping[tuple[str, int], int], alone: frozenset[str] = frozenset()) -> tuple[Sitting, ...]:
     """Campaign records (experiment, campaign, start, finish, boots) grouped into sittings: in order of start,
     a record opens a new sitting when it starts more than SITTING_GAP_S after the sitting's last finish, on
-    other boots, or for a study the sitting already measured (one invocation runs one campaign per study)."""
+    other boots, or for a study the sitting already measured (one invocation runs one campaign per study); the
+    studies in `alone` (a soak: StudyKind.own_sitting) run in sittings of their own, never grouped."""
     groups: list[list[tuple[str, int, datetime, datetime, tuple[str, ...]]]] = []
     for span in sorted(spans, key=lambda s: (s[2], s[0])):
         last = groups[-1] if groups else None
         if (last is None or (span[2] - max(s[3] for s in last)).total_seconds() > SITTING_GAP_S
-                or set(span[4]) != set(last[0][4]) or span[0] in {s[0] for s in last}):
+                or set(span[4]) != set(last[0][4]) or span[0] in {s[0] for s in last}
+                or span[0] in alone or last[0][0] in alone):
             groups.append([span])
         else:
             last.append(span)
@@ -131,6 +133,7 @@ def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -
     datasets: dict[str, int] = {}
     cpus: set[int] = set()
     levels: set[str] = set()
+    alone = frozenset(d.name for d in studies if _own_sitting(d))
     for d in studies:
         store = ResultStore(d)
         levels.add(independence(summaries(store.campaigns(), run_platforms(store))).label)
@@ -154,8 +157,25 @@ def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -
     if len(cpus) != 1:
         raise ValueError(f"{reference}: the reference's hosts have {sorted(cpus)} CPUs; the README names one")
     return ReferenceFacts(len(studies), cpus.pop(), (min(per_study, default=0), max(per_study, default=0)),
-                          sum(runs.values()), sittings(spans, runs), dict(sorted(seconds.items())), len(datasets),
-                          sum(datasets.values()), "; ".join(sorted(levels)))
+                          sum(runs.values()), sittings(spans, runs, alone), dict(sorted(seconds.items())),
+                          len(datasets), sum(datasets.values()), "; ".join(sorted(levels)))
+
+
+def _own_sitting(study_dir: Path) -> bool:
+    """Whether a results directory's study runs in sittings of its own (its kind, from the spec in plan.json,
+    which names the experiment ``name``); a plan written by an older spec schema is an ordinary study."""
+    from dbmatrix.analyse.kinds import kind_of
+    from dbmatrix.spec.experiment import SpecError, parse_experiment
+
+    plan = study_dir / "plan.json"
+    if not plan.is_file():
+        return False
+    raw = dict(json.loads(plan.read_text())["spec"])
+    raw["experiment"] = raw.pop("name", study_dir.name)
+    try:
+        return kind_of(parse_experiment(raw)).own_sitting
+    except SpecError:
+        return False
 
 
 def claims_rows(claims_csv: Path) -> list[dict[str, str]]:

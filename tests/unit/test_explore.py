@@ -177,6 +177,7 @@ def test_run_all_passes_on_interval_through(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(steps, "run_study", with_hook)
     monkeypatch.setattr(steps, "study_status", lambda s: SimpleNamespace(as_dict=dict))
     monkeypatch.setattr(steps, "refuse_unidentified", lambda studies: None)  # a stand-in study: no design
+    monkeypatch.setattr(steps, "sittings", lambda studies: (list(studies), []))  # nor a kind
     live = explore.LiveThroughput()
     df = steps.run_all([S()], on_interval=live.on_interval)
     assert df["ok"].tolist() == [1] and calls[-1]["on_interval"] == live.on_interval and live.updates == 2

@@ -89,6 +89,11 @@ def test_campaigns_group_into_sittings_by_boot_and_gap() -> None:
     assert [s.runs for s in got] == [48, 40, 18, 12, 12] and [s.boots for s in got][2:] == [("b2",), ("b3",), ("b3",)]
     assert round(got[0].seconds) == round((50 / 60 + 0.01) * 3600 + 20 * 60)
     assert round(got[2].seconds) == 31 * 60
+    # a soak (StudyKind.own_sitting) 15 minutes after a campaign, and a campaign 15 minutes after it: three sittings
+    alone = [span("a", 6, 60, 20, "b3"), span("soak", 1, 60 + 35 / 60, 62, "b3"), span("b", 2, 62, 20, "b3")]
+    got = readme.sittings(alone, {("a", 6): 6, ("soak", 1): 1, ("b", 2): 4}, frozenset({"soak"}))
+    assert [s.campaigns for s in got] == [(("a", 6),), (("soak", 1),), (("b", 2),)]
+    assert len(readme.sittings(alone, {})) == 1  # without the soak named, one sitting (gaps under 30 min)
 
 
 def test_latex_wording() -> None:

@@ -134,4 +134,5 @@ def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path) -> None:
     assert [f.name for f in files] == ["soak-time.pdf", "soak-time.png"] and findings == []
     m = soak_macros(runs)
     assert m["soakRunsMeasured"] == "2" and m["soakMeasuredMinutes"] == "60"
+    assert m["soakRunsText"] == "2 runs, one per campaign," and soak_macros(runs[:1])["soakRunsText"] == "one run"
     assert set(m) >= {"soakHourTps", "soakFiveMinTps", "soakMinuteTps", "soakHourFivePct", "soakMinuteHourPct"}

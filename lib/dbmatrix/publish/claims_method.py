@@ -49,7 +49,7 @@ def method_macros(claims: Sequence[Claim] = CLAIMS) -> dict[str, str]:
     for metric in used:
         name = "".join(ch for ch in "".join(p.capitalize() for p in metric.split("_")) if ch.isalpha())
         c = next(c for c in claims if c.metric == metric)
-        out[f"claimsMargin{name}"] = _margin(c) if metric in MARGINS else "--"
+        out[f"claimsMargin{name}"] = _margin(c) if metric in MARGINS or c.margin is not None else "--"
     tested = [c for c in claims if not c.not_tested]
     out["claimsNPerLevel"] = str(sum(1 for c in claims if c.per))
     out["claimsNPerPair"] = str(sum(1 for c in tested if c.metric == PER_PAIR_METRIC and not c.per))

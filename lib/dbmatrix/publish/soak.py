@@ -23,7 +23,9 @@ def soak_macros(runs: pd.DataFrame) -> dict[str, str]:
         return {}
     mean = runs.mean(numeric_only=True)
     pct = lambda x: f"{100 * (x - 1):+.1f}".replace("-", "$-$")  # noqa: E731
-    m = {"soakRunsMeasured": str(len(runs)), "soakCampaignsMeasured": str(runs["campaign"].nunique()),
+    n = len(runs)
+    m = {"soakRunsMeasured": str(n), "soakRunsText": "one run" if n == 1 else f"{n} runs, one per campaign,",
+         "soakCampaignsMeasured": str(runs["campaign"].nunique()),
          "soakMeasuredMinutes": f"{runs['measured_s'].min() / 60:.0f}",
          "soakHourTps": fmt_num(mean["tps_hour"]), "soakBatchCv": f"{mean['batch_cv_pct']:.1f}",
          "soakBatchRone": f"{mean['batch_r1']:.2f}",
