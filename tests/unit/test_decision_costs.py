@@ -132,3 +132,28 @@ def test_the_paper_shows_the_cost_of_the_campaign_looks_the_claims_table_reports
     assert "2 are open, 1 of them projected to be decided within 6 campaigns" in text and "and 1 not" in text
     assert "Campaigns 1 and 2 also added replicate blocks within the campaign" in text
     assert "no study" in render_looks_table(looks.iloc[0:0], 6)
+
+
+def test_an_open_claim_judged_per_condition_is_projected_from_its_open_conditions() -> None:
+    """A claim judged at every level of a factor (combined: all) has no pooled interval of its own: its
+    projection comes from its open conditions' pooled intervals, the one needing the most campaigns naming it;
+    before, it said "no finite interval to project"."""
+    from dbmatrix.analyse.claims.campaign_costs import _open_projection
+    from dbmatrix.analyse.claims.catalogue import FURTHER
+
+    claim = next(c for c in FURTHER if c.id == "buildsEquivalent")
+    now = pd.Series({"estimate": math.nan, "ci_lo": math.nan, "ci_hi": math.nan})
+    levels = pd.DataFrame([
+        {"id": claim.id, "level": "cache 25 %", "campaign": 0, "estimate": 1.0, "ci_lo": 0.97, "ci_hi": 1.031,
+         "verdict": "inconclusive"},
+        {"id": claim.id, "level": "cache 100 %", "campaign": 0, "estimate": 1.0, "ci_lo": 0.96, "ci_hi": 1.042,
+         "verdict": "inconclusive"},
+        {"id": claim.id, "level": "cache 100 %", "campaign": 1, "estimate": 1.0, "ci_lo": 0.5, "ci_hi": 2.0,
+         "verdict": "inconclusive"}])  # a campaign's own row: not the pooled interval
+    got = _open_projection(claim, now, levels, 2)
+    assert math.isclose(got["half_width"], math.log(1.042 / 0.96) / 2) and got["needed_half_width"] > got["half_width"] * 0.5
+    assert got["projected_campaigns"] in range(3, 7) and "cache 100 %" in got["note"]
+    wide = levels.assign(ci_lo=0.3, ci_hi=3.0)
+    far = _open_projection(claim, now, wide, 2)
+    assert far["projected_campaigns"] == "" and "beyond the registered maximum" in far["note"]
+    assert _open_projection(claim, now, levels.iloc[:0], 2)["note"] == "no finite interval to project"

@@ -92,6 +92,33 @@ def _half_width(row: pd.Series, claim: Claim) -> float:
     return (hi - lo) / 2
 
 
+def _open_projection(c: Claim, now: pd.Series, levels: pd.DataFrame, k: int) -> dict[str, Any]:
+    """An open claim's half-width, the half-width a decision needs and the projected campaigns, from its pooled
+    interval; a claim judged per condition without one (combined: all) from its open conditions' pooled
+    intervals, the one that needs the most campaigns deciding (beyond the maximum if any is)."""
+    hw, need = _half_width(now, c), needed_half_width(c, float(now.get("estimate", np.nan)))
+    which = ""
+    if not math.isfinite(hw) and levels is not None and not levels.empty:
+        rows = levels[(levels["id"] == c.id) & (pd.to_numeric(levels["campaign"], errors="coerce") == 0)
+                      & (levels["verdict"].astype(str) == "inconclusive")]
+        per = [(_half_width(r, c), needed_half_width(c, float(r.get("estimate", np.nan))), str(r["level"]))
+               for _, r in rows.iterrows()]
+        if per and all(math.isfinite(h) and math.isfinite(n) and n > 0 for h, n, _ in per):
+            projections = [projected_campaigns(h, n, k) for h, n, _ in per]
+            worst = max(range(len(per)), key=lambda i: (projections[i] is None, projections[i] or 0,
+                                                        per[i][0] / per[i][1]))
+            hw, need, which = per[worst][0], per[worst][1], per[worst][2]
+    proj = projected_campaigns(hw, need, k)
+    if not (math.isfinite(hw) and math.isfinite(need)):
+        note = "no finite interval to project"
+    elif proj:
+        note = f"the condition needing the most: {which}" if which else ""
+    else:
+        note = (f"open beyond the registered maximum of {MAX_CAMPAIGNS} campaigns at the measured variance"
+                + (f" ({which})" if which else ""))
+    return {"half_width": hw, "needed_half_width": need, "projected_campaigns": proj or "", "note": note}
+
+
 def campaign_decisions(claims: Sequence[Claim], evidence: Sequence[Evidence],
                        judged: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per claim judged on a study whose campaigns are looks (`judged`: the build's claims table, which says on
@@ -111,8 +138,9 @@ def campaign_decisions(claims: Sequence[Claim], evidence: Sequence[Evidence],
                 and (on is None or on.get(c.id) == ev.experiment)]
         if not mine:
             continue
-        series = {k: evaluate([prefix(ev, k)], mine).claims.set_index("id") for k in ks}
-        last = series[ks[-1]]
+        results = {k: evaluate([prefix(ev, k)], mine) for k in ks}
+        series = {k: r.claims.set_index("id") for k, r in results.items()}
+        last, last_levels = series[ks[-1]], results[ks[-1]].levels
         for c in mine:
             now = last.loc[c.id]
             if str(now.get("study", "")) != ev.experiment:
@@ -130,13 +158,7 @@ def campaign_decisions(claims: Sequence[Claim], evidence: Sequence[Evidence],
                     row["note"] = (f"{was} at look {first}, {now['verdict']} at look {len(ks)}: the verdict the "
                                    "table reports is the last look's")
             elif verdict_class(str(now["verdict"])) == "inconclusive":
-                hw = _half_width(now, c)
-                need = needed_half_width(c, float(now.get("estimate", np.nan)))
-                proj = projected_campaigns(hw, need, len(ks))
-                row.update(half_width=hw, needed_half_width=need, projected_campaigns=proj or "",
-                           note=("" if proj else f"open beyond the registered maximum of {MAX_CAMPAIGNS} campaigns "
-                                 "at the measured variance" if math.isfinite(hw) and math.isfinite(need) else
-                                 "no finite interval to project"))
+                row.update(_open_projection(c, now, last_levels, len(ks)))
             else:
                 row["note"] = f"{now['verdict']}: not something more campaigns decide"
             rows.append(row)
