@@ -132,7 +132,9 @@ def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path) -> None:
     findings: list = []
     files = draw_soak(series, runs, tmp_path, check=findings)
     assert [f.name for f in files] == ["soak-time.pdf", "soak-time.png"] and findings == []
-    m = soak_macros(runs)
+    m = soak_macros(runs, load_spec(ROOT / "specs/paper-soak.yaml"))
     assert m["soakRunsMeasured"] == "2" and m["soakMeasuredMinutes"] == "60"
+    assert m["soakSetting"] == "2~instances, 16~clients" and m["soakWindowsSeconds"] == "60, 120 and 300"
+    assert m["soakHourFivePct"] == f"{100 * (pooled_ratio(runs, 'hour_over_5min').estimate - 1):+.1f}".replace("-", "$-$")
     assert m["soakRunsText"] == "2 runs, one per campaign," and soak_macros(runs[:1])["soakRunsText"] == "one run"
     assert set(m) >= {"soakHourTps", "soakFiveMinTps", "soakMinuteTps", "soakHourFivePct", "soakMinuteHourPct"}

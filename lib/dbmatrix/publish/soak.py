@@ -9,29 +9,39 @@ from pathlib import Path
 import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables
-from dbmatrix.analyse.soak import WINDOWS
+from dbmatrix.analyse.soak import BATCH_S, WINDOWS, pooled_ratio
 from dbmatrix.publish import paper
 from dbmatrix.publish.hooks import HookContext, HookOutput, hook
 from dbmatrix.publish.paper_inputs import fmt_num
+from dbmatrix.spec.experiment import Experiment
 
 STEM = "soak-time"
 
 
-def soak_macros(runs: pd.DataFrame) -> dict[str, str]:
-    """The section's numbers from ``processed/soak-runs.csv`` (means over the runs where there are several)."""
+def soak_macros(runs: pd.DataFrame, exp: Experiment | None = None) -> dict[str, str]:
+    """The section's numbers from ``processed/soak-runs.csv``: window means averaged over the runs, the ratios
+    pooled as the claims pool them (:func:`dbmatrix.analyse.soak.pooled_ratio`), the windows and batch length
+    from the estimator's constants and the setting from the spec."""
     if runs.empty:
         return {}
     mean = runs.mean(numeric_only=True)
-    pct = lambda x: f"{100 * (x - 1):+.1f}".replace("-", "$-$")  # noqa: E731
+    pct = lambda metric: f"{100 * (pooled_ratio(runs, metric).estimate - 1):+.1f}".replace("-", "$-$")  # noqa: E731
     n = len(runs)
+    windows = sorted(WINDOWS.values())
     m = {"soakRunsMeasured": str(n), "soakRunsText": "one run" if n == 1 else f"{n} runs, one per campaign,",
          "soakCampaignsMeasured": str(runs["campaign"].nunique()),
          "soakMeasuredMinutes": f"{runs['measured_s'].min() / 60:.0f}",
          "soakHourTps": fmt_num(mean["tps_hour"]), "soakBatchCv": f"{mean['batch_cv_pct']:.1f}",
-         "soakBatchRone": f"{mean['batch_r1']:.2f}",
+         "soakBatchRone": f"{mean['batch_r1']:.2f}", "soakBatchSeconds": str(BATCH_S),
          "soakMserSeconds": ", ".join(f"{int(v)}" for v in runs["mser_s"]),
-         "soakHourFivePct": pct(mean["hour_over_5min"]), "soakMinuteHourPct": pct(mean["minute_over_hour"]),
-         "soakTwoMinHourPct": pct(mean["2min_over_hour"])}
+         "soakWindowsSeconds": ", ".join(str(w) for w in windows[:-1]) + f" and {windows[-1]}",
+         "soakWindowsMinutes": ", ".join(f"{w // 60}" for w in windows[:-1]) + f" and {windows[-1] // 60}",
+         "soakHourFivePct": pct("hour_over_5min"), "soakMinuteHourPct": pct("minute_over_hour"),
+         "soakTwoMinHourPct": pct("2min_over_hour")}
+    if exp is not None:
+        f = exp.factors
+        m["soakSetting"] = (f"{f['instances'][0]}~instances, {f['threads'][0]}~clients"
+                            if "instances" in f else f"{f['threads'][0]}~clients")
     for key, name in (("minute", "Minute"), ("2min", "TwoMin"), ("5min", "FiveMin")):
         m[f"soak{name}Tps"] = fmt_num(mean[f"tps_{key}"])
     return m
@@ -75,7 +85,7 @@ def soak_section(st: StudyTables, ctx: HookContext) -> HookOutput:
         return HookOutput()
     files = draw_soak(series, runs, ctx.figures_dir, check=ctx.findings)
     path = ctx.generated_dir / "soak-macros.tex"
-    paper.write_macros(soak_macros(runs), path)
+    paper.write_macros(soak_macros(runs, st.experiment), path)
     src = ctx.paper_src / "soak.tex"
     body = "\\input{generated/soak-macros.tex}\n\\input{soak}" if src.is_file() else None
     return HookOutput(written=[*files, path], figures={STEM: st.name}, body=body)

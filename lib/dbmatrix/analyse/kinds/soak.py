@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 
-from dbmatrix.analyse.campaign_model import campaign_column
 from dbmatrix.analyse.contrasts import Estimate, NotTestable
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds.base import PaperSection, StudyKind
@@ -41,14 +40,12 @@ class SoakKind(StudyKind):
         return exp.measure_s >= SOAK_MIN_S and len(exp.cells()) == 1
 
     def after_analysis(self, store: ResultStore, exp: Experiment, a: Analysis) -> None:
-        runs = store.load_runs()
-        camp = campaign_column(runs.set_index("run_id")) if not runs.empty else pd.Series(dtype=int)
         items = []
-        for m in store.records():
+        for m in store.records():  # a record's campaign: 1 for manifests older than campaigns
             if not m.ok:
                 continue
             p = store.parsed(m.run_id)
-            items.append((m.run_id, m.cell_id, int(camp.get(m.run_id, 1)),
+            items.append((m.run_id, m.cell_id, m.campaign,
                           [float(r["tps"]) for r in p.warmup_intervals], [float(r["tps"]) for r in p.intervals]))
         write_csv(soak_table(items), store.processed / f"{TABLE}.csv")
         write_csv(series_table(items), store.processed / f"{SERIES}.csv")
