@@ -203,7 +203,8 @@ def test_until_decided_is_refused_where_campaigns_are_the_looks() -> None:
 
     studies = load_studies("paper")
     with pytest.raises(SpecError, match=r"^--until-decided: tpcc-paper, tpcc-index-paper, galera-paper, threads-paper, "
-                                        r"scaleout-paper, groupcommit-paper, remote-paper, builds-paper, soak-paper run in "
+                                        r"scaleout-paper, scalegrid-paper, groupcommit-paper, remote-paper, builds-paper, "
+                                        r"soak-paper run in "
                                         r"campaigns, "
                                         r"which are the looks"):
         rounds_option(True, "2h", studies)

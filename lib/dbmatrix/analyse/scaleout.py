@@ -17,7 +17,9 @@ Rules (stated once, used by the figures and the claims):
   saturation point is the largest thread count tested, it is not reached.
 - **Clients under the p95 threshold** (per instance count): the largest thread count such that the
   merged p95 of it and of every smaller thread count is at or under the threshold. The true crossing lies
-  between that level and the next tested one: the interval [level, next level).
+  between that level and the next tested one: the interval [level, next level). A description of the
+  grid; the claim reads the crossing ratio of :mod:`dbmatrix.analyse.scaleout_crossing` (per campaign,
+  from log-log fits near the threshold, pooled over campaigns), whose table is ``scaleout-crossing``.
 - **Stability at the best setting** (the cell with the highest mean QPS): per run, the mean per-second
   QPS of the second half of the window over that of the first half; mean and t CI over repetitions.
 """
@@ -31,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dbmatrix.analyse.contrasts import Estimate, NotTestable
+from dbmatrix.analyse.scaleout_crossing import crossing_table
 from dbmatrix.analyse.stats import merged_percentiles, t_mean_ci
 from dbmatrix.record import RunRecord
 
@@ -224,6 +227,10 @@ def scaleout_tables(runs: pd.DataFrame, histograms: pd.DataFrame, intervals: pd.
            pd.DataFrame(), "scaleout-capacity": p95_capacity(cells, threshold_ms) if not cells.empty else
            pd.DataFrame()}
     out["scaleout-doubling"] = doubling(out["scaleout-capacity"]) if not cells.empty else pd.DataFrame()
+    try:
+        out["scaleout-crossing"] = crossing_table(runs, threshold_ms)
+    except NotTestable:  # runs without p95 columns
+        out["scaleout-crossing"] = pd.DataFrame()
     if not cells.empty:
         best = best_cell(cells)
         out["scaleout-stability"] = stability(intervals, runs, best["cell_id"])
@@ -255,30 +262,6 @@ def saturation_estimate(tables: Mapping[str, pd.DataFrame], instances: int = 1) 
                     f"(interval {sat['saturation_lo']}-{sat['saturation_hi']}; peak at {sat['peak_threads']})",
                     int(last["n"] + knee["n"]), f"{int(last['threads'])} vs {int(knee['threads'])} threads, "
                     f"{instances} instance(s)")
-
-
-def doubling_estimate(tables: Mapping[str, pd.DataFrame]) -> Estimate:
-    """Clients under the p95 threshold at 2n instances over n, for the largest n measured at both."""
-    d = tables.get("scaleout-doubling", pd.DataFrame())
-    cap = tables.get("scaleout-capacity", pd.DataFrame())
-    if d is None or d.empty:
-        raise NotTestable("needs two instance counts n and 2n")
-    d = d.dropna(subset=["ratio"])
-    if d.empty:
-        thr = cap["threshold_ms"].iloc[0] if not cap.empty else P95_THRESHOLD_MS
-        raise NotTestable(f"no thread count kept p95 under {thr:g} ms at one of the instance counts")
-    thr = float(cap["threshold_ms"].iloc[0])
-    open_ended = cap[np.isinf(cap["next_threads"].astype(float))]["instances"].tolist()
-    d = d[~d["censored"].astype(bool)]  # a side where every level passed has no crossing to compare
-    if d.empty:
-        raise NotTestable(f"every tested thread count kept p95 under {thr:g} ms at "
-                          f"{', '.join(map(str, open_ended))} instance(s): the sweep does not reach the threshold")
-    r = d.sort_values("instances_b").iloc[-1]
-    return Estimate(float(r["ratio"]), float(r["ratio_lo"]), float(r["ratio_hi"]),
-                    f"largest thread count with merged p95 <= {thr:g} ms: {r['threads_a']:g} at "
-                    f"{int(r['instances_a'])} vs {r['threads_b']:g} at {int(r['instances_b'])} instance(s); a grid "
-                    "quantity: the bracket from the neighbouring thread levels, not a CI", 0,
-                    f"{int(r['instances_a'])} vs {int(r['instances_b'])} instances")
 
 
 def peak_ratio_estimate(tables: Mapping[str, pd.DataFrame], a: int, b: int) -> Estimate:

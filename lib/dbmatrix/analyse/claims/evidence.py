@@ -43,5 +43,6 @@ def claims_evidence(studies: Sequence[StudyTables]) -> list[Evidence]:
                             replication, st.a.hosts if st.a is not None else None,
                             extra, design=st.experiment.design_info(), host_cpus=cpus,
                             campaign_extra=kind.campaign_tables(st), campaign_records=st.campaign_summaries(),
-                            campaign_looks=st.experiment.campaign_repetitions is not None))
+                            campaign_looks=st.experiment.campaign_repetitions is not None,
+                            registered=tuple(st.experiment.claims)))
     return out

@@ -172,6 +172,7 @@ class Evidence:
     campaign_extra: Mapping[int, Mapping[str, pd.DataFrame]] = field(default_factory=dict)
     campaign_records: Sequence[Mapping[str, Any]] = ()  # processed/campaigns.json (analyse.campaign_records)
     campaign_looks: bool = False  # judged after every campaign at its look's level (verdicts.RULE["looks"])
+    registered: tuple[str, ...] = ()  # the claims its spec names (claims:): it judges them before studies that could
 
     def hosts(self) -> list[str]:
         return hosts_of(self.runs)

@@ -212,14 +212,14 @@ def _halves(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
                         f"{secs.min():g} s; needs {p.threshold:g} s each)")
 
 
-@premise("doubling_grid", "the grid has an instance count n and `threshold` x n, thread steps of at most x`threshold`"
-                          ", and a CPU per instance at the larger count")
+@premise("doubling_grid", "the grid has an instance count n and 2n, thread steps of at most x`threshold`, and a "
+                          "CPU per instance at the larger count")
 def _doubling_grid(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
     runs = ev.runs
     if runs.empty or "instances" not in runs.columns:
         raise NotTestable("no instance counts in the runs")
     counts = sorted({int(x) for x in pd.to_numeric(runs["instances"], errors="coerce").dropna()})
-    steps = [n for n in counts if n * p.threshold in counts]
+    steps = [n for n in counts if 2 * n in counts]
     cpus = min((ev.host_cpus.get(str(h), 0) for h in runs["host"].unique()), default=0) \
         if "host" in runs.columns else 0
     if not steps:
@@ -228,8 +228,8 @@ def _doubling_grid(p: Premise, claim: Claim, ev: Evidence) -> PremiseCheck:
     step = max((b / a for a, b in itertools.pairwise(threads) if a > 0), default=math.inf)
     if step > p.threshold:  # the crossing is read off the thread grid: it must resolve a factor of 2
         return PremiseCheck(False, f"thread counts {', '.join(f'{t:g}' for t in threads)}: steps of "
-                            f"x{step:g}, too coarse to resolve a doubling (needs x{p.threshold:g})")
-    n2 = int(max(steps) * p.threshold)
+                            f"x{step:.3g}, too coarse to resolve a doubling (needs x{p.threshold:g})")
+    n2 = int(max(steps) * 2)
     if not cpus:
         return PremiseCheck(None, f"instances {max(steps)} and {n2} measured; the host's CPU count is unknown")
     return PremiseCheck(bool(cpus >= n2), f"instances {max(steps)} and {n2} measured on {cpus} CPUs "

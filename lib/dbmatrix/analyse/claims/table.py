@@ -286,9 +286,11 @@ def _blank_campaigns(c: Claim, n_camp: int) -> dict[int, dict[str, Any]]:
 
 
 def _pool(c: Claim, evidence: Sequence[Evidence]) -> list[Evidence]:
-    """The studies that may test a claim, in its preferred order of kinds; a share claim pools every
-    standalone run of the build (stability is a property of them all)."""
-    pool = [e for k in c.sources for e in evidence if e.kind == k]
+    """The studies that may test a claim, in its preferred order of kinds, a study whose spec names the claim
+    (``claims:``, registered for it) before the others of its kind; a share claim pools every standalone run
+    of the build (stability is a property of them all)."""
+    pool = [e for k in c.sources for e in sorted((e for e in evidence if e.kind == k),
+                                                 key=lambda e: c.id not in e.registered)]
     if c.kind != "share" or not pool:
         return pool
     return [Evidence("+".join(e.experiment for e in pool), "pooled",

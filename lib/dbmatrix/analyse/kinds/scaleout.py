@@ -16,13 +16,14 @@ from dbmatrix.analyse.effects import sum_contrast
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds.base import PaperSection, StudyKind
 from dbmatrix.analyse.scaleout import (
-    doubling_estimate,
+    P95_THRESHOLD_MS,
     peak_ratio_estimate,
     saturation,
     saturation_estimate,
     scaleout_tables,
     stability_estimate,
 )
+from dbmatrix.analyse.scaleout_crossing import crossing_ratio_estimate
 from dbmatrix.analyse.tables import Analysis, write_csv
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore
@@ -78,15 +79,16 @@ class ScaleoutKind(StudyKind):
     def claim_estimate(self, claim: Claim, ev: Evidence, confidence: float = 0.95) -> Estimate:
         """In the campaign-level model with every campaign of `ev` (one estimator family): saturation as a
         ratio of the runs' QPS between two thread levels, stability as the runs' half ratio with a campaign
-        block; the doubling is a grid quantity (its bracket is not a CI), the peak ratio from the tables."""
+        block, the doubling as the campaigns' paired crossing ratio (:mod:`dbmatrix.analyse.scaleout_crossing`),
+        the peak ratio from the tables."""
         if claim.metric == "scale_saturation":
             return _saturation(ev, confidence=confidence)
         if claim.metric == "scale_stability":
             return _stability(ev, confidence)
+        if claim.metric == "scale_p95_doubling":
+            return crossing_ratio_estimate(ev.runs, confidence, P95_THRESHOLD_MS)
         est = _scaleout_estimate(claim.metric, ev.extra)  # what the design lacks is said first
-        if confidence == 0.95 or claim.metric == "scale_p95_doubling":
-            # the doubling's bracket comes from the neighbouring thread levels, not from a sampling
-            # distribution: it is the same at every level, and the verdict reads it as it is
+        if confidence == 0.95:
             return est
         raise NotTestable(f"the peak ratio's interval is built from the two peaks' 95 % intervals, so it cannot "
                           f"be given at the {100 * confidence:.4g} % level a look asks for")
@@ -137,8 +139,6 @@ def _stability(ev: Evidence, confidence: float = 0.95) -> Estimate:
 def _scaleout_estimate(metric: str, tables: Mapping[str, pd.DataFrame]) -> Estimate:
     if metric == "scale_saturation":
         return saturation_estimate(tables, 1)
-    if metric == "scale_p95_doubling":
-        return doubling_estimate(tables)
     if metric == "scale_peak_16_8":
         return peak_ratio_estimate(tables, 16, 8)
     if metric == "scale_stability":
