@@ -124,3 +124,18 @@ def test_the_study_registered_for_the_claim_judges_it_before_another_of_its_kind
     unregistered = Evidence(fine.experiment, fine.kind, fine.runs, {}, host_cpus={"h": 2})
     row = evaluate([coarse, unregistered], [DOUBLING]).claims.iloc[0]  # the first of the kind, as before
     assert row["study"] == "scaleout-x" and row["verdict"] == "not tested"
+
+
+def test_the_crossing_figure_and_paragraph_numbers(tmp_path) -> None:
+    """The figure draws every run and each campaign's fit; the paragraph's numbers come from the table."""
+    from dbmatrix.publish.scaleout_crossing import crossing_macros, draw_crossings
+
+    runs = curves(np.random.default_rng(8), {1: 10.0, 2: 12.0}, 2)
+    table = crossing_table(runs, 0.5)
+    m = crossing_macros(table)
+    assert m["crossCampaigns"] == "2" and m["crossHighInstances"] == "2" and m["crossWindow"] == "3"
+    assert len(m["crossRatios"].split(", ")) == 2 and "--" in m["crossLowRange"]
+    files = draw_crossings(runs, table, tmp_path)
+    assert {f.suffix for f in files} >= {".png", ".pdf"} and all(f.stat().st_size > 0 for f in files)
+    assert draw_crossings(runs, table, tmp_path / "again")[0].read_bytes() == files[0].read_bytes()
+    assert crossing_macros(table[table["instances"] == 1]) == {}

@@ -32,6 +32,7 @@ from dbmatrix.analyse.verdict_text import (
 from dbmatrix.paths import git_state
 from dbmatrix.publish import claims_tex, decisions_tex, method_text, paper
 from dbmatrix.publish import figures as plots
+from dbmatrix.publish import scaleout_crossing as _crossing  # noqa: F401  (registers its paper hook)
 from dbmatrix.publish import soak as _soak  # noqa: F401  (registers its section's hook)
 from dbmatrix.publish.captions import caption_macros, design_macros
 from dbmatrix.publish.claims_method import render_claims_method
@@ -47,8 +48,6 @@ from dbmatrix.publish.paper_inputs import (
 )
 from dbmatrix.publish.registry import FIGURES, Published, draw_figures, remove_stale_figures
 from dbmatrix.store import write_text_atomic
-
-GRID_METRICS = frozenset({"scale_p95_doubling"})  # read off a grid of levels (dbmatrix.analyse.scaleout)
 
 # ------------------------------------------------------------------------------------ the whole build
 
@@ -199,10 +198,7 @@ def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str,
         for k in ("estimate", "ci_lo", "ci_hi"):
             name = {"estimate": "Est", "ci_lo": "Lo", "ci_hi": "Hi"}[k]
             m[base + name] = claims_view.tex(claims_view.measured(kind, r[k])) or "--"  # the number, its unit
-        # a grid quantity's interval is the bracket of its neighbouring grid levels, not a sampling interval
-        ci = ("bracket of the neighbouring thread levels" if r.get("metric") in GRID_METRICS
-              else level_label(confidence_of(r), tex=True))
-        m[base + "Ci"] = ci
+        m[base + "Ci"] = ci = level_label(confidence_of(r), tex=True)
         m[base + "Combine"] = paper.latex_escape(combine_of(r) or "one condition")
         est = r["estimate"]
         m[base + "Pct"] = "--" if pd.isna(est) or kind != "ratio" else fmt_num((est - 1) * 100, 0)
@@ -421,6 +417,8 @@ def publish_all(studies: Sequence[StudyTables], profile: str, figures_dir: Path,
     shas = {st.name: _study_sha(st) for st in studies}
     build_sha = plots.data_hash(pd.DataFrame({"experiment": list(shas), "sha": list(shas.values())}))
     macros, hooked = _study_macros(standard, primary, profile, shas, ctx)
+    for done in (d for outs in hooked.values() for d in outs):
+        out.figures.update(done.figures)  # a paper hook's own figure (scaleout-crossing)
     by_name = {st.name: st for st in studies}
     drawn = {stem: by_name[n] for stem, n in out.figures.items() if n in by_name}
     macros.update(_text_macros(studies, drawn, primary, opts, judgement))

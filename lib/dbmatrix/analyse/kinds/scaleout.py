@@ -44,6 +44,7 @@ class ScaleoutKind(StudyKind):
         not_run="\\section{Scale-out: seed~000}\nNot run in this build: the profile has no scale-out study with "
                 "completed runs; seed~000's claims are not tested.")
     extra_tables: ClassVar[tuple[str, ...]] = (f"{PREFIX}*.csv",)
+    paper_hooks: ClassVar[tuple[str, ...]] = ("scaleout-crossing",)  # dbmatrix.publish.scaleout_crossing
 
     def recognises(self, exp: Experiment) -> bool:
         topology = getattr(exp, "topology", None)
