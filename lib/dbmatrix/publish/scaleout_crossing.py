@@ -46,8 +46,13 @@ def draw_crossings(runs: pd.DataFrame, crossings: pd.DataFrame, figures_dir: Pat
             levels = [float(t) for t in str(row["levels"]).split()]
             xs = np.geomspace(min(levels), max(levels), 20)
             ax.plot(xs, P95_THRESHOLD_MS * (xs / row["crossing_threads"]) ** row["slope"], color=colour, lw=0.8)
-            ax.plot([row["crossing_threads"]], [P95_THRESHOLD_MS], marker="o", mfc="white", mec=colour, ms=4)
+            ax.plot([row["crossing_threads"]], [P95_THRESHOLD_MS], ls="none", color=colour, marker="o", mfc="white",
+                    mec=colour, ms=4)
     ax.axhline(P95_THRESHOLD_MS, color="0.3", lw=0.7, ls="--", label=f"{P95_THRESHOLD_MS:g} ms (seed 000)")
+    camps = sorted(set(r["campaign"]))
+    for j, k in enumerate(camps if len(camps) > 1 else []):  # the markers' key (grey: every instance count)
+        ax.plot([], [], ls="none", color="0.45", marker=plots.MARKERS[j % len(plots.MARKERS)], ms=3,
+                label=f"campaign {k}")
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     ax.set_xscale("log", base=2)
