@@ -139,3 +139,12 @@ def test_the_crossing_figure_and_paragraph_numbers(tmp_path) -> None:
     assert {f.suffix for f in files} >= {".png", ".pdf"} and all(f.stat().st_size > 0 for f in files)
     assert draw_crossings(runs, table, tmp_path / "again")[0].read_bytes() == files[0].read_bytes()
     assert crossing_macros(table[table["instances"] == 1]) == {}
+
+
+def test_the_paragraph_describes_the_grid_from_the_spec() -> None:
+    from dbmatrix import paths
+    from dbmatrix.publish.scaleout_crossing import grid_macros
+    from dbmatrix.spec.experiment import load_spec
+
+    m = grid_macros(load_spec(paths.repo_root() / "specs/paper-scalegrid.yaml"))
+    assert m == {"crossThreadsLow": "4", "crossThreadsHigh": "48", "crossMaxStep": "1.5", "crossRunsText": "one run"}

@@ -22,12 +22,13 @@ the unit:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dbmatrix.analyse.campaign_model import campaign_column
 from dbmatrix.analyse.contrasts import Estimate, NotTestable
 
 WINDOW = 3.0  # levels whose p95 is within this factor of the threshold enter a crossing's fit
@@ -50,12 +51,13 @@ class Crossing:
 
 
 def _p95_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The completed runs with a positive p95: numeric instances, threads, p95 and campaign (1 where absent)."""
     need = {"instances", "threads", "lat_pct_ms"}
     if runs.empty or not need <= set(runs.columns):
         raise NotTestable(f"needs the runs' {', '.join(sorted(need - set(runs.columns))) or 'rows'}")
     r = runs.assign(instances=pd.to_numeric(runs["instances"], errors="coerce"),
                     threads=pd.to_numeric(runs["threads"], errors="coerce"),
-                    p95=pd.to_numeric(runs["lat_pct_ms"], errors="coerce"))
+                    p95=pd.to_numeric(runs["lat_pct_ms"], errors="coerce"), campaign=campaign_column(runs))
     if "status" in r.columns:
         r = r[r["status"].fillna("ok") == "ok"]
     return r[(r["p95"] > 0) & (r["threads"] > 0)].dropna(subset=["instances", "threads"])
@@ -63,8 +65,11 @@ def _p95_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def crossing(runs: pd.DataFrame, instances: int, threshold_ms: float) -> Crossing:
     """The crossing of one instance count in one campaign's `runs` (see the module's rules)."""
-    r = _p95_runs(runs)
-    r = r[r["instances"] == instances]
+    return _crossing(_p95_runs(runs), instances, threshold_ms)
+
+
+def _crossing(p95_runs: pd.DataFrame, instances: int, threshold_ms: float) -> Crossing:
+    r = p95_runs[p95_runs["instances"] == instances]
     gm = np.exp(np.log(r["p95"]).groupby(r["threads"]).mean()).sort_index()
     near = gm[(gm >= threshold_ms / WINDOW) & (gm <= threshold_ms * WINDOW)]
     under, over = int((near <= threshold_ms).sum()), int((near > threshold_ms).sum())
@@ -105,12 +110,16 @@ class CampaignRatio:
 
 def campaign_ratio(runs: pd.DataFrame, campaign: int, threshold_ms: float) -> CampaignRatio:
     """Crossing at 2n over crossing at n in one campaign, for the largest n measured at both counts."""
-    counts = sorted({int(x) for x in _p95_runs(runs)["instances"]})
+    return _campaign_ratio(_p95_runs(runs), campaign, threshold_ms)
+
+
+def _campaign_ratio(r: pd.DataFrame, campaign: int, threshold_ms: float) -> CampaignRatio:
+    counts = sorted({int(x) for x in r["instances"]})
     pairs = [n for n in counts if 2 * n in counts]
     if not pairs:
         raise NotTestable(f"needs two instance counts n and 2n; measured: {', '.join(map(str, counts)) or 'none'}")
     n = pairs[-1]
-    lo, hi = crossing(runs, n, threshold_ms), crossing(runs, 2 * n, threshold_ms)
+    lo, hi = _crossing(r, n, threshold_ms), _crossing(r, 2 * n, threshold_ms)
     return CampaignRatio(campaign, hi.log_threads - lo.log_threads, hi.var + lo.var, min(hi.df, lo.df), hi, lo)
 
 
@@ -118,12 +127,10 @@ def crossing_table(runs: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
     """Per campaign and instance count: the crossing, its standard error (log scale), slope and fitted levels;
     why not, where a campaign does not bracket it (the figure and the paper read this)."""
     rows = []
-    camp = runs["campaign"] if "campaign" in runs.columns else pd.Series(1, index=runs.index)
-    r = _p95_runs(runs.assign(campaign=camp))
-    for k, g in r.groupby(pd.to_numeric(r["campaign"], errors="coerce").fillna(1).astype(int), sort=True):
+    for k, g in _p95_runs(runs).groupby("campaign", sort=True):
         for n in sorted({int(x) for x in g["instances"]}):
             try:
-                c = crossing(g, n, threshold_ms)
+                c = _crossing(g, n, threshold_ms)
             except NotTestable as exc:
                 rows.append({"campaign": int(k), "instances": n, "threshold_ms": threshold_ms,
                              "crossing_threads": math.nan, "se_log": math.nan, "slope": math.nan, "df": 0,
@@ -158,27 +165,26 @@ def crossing_ratio_estimate(runs: pd.DataFrame, confidence: float = 0.95,
                             threshold_ms: float = 0.5) -> Estimate:
     """The pooled crossing ratio over the campaigns of `runs` (the module's rules); NotTestable when no
     campaign brackets both crossings (the reasons of each campaign said)."""
-    camp = (pd.to_numeric(runs["campaign"], errors="coerce").fillna(1).astype(int)
-            if "campaign" in runs.columns else pd.Series(1, index=runs.index))
+    r = _p95_runs(runs)
+    ks = sorted(set(campaign_column(runs)))
     ratios: list[CampaignRatio] = []
-    why: list[str] = []
-    for k in sorted(set(camp)):
+    why: dict[int, str] = {}
+    for k in ks:
         try:
-            ratios.append(campaign_ratio(runs[camp == k], int(k), threshold_ms))
+            ratios.append(_campaign_ratio(r[r["campaign"] == k], int(k), threshold_ms))
         except NotTestable as exc:
-            why.append(f"C{k}: {exc}")
+            why[int(k)] = str(exc)
+    left_out = "; ".join(f"C{k}: {w}" for k, w in why.items())
     ids = frozenset(str(x) for x in runs["run_id"]) if "run_id" in runs.columns else frozenset()
     if not ratios:
-        raise NotTestable("; ".join(why) if len(set(camp)) > 1 else why[0].split(": ", 1)[1])
+        raise NotTestable(left_out if len(ks) > 1 else next(iter(why.values())))
     if len(ratios) == 1:
         est = _one(ratios[0], confidence, threshold_ms)
-        skipped = f"; left out: {'; '.join(why)}" if why else ""
-        return Estimate(est.estimate, est.ci_lo, est.ci_hi, est.basis + skipped, len(ids), est.compared, 1,
-                        run_ids=ids, confidence=confidence, df=est.df)
-    return _pooled(ratios, why, ids, confidence, threshold_ms)
+        return replace(est, basis=est.basis + (f"; left out: {left_out}" if why else ""), n=len(ids), run_ids=ids)
+    return _pooled(ratios, left_out, ids, confidence, threshold_ms)
 
 
-def _pooled(ratios: list[CampaignRatio], why: list[str], ids: frozenset[str], confidence: float,
+def _pooled(ratios: list[CampaignRatio], left_out: str, ids: frozenset[str], confidence: float,
             threshold_ms: float) -> Estimate:
     y = np.array([r.log_ratio for r in ratios])
     w = np.array([r.var for r in ratios])
@@ -196,7 +202,7 @@ def _pooled(ratios: list[CampaignRatio], why: list[str], ids: frozenset[str], co
              f"{ratios[0].low.instances} instance(s), per campaign from log-log fits near the crossing ({crossings});"
              f" pooled over {k} campaigns, the campaign as the unit: log scale, t on {k - 1} df"
              + (" (the between-campaign variance is below the fits' own: theirs used)" if within > between else "")
-             + (f"; left out: {'; '.join(why)}" if why else ""))
+             + (f"; left out: {left_out}" if left_out else ""))
     return Estimate(math.exp(m), math.exp(m - half), math.exp(m + half), basis, len(ids), _compared(ratios[0]), k,
                     run_ids=ids, confidence=confidence, df=float(k - 1),
                     heterogeneity=(f, float(k - 1), df_within, p))

@@ -5,6 +5,7 @@ and verdict are the claims table's (:mod:`dbmatrix.analyse.scaleout_crossing`)."
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from dbmatrix.analyse.scaleout import P95_THRESHOLD_MS
 from dbmatrix.analyse.scaleout_crossing import WINDOW
 from dbmatrix.publish import paper
 from dbmatrix.publish.hooks import HookContext, HookOutput, hook
+from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import write_text_atomic
 
 STEM = "scaleout-crossing"
@@ -93,6 +95,15 @@ def crossing_macros(crossings: pd.DataFrame) -> dict[str, str]:
             "crossSlopes": f"{crossings['slope'].min():.2f}--{crossings['slope'].max():.2f}"}
 
 
+def grid_macros(exp: Experiment) -> dict[str, str]:
+    """The grid study's design in the paragraph: its thread range, largest step and runs per cell per campaign."""
+    threads = sorted(int(t) for t in exp.factors["threads"])
+    step = max((b / a for a, b in itertools.pairwise(threads)), default=1.0)
+    runs = {1: "one run", 2: "two runs", 3: "three runs"}.get(exp.repetitions_in(2), f"{exp.repetitions_in(2)} runs")
+    return {"crossThreadsLow": str(threads[0]), "crossThreadsHigh": str(threads[-1]), "crossMaxStep": f"{step:.3g}",
+            "crossRunsText": runs}
+
+
 @hook("scaleout-crossing")
 def scaleout_crossing(st: StudyTables, ctx: HookContext) -> HookOutput:
     """For the study that judged scaleDoubling: the figure and ``generated/scaleout-crossing.tex``; for
@@ -104,7 +115,7 @@ def scaleout_crossing(st: StudyTables, ctx: HookContext) -> HookOutput:
     macros = crossing_macros(crossings) if crossings is not None and not crossings.empty else {}
     if judged_here and macros and st.a is not None:
         files = draw_crossings(st.runs, crossings, ctx.figures_dir, check=ctx.findings)
-        paper.write_macros(macros, ctx.generated_dir / "scaleout-crossing-macros.tex")
+        paper.write_macros({**macros, **grid_macros(st.experiment)}, ctx.generated_dir / "scaleout-crossing-macros.tex")
         text = ("\\input{generated/scaleout-crossing-macros.tex}\n\\input{scaleout-crossing}\n")
         write_text_atomic(path, text)
         ctx.written.add(FILE)
