@@ -38,11 +38,12 @@ CLAIM = Claim("blockTest", "003", "here", "4k up to 20 % faster", "tps", (1.0, 1
 
 
 def _record(k: int, start: str, boot: str, datasets: list[dict[str, Any]], *, kernel: str = "6.1.0-1",
-            registration: dict[str, Any] | None = None, old: dict[str, Any] | None = None) -> dict[str, Any]:
+            registration: dict[str, Any] | None = None, old: dict[str, Any] | None = None,
+            dataset_load: str | None = None) -> dict[str, Any]:
     return merge_record(old, campaign=k, experiment="e", campaign_started_utc=start, session_started_utc=start,
                         now_utc=start.replace("T10", "T11"), hosts={"h1": boot}, datasets=datasets,
                         git={"commit": "abc", "dirty": False}, spec_digest="d", state=CampaignState(k, 4, 4),
-                        kernels={"h1": kernel}, registration=registration)
+                        kernels={"h1": kernel}, registration=registration, dataset_load=dataset_load)
 
 
 def _ds(key: str, created: str) -> dict[str, Any]:
@@ -85,6 +86,19 @@ def test_mixed_cases_name_what_was_shared() -> None:
     assert independence(summaries([c1])).label == ONE
     unknown = {**c2, "boot_ids": []}
     assert independence(summaries([c1, unknown])).label.startswith("boots unknown")
+
+
+def test_a_snapshot_loaded_for_the_campaign_before_its_recorded_start_is_fresh() -> None:
+    """A campaign resumed after an interrupted first attempt keeps the snapshot that attempt loaded for it:
+    created before the campaign's recorded start, but marked as loaded for it (``prepared_for``)."""
+    early = {**_ds("k", "2026-01-01T09:55:00+00:00"), "prepared_for": "e@/r#campaign-1"}
+    c1 = _record(1, "2026-01-01T10:00:00+00:00", BOOT_A, [early], dataset_load="per_campaign")
+    c2 = _record(2, "2026-01-01T10:30:00+00:00", BOOT_A, [_ds("k", "2026-01-01T10:30:05+00:00")])
+    assert independence(summaries([c1, c2])).label == "same boot, fresh datasets"
+    for other in ("e@/r#campaign-2", "f@/r#campaign-1", None):  # another campaign's, another study's, unmarked
+        c1 = _record(1, "2026-01-01T10:00:00+00:00", BOOT_A, [{**early, "prepared_for": other}],
+                     dataset_load="per_campaign")
+        assert independence(summaries([c1, c2])).label == "same boot, datasets reused from before the campaigns"
 
 
 def test_the_reference_campaigns_are_within_session_replication() -> None:

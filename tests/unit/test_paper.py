@@ -392,3 +392,22 @@ def test_claim_macros_carry_the_level_the_combination_and_the_counts_per_class()
                                  "bytes in 54 of 144 windows")
     assert m["claimDVerdict"] == "not tested" and m["claimDResult"].endswith("but not tested: premise not met: lz4 "
                                                                              "shrinks the data 1.04x")
+
+
+def test_an_inconclusive_claim_with_a_decided_condition_says_which_outcome_is_ruled_out() -> None:
+    """blockLargeCache's case: compression lz4 disagrees, compression none is open; the registered "all" rule
+    leaves it inconclusive, and the table, the macro and the details say it cannot agree any more."""
+    from dbmatrix.publish.build import claims_macros
+
+    reason = ("cannot agree: disagree at compression lz4; compression none open, between disagree and depends "
+              "on compression")
+    table = _claims().iloc[1:2].assign(verdict="inconclusive", reason=reason)
+    levels = LEVELS.assign(verdict=["inconclusive", "disagree"])
+    v = ClaimVerdicts(table, _camps(["b"]), levels)
+    assert "\\textbf{inconclusive}\\newline \\emph{combined: all conditions}\\newline \\emph{cannot agree}" in \
+        render_claims_table(v)
+    assert claims_macros(v)["claimBResult"].endswith(f"overall inconclusive: it {reason}")
+    assert reason in render_claims_details(v)
+    plain = ClaimVerdicts(table.assign(reason=""), _camps(["b"]), levels)
+    assert "cannot" not in render_claims_table(plain) and claims_macros(plain)["claimBResult"].endswith(
+        "overall inconclusive")

@@ -49,6 +49,7 @@ from dbmatrix.analyse.claims.verdicts import (
     STAND_IN_BOUND,
     Condition,
     Region,
+    bounded_outcome,
     claim_verdict,
     claimed_region,
     combine,
@@ -515,6 +516,24 @@ def test_conditions_combine_by_the_registered_rule(rule, intervals, expected) ->
     if v.startswith("depends on"):
         assert verdict_class(v) == "depends" and "compression none agree" in why and "compression lz4 disagree" in why
     assert (judged is not None) == (rule == "largest")
+
+
+def test_an_inconclusive_all_claim_says_which_outcome_its_decided_conditions_rule_out() -> None:
+    """The registered rule leaves "all" inconclusive while a condition is open; the reason says which outcome
+    the decided ones already rule out, and the open ones stay open (more runs may decide them)."""
+    claim = _claim(combine="all", per=("compression",))
+    conds = [_cond("compression none", *OPEN, claim), _cond("compression lz4", *DISAGREE, claim)]
+    v, why, _ = combine(claim, conds, "compression")
+    assert (v, bounded_outcome(why), state_of(v, why)) == ("inconclusive", "cannot agree", "open")
+    assert why == ("cannot agree: disagree at compression lz4; compression none open, between disagree and "
+                   "depends on compression")
+    v, why, _ = combine(claim, [conds[0], _cond("compression lz4", *AGREE, claim)], "compression")
+    assert bounded_outcome(why) == "cannot disagree" and "between agree and depends on compression" in why
+    for rule, pair in (("all", [OPEN, OPEN]), ("any", [OPEN, DISAGREE])):  # nothing ruled out / not "all"
+        c = _claim(combine=rule, per=("compression",))
+        v, why, _ = combine(c, [_cond(f"compression {x}", *iv, c) for x, iv in zip(("none", "lz4"), pair)],
+                            "compression")
+        assert v == "inconclusive" and bounded_outcome(why) == ""
 
 
 def test_a_decrease_takes_the_smallest_interval() -> None:

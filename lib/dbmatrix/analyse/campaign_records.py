@@ -44,10 +44,16 @@ def summary(record: Mapping[str, Any], platforms: Mapping[str, Sequence[Mapping[
     """One campaign's facts that bear on independence (missing ones as None / empty); `platforms`: host ->
     the platforms (:func:`dbmatrix.platform_facts.platform_of`) its run records name."""
     started = record.get("started_utc")
+    # a snapshot is this campaign's own when it was created after the campaign started, or marked as loaded
+    # for it (``prepared_for``, dbmatrix.run.datasets.fresh_token "<experiment>@<root>#campaign-<k>"): a
+    # campaign resumed after an interrupted start keeps the snapshot its first attempt loaded for it
+    mark = (f"{record.get('experiment')}@", f"#campaign-{int(record.get('campaign') or 0)}")
     datasets = []
     for d in record.get("datasets") or []:
         created = d.get("created_utc")
-        fresh = bool(created and started and str(created) >= str(started))
+        pf = str(d.get("prepared_for") or "")
+        fresh = bool(created and started and str(created) >= str(started)) or (
+            pf.startswith(mark[0]) and pf.endswith(mark[1]))
         datasets.append({"snapshot": _snapshot_id(d), "fresh": fresh})
     kernels = sorted({k for v in (record.get("kernels") or {}).values() for k in v if k})
     git = record.get("git") or {}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from dbmatrix.analyse.claims import claims_evidence, evaluate
+from dbmatrix.analyse.claims.boot_check import boot_check
 from dbmatrix.analyse.claims.campaign_costs import campaign_decisions
 from dbmatrix.analyse.claims.catalogue import CLAIMS, FURTHER
 from dbmatrix.analyse.claims.costs import study_costs
@@ -28,6 +29,7 @@ from dbmatrix.analyse.judgement import (
     SUMMARY_COLUMNS,
     FigureTables,
     Judgement,
+    combined,
     frames_digest,
     inputs_digest,
     normalise,
@@ -115,5 +117,7 @@ def judge(studies: Sequence[StudyTables], code: str = "") -> Judgement:
     parts = [interaction_table(st.name, st.runs, factor_columns(st.runs)) for st in studies if st.a is not None]
     interactions = (pd.concat([t for t in parts if not t.empty], ignore_index=True)
                     if any(not t.empty for t in parts) else pd.DataFrame(columns=list(INTERACTION_COLUMNS)))
+    both = combined(seeds, further)
+    boots = boot_check((*CLAIMS, *FURTHER), both.claims, both.campaigns, both.levels, evidence)
     return normalise(Judgement(seeds, further, costs, summary, figures, notes, inputs, mechanism, looks,
-                               interactions))
+                               interactions, boots))

@@ -10,9 +10,10 @@ one read from a build print the same. Pure pandas and file I/O: no estimator, no
 
 Files (in the build's ``paper/generated/``): ``claims.csv``, ``claims-campaigns.csv``, ``claims-levels.csv``,
 ``further.csv``, ``further-campaigns.csv``, ``further-levels.csv``, ``decisions.csv``,
-``decisions-summary.csv``, one ``figure-<stem>-<table>.csv`` per model-fitted figure table (full precision,
-so a figure drawn from it is the one drawn from the fit) and ``judgement.json`` (what was judged: the inputs'
-digest, the figure tables' studies, labels and column types, the notes of figures no study could give).
+``decisions-summary.csv``, ``claims-boots.csv``, one ``figure-<stem>-<table>.csv`` per model-fitted figure
+table (full precision, so a figure drawn from it is the one drawn from the fit) and ``judgement.json`` (what
+was judged: the inputs' digest, the figure tables' studies, labels and column types, the notes of figures no
+study could give).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ NUMERIC = frozenset({"band_lo", "band_hi", "n", "estimate", "ci_lo", "ci_hi", "c
                      "decided_at", "blocks", "looks", "runs", "run_s", "projected_blocks", "claims", "decided",
                      "open", "not_by_runs", "elapsed_s", "elapsed_s_per_decided", "value_a", "value_b", "ratio",
                      "runs_a", "runs_b", "machine_s", "half_width", "needed_half_width",
-                     "study_machine_s", "f", "p"})
+                     "study_machine_s", "f", "p", "boots"})
 # claims-mechanism.csv: the counters of the cells each claim compares (dbmatrix.analyse.mechanism)
 MECHANISM_COLUMNS = ("id", "study", "condition", "counter", "label", "a", "b", "value_a", "value_b", "ratio",
                      "runs_a", "runs_b")
@@ -54,6 +55,11 @@ MECHANISM_FILE = "claims-mechanism.csv"
 LOOK_COLUMNS = ("id", "study", "campaigns", "verdict", "decided_at", "machine_s", "half_width", "needed_half_width",
                 "projected_campaigns", "note", "study_machine_s")
 LOOK_FILE = "decisions-campaigns.csv"
+# claims-boots.csv: each claim judged on campaigns re-judged with the boot as the unit, a sensitivity check
+# (dbmatrix.analyse.claims.boot_check)
+BOOT_COLUMNS = ("id", "study", "level", "boots", "campaigns", "estimate", "ci_lo", "ci_hi", "verdict", "pooled",
+                "note")
+BOOT_FILE = "claims-boots.csv"
 # interactions.csv: every two-way term of each study's model per figure metric, F and p
 # (dbmatrix.analyse.interactions.interaction_table): what the figure check reads
 INTERACTION_COLUMNS = ("study", "metric", "factor_a", "factor_b", "f", "p")
@@ -144,6 +150,7 @@ class Judgement:
     mechanism: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MECHANISM_COLUMNS))
     looks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LOOK_COLUMNS))
     interactions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=INTERACTION_COLUMNS))
+    boots: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=BOOT_COLUMNS))
 
     @property
     def claims(self) -> pd.DataFrame:
@@ -199,7 +206,7 @@ def read_table(source: str | Path | io.StringIO, columns: Sequence[str] = ()) ->
 
 
 _INTEGER = frozenset({"n", "campaigns", "campaign", "blocks", "looks", "runs", "claims", "decided", "open",
-                      "not_by_runs", "runs_a", "runs_b"})
+                      "not_by_runs", "runs_a", "runs_b", "boots"})
 
 
 def _round_trip(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -218,7 +225,8 @@ def normalise(j: Judgement) -> Judgement:
     return Judgement(normalise_verdicts(j.verdicts), normalise_verdicts(j.further),
                      _round_trip(j.costs, COST_COLUMNS), _round_trip(j.cost_summary, SUMMARY_COLUMNS),
                      dict(j.figures), tuple(j.figure_notes), j.inputs, _round_trip(j.mechanism, MECHANISM_COLUMNS),
-                     _round_trip(j.looks, LOOK_COLUMNS), _round_trip(j.interactions, INTERACTION_COLUMNS))
+                     _round_trip(j.looks, LOOK_COLUMNS), _round_trip(j.interactions, INTERACTION_COLUMNS),
+                     _round_trip(j.boots, BOOT_COLUMNS))
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -249,6 +257,7 @@ def write_judgement(j: Judgement, folder: Path) -> list[Path]:
     out.append(_write(folder / LOOK_FILE, table_text(j.looks.reindex(columns=list(LOOK_COLUMNS)))))
     out.append(_write(folder / INTERACTION_FILE,
                       table_text(j.interactions.reindex(columns=list(INTERACTION_COLUMNS)))))
+    out.append(_write(folder / BOOT_FILE, table_text(j.boots.reindex(columns=list(BOOT_COLUMNS)))))
     figures: dict[str, Any] = {}
     for stem, ft in sorted(j.figures.items()):
         tables = {}
@@ -298,8 +307,9 @@ def load_judgement(folder: Path) -> Judgement:
     mechanism = read_table(folder / MECHANISM_FILE, MECHANISM_COLUMNS)
     looks = read_table(folder / LOOK_FILE, LOOK_COLUMNS)
     interactions = read_table(folder / INTERACTION_FILE, INTERACTION_COLUMNS)
+    boots = read_table(folder / BOOT_FILE, BOOT_COLUMNS)
     return Judgement(v["claims"], v["further"], costs, summary, figures, notes, str(meta.get("inputs", "")),
-                     mechanism, looks, interactions)
+                     mechanism, looks, interactions, boots)
 
 
 def judgement_inputs(folder: Path) -> str | None:

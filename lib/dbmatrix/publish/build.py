@@ -12,7 +12,7 @@ import pandas as pd
 
 from dbmatrix.analyse import claims_view
 from dbmatrix.analyse.claims.catalogue import COMPRESSES, FC_PAUSED, SATURATED, SEED003_CACHE_PCT
-from dbmatrix.analyse.claims.verdicts import MAX_CAMPAIGNS, VERDICTS
+from dbmatrix.analyse.claims.verdicts import MAX_CAMPAIGNS, VERDICTS, bounded_outcome
 from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table, timeline_cells
 from dbmatrix.analyse.host_facts import merge_host_facts
 from dbmatrix.analyse.judgement import ClaimVerdicts, Judgement, combined, flips
@@ -34,6 +34,7 @@ from dbmatrix.publish import claims_tex, decisions_tex, method_text, paper
 from dbmatrix.publish import figures as plots
 from dbmatrix.publish import scaleout_crossing as _crossing  # noqa: F401  (registers its paper hook)
 from dbmatrix.publish import soak as _soak  # noqa: F401  (registers its section's hook)
+from dbmatrix.publish.boot_tex import boot_check_text
 from dbmatrix.publish.captions import caption_macros, design_macros
 from dbmatrix.publish.claims_method import render_claims_method
 from dbmatrix.publish.figure_check import Finding, format_findings
@@ -217,7 +218,9 @@ def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str,
         elif verdict == "not tested":  # a study without the seed's level says "not tested in ..." itself
             result = why if why.startswith("not tested") else f"not tested ({why})" if why else verdict
         elif measured and per_level:
-            result = f"per level {measured} ({ci}s); overall {verdict}"
+            bound = bounded_outcome(reason) if verdict == "inconclusive" else ""
+            result = f"per level {measured} ({ci}s); overall {verdict}" + (
+                f": it {paper.latex_escape(reason)}" if bound else "")
         elif measured:
             result = f"{measured} ({ci}; {verdict})" if with_ci else f"{measured} ({verdict})"
         else:
@@ -516,6 +519,7 @@ def _text_macros(studies: Sequence[StudyTables], drawn: dict[str, StudyTables], 
     m["steadyTrimText"] = method_text.trim_text(primary.analysis.runs, primary.experiment.measure_s,
                                                 steady_params(primary.experiment.measure_s)["min_seconds"])
     m.update(claims_macros(judgement.verdicts, judgement.further))
+    m["bootCheckText"] = boot_check_text(judgement.boots)
     m["decisionsText"] = (
         decisions_tex.looks_text(judgement.looks, MAX_CAMPAIGNS, judgement.cost_summary)
         if not judgement.looks.empty else decisions_tex.decisions_text(judgement.cost_summary))
@@ -529,7 +533,8 @@ def _write_claims_tex(j: Judgement, generated_dir: Path) -> list[Path]:
     return [_write(generated_dir, "table-decisions.tex", table),
             _write(generated_dir, "table-claims.tex", claims_tex.render_claims_table(j.verdicts)),
             _write(generated_dir, "table-further.tex", claims_tex.render_claims_table(j.further, further=True)),
-            _write(generated_dir, "claims-details.tex", claims_tex.render_claims_details(j.verdicts, j.further)),
+            _write(generated_dir, "claims-details.tex",
+                   claims_tex.render_claims_details(j.verdicts, j.further, j.boots)),
             _write(generated_dir, "claims-method.tex", render_claims_method())]
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from dbmatrix.analyse.claims.verdicts import bounded_outcome
 from dbmatrix.analyse.claims_view import SHORT, ClaimRow, claim_row, claim_rows, measured, render, table_level, tex
 from dbmatrix.analyse.judgement import ClaimVerdicts, combined
 from dbmatrix.analyse.verdict_text import (
@@ -28,6 +29,7 @@ from dbmatrix.analyse.verdict_text import (
     level_label,
     verdict_and_reason,
 )
+from dbmatrix.publish.boot_tex import claim_line
 from dbmatrix.publish.paper import latex_escape
 
 __all__ = ["SHORT", "band_text", "campaign_reason", "combined", "measured_text", "opposed_claims", "opposed_text",
@@ -234,6 +236,9 @@ def _verdict_cell(verdicts: ClaimVerdicts, c: ClaimRow) -> str:
     """The verdict with how its conditions combine, whether it was revised after data and each campaign's."""
     r = c.row
     cell = f"\\textbf{{{latex_escape(c.verdict)}}}" + _combined_cell(r)
+    bound = bounded_outcome(verdict_and_reason(r)[1]) if c.verdict == "inconclusive" else ""
+    if bound:
+        cell += f"\\newline \\emph{{{bound}}}"  # a decided condition rules one outcome out
     if c.registration in ("revised after data", "added after data"):
         cell += f"\\newline \\emph{{{c.registration}}}"  # analyse.claims.registration
     per = _per_campaign(verdicts, r)
@@ -301,10 +306,12 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
     return "\n".join(lines)
 
 
-def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None) -> str:
+def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None,
+                          boots: pd.DataFrame | None = None) -> str:
     """Each claim's basis (how it was estimated, what the design aliases), its premises with their
     measured values and each campaign's estimate: a description list after the claims table; `further`
-    (our own findings) follows the seeds' claims, each marked as ours."""
+    (our own findings) follows the seeds' claims, each marked as ours; `boots`: the boot check
+    (:mod:`dbmatrix.analyse.claims.boot_check`), a line per claim it applies to."""
     ours = set(further.claims["id"]) if further is not None and not further.claims.empty else set()
     if further is not None:
         verdicts = combined(verdicts, further)
@@ -347,6 +354,8 @@ def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None
             parts.append(latex_escape(heterogeneity_of(r)))
         if reason:
             parts.append(latex_escape(reason))
+        if boots is not None:
+            parts.append(claim_line(boots, str(r["id"])))
         lines.append(f"{head} " + "; ".join(p for p in parts if p) + ".")
     lines += ["\\end{description}", ""]
     return "\n".join(lines)

@@ -46,9 +46,11 @@ zone (1/(1+m) .. 1+m, or -m .. m) and A the **claimed region**:
   uncertain: <value>"; the estimate is still shown.
 - **conditions** (the levels of ``per``; a measured quantity's pairs) combine by the claim's registered
   ``combine``: "all" (all agree: agree; all disagree: disagree; some agree and some disagree: **depends
-  on <factor>**; else inconclusive), "any" (agree iff one agrees, disagree iff all disagree), "largest"
-  (the seed's "up to X" over its conditions: [max L_c, max U_c], min/min for a decrease, which holds the
-  largest effect when each interval holds its own; the largest value of a measured quantity), "primary"
+  on <factor>**; else inconclusive, its reason naming the outcome its decided conditions already rule out:
+  "cannot agree: disagree at <level>; <levels> open, between disagree and depends on <factor>"), "any"
+  (agree iff one agrees, disagree iff all disagree), "largest" (the seed's "up to X" over its conditions:
+  [max L_c, max U_c], min/min for a decrease, which holds the largest effect when each interval holds its
+  own; the largest value of a measured quantity), "primary"
   (``Claim.primary``'s verdict, the others reported as "sensitivity: <level> <verdict>").
 - **one decision per claim**: the pooled interval decides; with two or more campaigns each campaign's
   own estimate, interval and verdict (same rule) and a heterogeneity F test of the campaigns' contrasts

@@ -239,6 +239,27 @@ def _listed(conds: Sequence[Condition]) -> str:
     return "; ".join(f"{c.label} {c.verdict}" for c in conds)
 
 
+def bounded_outcome(reason: str) -> str:
+    """"cannot agree" (or "cannot disagree") where an inconclusive claim's reason says so (:func:`_bounded`);
+    "" otherwise."""
+    head = reason.split(":", 1)[0]
+    return head if head in ("cannot agree", "cannot disagree") else ""
+
+
+def _bounded(claim: Claim, conds: Sequence[Condition], words: str) -> str:
+    """An "all" claim left inconclusive although some of its conditions are decided: which outcomes the
+    open ones can still give (a condition that disagrees already rules out agree, and one that agrees rules
+    out disagree), so a reader sees the decided part instead of a bare "inconclusive"."""
+    decided = [c for c in conds if c.verdict in ("agree", "disagree")]
+    if claim.combine != "all" or not decided or len({c.verdict for c in decided}) > 1:
+        return ""
+    said = decided[0].verdict
+    other = "agree" if said == "disagree" else "disagree"
+    open_ = [c.label for c in conds if c not in decided]
+    return (f"cannot {other}: {said} at {', '.join(c.label for c in decided)}; "
+            f"{', '.join(open_)} open, between {said} and {DEPENDS} {words}")
+
+
 def combine(claim: Claim, conds: Sequence[Condition], words: str
             ) -> tuple[str, str, tuple[float, float, float] | None]:
     """The claim's verdict over its conditions by its ``combine`` rule (:data:`RULE`), why, and the
@@ -256,7 +277,8 @@ def combine(claim: Claim, conds: Sequence[Condition], words: str
                  else f"{DEPENDS} {words}" if "agree" in vs and "disagree" in vs else "inconclusive")
         else:
             v = ("agree" if "agree" in vs else "disagree" if all(x == "disagree" for x in vs) else "inconclusive")
-        why = (_listed(conds) if v.startswith(DEPENDS) else stuck if v == "inconclusive"
+        why = (_listed(conds) if v.startswith(DEPENDS)
+               else (stuck or _bounded(claim, conds, words)) if v == "inconclusive"
                else "; ".join(f"{c.label}: {c.reason}" for c in conds if c.reason and v == c.verdict))
         return v, why, None
     if claim.combine == "primary":
