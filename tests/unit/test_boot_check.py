@@ -117,6 +117,25 @@ def test_per_condition_claims_combine_by_their_rule_and_gaps_are_said() -> None:
     assert out["note"].iloc[0] == "no estimate of its own in campaign(s) 3" and out["verdict"].iloc[0] == ""
     one = boot_check([CLAIM], _judged(CLAIM, "agree"), gap, pd.DataFrame(columns=list(LEVEL_COLUMNS)),
                      [_evidence({1: "A", 2: "A", 3: "B"})])
-    assert one["note"].iloc[0] == "2 boots: too few for the check (t on 1 df)" and summary(one)["checked"] == 0
+    assert one["note"].iloc[0] == "only 2 boots (t on 1 df)" and summary(one)["checked"] == 0
+    assert claim_line(one, "blockTest") == "with the boot as the unit: not checked, only 2 boots (t on 1 df)"
     assert summary(one)["unchecked"] == [] and "needs three boots" in boot_check_text(one)
     assert boot_check_text(out.iloc[0:0]).startswith("No study of this build is judged on campaigns")
+
+
+def test_dbmatrix_verdicts_prints_the_check_and_its_json_carries_the_rows() -> None:
+    from types import SimpleNamespace
+
+    from dbmatrix.commands.documents import jsonable
+    from dbmatrix.commands.studies import boot_lines
+
+    leaning = _campaigns(CLAIM, {1: 1.06, 2: 1.07, 3: 1.16, 4: 1.17, 5: 1.10, 6: 1.11})
+    out = boot_check([CLAIM], _judged(CLAIM, "agree"), leaning, pd.DataFrame(columns=list(LEVEL_COLUMNS)),
+                     [_evidence()])
+    lines = boot_lines(SimpleNamespace(boots=out))
+    assert lines[0].startswith("with the boot as the unit (a sensitivity check, never a veto")
+    assert lines[1].startswith("  blockTest (s, 3 boots): 1.11 [") and lines[1].endswith(
+        "inconclusive  <- pooled: agree")
+    assert lines[2] == "  1 decided of 1 checked: 0 stay decided, 1 turn inconclusive, 0 change verdict"
+    assert boot_lines(SimpleNamespace(boots=out.iloc[0:0])) == []
+    assert jsonable(out)[0]["verdict"] == "inconclusive"

@@ -20,6 +20,7 @@ from dbmatrix.analyse.sentinel import (
     load_sentinel,
     pettitt,
     pettitt_statistic,
+    pooled_drift,
     sentinel_lines,
     write_sentinel,
 )
@@ -134,6 +135,28 @@ def test_drift_is_judged_against_the_run_sd() -> None:
     assert drift_table(half, 0.05)["note"].tolist() == ["no closing run"]
 
 
+def test_a_small_drift_in_every_campaign_shows_over_the_campaigns() -> None:
+    """The threads study's case: -11 % in each of two campaigns, run SD 3.96 %: neither flagged alone (p about
+    0.03), together z = -3.0. Without drift the pooled z holds its level on synthetic campaigns."""
+    runs = frame([(5, "start", 1256.26), (5, "end", 1113.34), (6, "start", 1289.58), (6, "end", 1145.75)])
+    d = drift_table(runs, 0.0396)
+    assert d["drift"].tolist() == ["no", "no"]
+    pool = pooled_drift(d)
+    assert pool is not None and pool.campaigns == 2 and pool.ratio == pytest.approx(0.887, abs=0.001)
+    assert pool.z == pytest.approx(d["z"].sum() / math.sqrt(2)) and pool.p < 0.01
+    assert pooled_drift(d.head(1)) is None
+    rng = np.random.default_rng(11)
+    rejected = []
+    for _ in range(400):
+        start = 100 * np.exp(rng.normal(0, 0.05, 3))
+        end = 100 * np.exp(rng.normal(0, 0.05, 3))
+        rows = [(k + 1, pos, float(v)) for k in range(3) for pos, v in (("start", start[k]), ("end", end[k]))]
+        p = pooled_drift(drift_table(frame(rows), 0.05))
+        assert p is not None
+        rejected.append(p.p < 0.05)
+    assert 0.02 < np.mean(rejected) < 0.09
+
+
 def test_pettitt_finds_a_step_and_where_it_lies() -> None:
     x = np.array([0.0, 0.1, -0.1, 0.05, 1.0, 1.1, 0.9, 1.05])
     k, after = pettitt_statistic(x)
@@ -171,7 +194,8 @@ def test_the_files_and_lines_of_a_results_directory(tmp_path: Path) -> None:
     lines = write_sentinel(tmp_path, store.processed, 0.05)
     assert lines[0].startswith("sentinel A/A (") and "campaign 2: end/start 1.000" in lines[1]
     assert "campaign 3: end/start 0.500" in lines[2] and "drift at 0.01" in lines[2]
-    assert "over 4 sentinel runs" in lines[3]
+    assert lines[3].startswith("  over 2 campaigns (Stouffer, descriptive): end/start 0.707")
+    assert "over 4 sentinel runs" in lines[4]
     assert (store.processed / "sentinel-drift.csv").is_file() and (store.processed / "sentinel.json").is_file()
     shutil.rmtree(tmp_path / "sentinel")
     assert write_sentinel(tmp_path, store.processed, 0.05) == []

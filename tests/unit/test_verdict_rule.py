@@ -59,7 +59,7 @@ from dbmatrix.analyse.claims.verdicts import (
 )
 from dbmatrix.analyse.contrasts import Estimate, NotIdentified, ratio_estimate
 from dbmatrix.analyse.kinds.galera import GaleraKind
-from dbmatrix.analyse.shares import share_difference
+from dbmatrix.analyse.shares import SHARE_CLIP, share_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,6 +219,11 @@ def test_a_difference_of_shares_stays_within_its_range() -> None:
                             "run_id": list("abcd")})
     x = share_difference(extreme, "fc_paused_pct", "slave_threads", "max", "min")
     assert -100 <= x.ci_lo <= x.estimate <= x.ci_hi <= 100
+    # one run a side (a later campaign's single run per cell): the point estimate, no interval, no verdict
+    one = share_difference(extreme.iloc[[0, 2]], "fc_paused_pct", "slave_threads", "max", "min")
+    assert one.estimate == pytest.approx(100 * SHARE_CLIP - 100 * (1 - SHARE_CLIP)) and math.isnan(one.ci_lo)
+    assert "no residual df: no interval" in one.basis and judge(_claim(kind="difference", band=(-100.0, -20.0)),
+                                                                       one)[0] == "inconclusive"
 
 
 def test_a_claim_judged_per_level_counts_unique_runs() -> None:

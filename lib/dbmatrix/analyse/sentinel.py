@@ -14,6 +14,9 @@ campaign, outside the design. Two readings, both from the sentinel runs alone:
   placed between two runs: between campaigns it is a campaign-level shift (a platform change, see
   :mod:`dbmatrix.platform_facts`, that the campaign block absorbs); within a campaign it is drift.
 
+Over a study's campaigns, :func:`pooled_drift` combines their z (Stouffer): a drift too small to flag in one
+campaign but in the same direction in every one (a descriptive check, added after the data showed it).
+
 Outputs: ``processed/sentinel.csv`` (one row per sentinel run), ``processed/sentinel-drift.csv`` (one row per
 campaign) and ``processed/sentinel.json`` (the change-point test). A study without a sentinel writes none.
 """
@@ -134,6 +137,30 @@ def change_point(runs: pd.DataFrame, permutations: int = PERMUTATIONS) -> Change
     return ChangePoint(len(ok), k, p, after, ratio, where, p < CHANGE_ALPHA)
 
 
+@dataclass(frozen=True)
+class PooledDrift:
+    """The drift of a study's sentinel over all its campaigns: Stouffer's combination of the campaigns' z
+    (z_pooled = sum z / sqrt K, two-sided p) and the geometric mean of their closing/opening ratios. Added
+    after the paper reference's sentinels showed closing runs below opening ones in every campaign of two
+    studies, none significant alone: its p is descriptive, and nothing is set aside by it."""
+
+    campaigns: int
+    ratio: float
+    z: float
+    p: float
+
+
+def pooled_drift(drift: pd.DataFrame) -> PooledDrift | None:
+    """:class:`PooledDrift` over the campaigns of `drift` (:func:`drift_table`) that have a z; None with
+    fewer than two."""
+    ok = drift[pd.to_numeric(drift["z"], errors="coerce").notna()] if not drift.empty else drift
+    if len(ok) < 2:
+        return None
+    z = float(ok["z"].astype(float).sum() / math.sqrt(len(ok)))
+    ratio = float(np.exp(np.log(ok["ratio"].astype(float)).mean()))
+    return PooledDrift(len(ok), ratio, z, float(2 * stats.norm.sf(abs(z))))
+
+
 def sentinel_lines(runs: pd.DataFrame, drift: pd.DataFrame, cp: ChangePoint | None) -> list[str]:
     """What plan, status and verdicts print about the sentinel (empty without one)."""
     if runs.empty:
@@ -148,6 +175,9 @@ def sentinel_lines(runs: pd.DataFrame, drift: pd.DataFrame, cp: ChangePoint | No
                   f"{DRIFT_ALPHA:g}") if r["drift"] else str(r["note"])
         out.append(f"  campaign {r['campaign']}: end/start {r['ratio']:.3f} ({r['start_tps']:.1f} -> "
                    f"{r['end_tps']:.1f} tps; {judged})")
+    if (pool := pooled_drift(drift)) is not None:
+        out.append(f"  over {pool.campaigns} campaigns (Stouffer, descriptive): end/start {pool.ratio:.3f}, "
+                   f"z {pool.z:+.2f}, p {pool.p:.3g}")
     out.append(f"  {cp.line()}" if cp is not None else
                f"  change point: not tested ({int((runs['status'] == 'ok').sum())} ok sentinel runs; 4 needed)")
     return out
@@ -173,5 +203,5 @@ def write_sentinel(root: Path, processed: Path, run_sd: float | None) -> list[st
     return sentinel_lines(runs, drift, cp)
 
 
-__all__ = ["CHANGE_ALPHA", "DRIFT_ALPHA", "ChangePoint", "change_point", "drift_table",
-           "load_sentinel", "pettitt", "pettitt_statistic", "sentinel_lines", "write_sentinel"]
+__all__ = ["CHANGE_ALPHA", "DRIFT_ALPHA", "ChangePoint", "PooledDrift", "change_point", "drift_table",
+           "load_sentinel", "pettitt", "pettitt_statistic", "pooled_drift", "sentinel_lines", "write_sentinel"]

@@ -57,7 +57,7 @@ def share_difference(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: An
         model = fit_log_model(data, [factor], ODDS, interactions=False, block=block)
         how = f"{len(data)} runs" + ("; replicate block as a term" if model is not None and model.blocks else "")
     if model is None:
-        raise NotTestable(f"{factor} {a} vs {b}: the share model has no residual df")
+        return _point_only(data, factor, a, b, how, k)
     sides = []
     for level in (a, b):
         odds, lo, hi = model.mean({factor: level}, confidence)
@@ -70,6 +70,24 @@ def share_difference(runs: pd.DataFrame, metric: str, factor: str, a: Any, b: An
     basis = (f"shares on the logit scale ({how}; t on {df} df), each side back in 0-100 %: {pa:.3g} % "
              f"[{la:.3g}, {ua:.3g}] vs {pb:.3g} % [{lb:.3g}, {ub:.3g}]; difference by MOVER (Newcombe)")
     return Estimate(d, lo_d, hi_d, basis, len(data), compared_text(factor, a, b), k, run_ids=run_ids(data))
+
+
+def _point_only(data: pd.DataFrame, factor: str, a: Any, b: Any, how: str, k: int) -> Estimate:
+    """Without residual df (one run per level, as a later campaign of one run per cell has): each side's share
+    from its runs' mean log odds, the difference without an interval (a campaign's point estimate, a
+    consistency check and the boot check's input, never a decision). NotTestable when a side has no run."""
+    sides = []
+    for level in (a, b):
+        odds = data.loc[data[factor].astype(str) == str(level), ODDS]
+        if odds.empty:
+            raise NotTestable(f"{factor} {a} vs {b}: no run at {factor} {level}")
+        o = float(np.exp(np.log(odds.to_numpy(dtype=float)).mean()))
+        sides.append(100 * o / (1 + o))
+    pa, pb = sides
+    basis = (f"shares on the logit scale ({how}; no residual df: no interval), each side back in 0-100 %: "
+             f"{pa:.3g} % vs {pb:.3g} %")
+    return Estimate(pa - pb, math.nan, math.nan, basis, len(data), compared_text(factor, a, b), k,
+                    run_ids=run_ids(data))
 
 
 def bounded(lo: float, hi: float, limits: Sequence[float] = (-100.0, 100.0)) -> bool:

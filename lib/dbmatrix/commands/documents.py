@@ -130,9 +130,10 @@ def decisions_doc(costs: Any, summary: Any) -> list[dict[str, Any]]:
 
 
 def verdicts_doc(result: Any, flips: Any, studies: Sequence[Any], campaign_notes: Sequence[str],
-                 decisions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+                 decisions: Sequence[Mapping[str, Any]], boots: Any = None) -> dict[str, Any]:
     """What `dbmatrix verdicts` prints: per claim its campaigns' verdicts and the pooled one, its estimate,
-    interval and level, how its conditions combine and each condition's verdict; the counts; the notes."""
+    interval and level, how its conditions combine and each condition's verdict; the counts; the notes; the
+    boot check (claims-boots.csv's rows) when given."""
     from dbmatrix.analyse.verdict_text import (
         class_counts,
         combine_of,
@@ -171,4 +172,5 @@ def verdicts_doc(result: Any, flips: Any, studies: Sequence[Any], campaign_notes
             "contradicted": flips.loc[flips["contradicted"], "id"].tolist(),
             "campaign_notes": list(campaign_notes),
             "until_decided": list(decisions),
+            "boot_check": [] if boots is None or boots.empty else boots.to_dict(orient="records"),
             "studies": [s.experiment.name for s in studies]}

@@ -147,7 +147,7 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         from dbmatrix.commands import documents
 
         doc = documents.verdicts_doc(result, flips, studies, steps.campaign_lines(table, studies),
-                                     documents.decisions_doc(j.costs, j.cost_summary))
+                                     documents.decisions_doc(j.costs, j.cost_summary), j.boots)
         documents.emit({**doc, "judgement": source, "files": _verdict_csvs(args.csv, result)})
         return 0
     for line in flip_lines(result, flips):
@@ -159,7 +159,7 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
         print(line)
     print(f"claims: {counts_text(table['verdict'].fillna('').astype(str))}")
     print()
-    for line in [*mechanism_lines(j), *look_cost_lines(j)]:
+    for line in [*mechanism_lines(j), *look_cost_lines(j), *boot_lines(j)]:
         print(line)
     for line in [*steps.campaign_lines(table, studies), *decision_lines(j.costs, j.cost_summary), source]:
         print(line)
@@ -183,6 +183,30 @@ def mechanism_lines(j: Any) -> list[str]:
         if str(r["verdict"]) in ("agree", "disagree") or str(r["verdict"]).startswith("depends"):
             lines = moved(rows, str(r["id"]))
             out += [f"  {r['id']} ({r['verdict']}): {lines[0]}", *(f"    {x}" for x in lines[1:])] if lines else []
+    return [*out, ""]
+
+
+def boot_lines(j: Any) -> list[str]:
+    """The boot check (claims-boots.csv): the claims judged again with the boot as the unit, where the study
+    ran on enough boots, and the summary the paper's threats section gives."""
+    from dbmatrix.analyse.claims.boot_check import COMBINED, summary
+
+    t = j.boots
+    if t.empty:
+        return []
+    out = ["with the boot as the unit (a sensitivity check, never a veto: each boot's campaigns averaged, then t on "
+           "boots - 1 df, never narrower than the pooled interval; claims-boots.csv):"]
+    for _, r in t[t["level"] == COMBINED].iterrows():
+        if not r["verdict"]:
+            out.append(f"  {r['id']} ({r['study']}): not checked, {r['note']}")
+            continue
+        est, lo, hi = (float(r[c]) for c in ("estimate", "ci_lo", "ci_hi"))
+        shown = f"{est:.3g} [{lo:.3g}, {hi:.3g}] " if all(map(math.isfinite, (est, lo, hi))) else ""
+        moved = "" if r["verdict"] == r["pooled"] else f"  <- pooled: {r['pooled']}"
+        out.append(f"  {r['id']} ({r['study']}, {int(r['boots'])} boots): {shown}{r['verdict']}{moved}")
+    s = summary(t)
+    out.append(f"  {s['decided']} decided of {s['checked']} checked: {len(s['kept'])} stay decided, "
+               f"{len(s['opened'])} turn inconclusive, {len(s['changed'])} change verdict")
     return [*out, ""]
 
 

@@ -64,7 +64,7 @@ def claim_line(check: pd.DataFrame, claim_id: str) -> str:
         return ""
     r = top.iloc[0]
     if not r["verdict"]:
-        return f"with the boot as the unit: not checked ({latex_escape(str(r['note']))})" if r["note"] else ""
+        return f"with the boot as the unit: not checked, {latex_escape(str(r['note']))}" if r["note"] else ""
     levels = [f"{latex_escape(str(x['level']))}: {_interval(x)}{latex_escape(str(x['verdict']) or 'no estimate')}"
               for _, x in mine[mine["level"] != COMBINED].iterrows()]
     head = f"with the boot as the unit ({int(r['boots'])} boots, {int(r['campaigns'])} campaigns): "

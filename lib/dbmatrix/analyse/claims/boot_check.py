@@ -35,6 +35,7 @@ DECIDED = ("agree", "disagree", "depends")
 # below 3 boots the check has at most 1 df: its interval is ~13x the normal one at 95 % (t(0.975, 1) = 12.7),
 # "inconclusive" by construction, which says nothing about the claim
 MIN_BOOTS = 3
+ONLY = "only "  # the note of a study on fewer boots ("only 2 boots (t on 1 df)")
 COMBINED = ""  # the level of a claim's combined row
 
 
@@ -108,7 +109,7 @@ def claim_rows(claim: Claim, row: Mapping[str, Any], campaigns: pd.DataFrame, le
     log = claim.kind != "difference"
     if (nb := len(set(boots.values()))) < MIN_BOOTS:
         return [_row(claim, study, COMBINED, None, "", pooled,
-                     f"{nb} boot{'s' if nb != 1 else ''}: too few for the check (t on {max(nb - 1, 0)} df)")]
+                     f"{ONLY}{nb} boot{'s' if nb != 1 else ''} (t on {max(nb - 1, 0)} df)")]
     if claim.kind not in ("ratio", "difference"):
         return [_row(claim, study, COMBINED, None, "", pooled, f"a {claim.kind}, not a contrast of campaigns")]
     mine = levels[levels["id"] == claim.id] if not levels.empty else levels
@@ -170,7 +171,7 @@ def summary(check: pd.DataFrame) -> dict[str, Any]:
     opened = dec.loc[dec["verdict"] == "inconclusive"]
     other = dec.loc[~dec.index.isin(same.index) & ~dec.index.isin(opened.index)]
     rest = check[(check["level"] == COMBINED) & (check["verdict"] == "")]
-    unchecked = [i for i, n in zip(rest["id"], rest["note"]) if "too few for the check" not in str(n)]
+    unchecked = [i for i, n in zip(rest["id"], rest["note"]) if not str(n).startswith(ONLY)]
     return {"checked": len(top), "decided": len(dec), "kept": list(same["id"]), "opened": list(opened["id"]),
             "changed": list(other["id"]), "unchecked": unchecked,
             "boots": sorted({int(b) for b in top["boots"]})}
