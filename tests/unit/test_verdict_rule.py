@@ -702,3 +702,13 @@ def test_claims_judged_on_the_committed_reference_are_revised_after_data() -> No
     added = {c.id for c in tested if registration_status(c, reg) == "added after data"}
     assert added == {"pmemIowait", "indexCacheCollapse", "indexCacheControl", "indexCacheNoCache"}  # registered after those campaigns (issue 40), judged on their counters
     assert {registration_status(c, reg) for c in tested if c.id not in added} == {"revised after data"}
+
+
+def test_studies_that_could_not_test_a_claim_for_one_reason_are_named_together() -> None:
+    from dbmatrix.analyse.claims.table import _merged
+
+    reasons = ["scaleout-paper: needs 8 and 16 instances; measured: 1, 2", "tpcc-paper: no instances column",
+               "scalegrid-paper: needs 8 and 16 instances; measured: 1, 2"]
+    assert _merged(reasons) == ["scaleout-paper, scalegrid-paper: needs 8 and 16 instances; measured: 1, 2",
+                                "tpcc-paper: no instances column"]
+    assert _merged(["odd"]) == ["odd"]

@@ -336,9 +336,19 @@ def _judge_claim(j: _Judged, c: Claim, evidence: Sequence[Evidence], several: bo
         j.row["reason"] = _untested_reason(c, reasons)
 
 
+def _merged(reasons: Sequence[str]) -> list[str]:
+    """"<study>: <why>" reasons with the studies that share a reason named once before it, in first-seen order
+    ("scaleout-paper, scalegrid-paper: needs 8 and 16 instances; ...")."""
+    by: dict[str, list[str]] = {}
+    for r in reasons:
+        study, _, why = r.partition(": ")
+        by.setdefault(why, []).append(study)
+    return [f"{', '.join(studies)}: {why}" if why else studies[0] for why, studies in by.items()]
+
+
 def _skipped(reasons: Sequence[str]) -> str:
     """Why the studies tried before the one that judged the claim could not (said apart from its verdict)."""
-    return f"not judged on {'; '.join(reasons)}" if reasons else ""
+    return f"not judged on {'; '.join(_merged(reasons))}" if reasons else ""
 
 
 def _fill_per_level(j: _Judged, c: Claim, ev: Evidence, checks: Sequence[PremiseCheck], level: float, note: str,
@@ -384,7 +394,7 @@ def _untested_reason(c: Claim, reasons: Sequence[str]) -> str:
     so first (the seed's condition is not among its levels: another profile's study decides it)."""
     if not reasons:
         return "needs a " + " or ".join(c.sources) + " study; none in this build"
-    text = "; ".join(reasons)
+    text = "; ".join(_merged(reasons))
     if c.conditions is not None and any("was not measured" in r for r in reasons):
         return (f"not tested in this study: the seed's condition is not among its levels ({text}); a study at "
                 "the seed's conditions (the paper profile's) decides it")
