@@ -218,9 +218,8 @@ def _claim_row_macros(verdicts: ClaimVerdicts, table: pd.DataFrame) -> dict[str,
         elif verdict == "not tested":  # a study without the seed's level says "not tested in ..." itself
             result = why if why.startswith("not tested") else f"not tested ({why})" if why else verdict
         elif measured and per_level:
-            bound = bounded_outcome(reason) if verdict == "inconclusive" else ""
             result = f"per level {measured} ({ci}s); overall {verdict}" + (
-                f": it {paper.latex_escape(reason)}" if bound else "")
+                f": it {paper.latex_escape(reason)}" if bounded_outcome(reason) else "")
         elif measured:
             result = f"{measured} ({ci}; {verdict})" if with_ci else f"{measured} ({verdict})"
         else:

@@ -236,8 +236,7 @@ def _verdict_cell(verdicts: ClaimVerdicts, c: ClaimRow) -> str:
     """The verdict with how its conditions combine, whether it was revised after data and each campaign's."""
     r = c.row
     cell = f"\\textbf{{{latex_escape(c.verdict)}}}" + _combined_cell(r)
-    bound = bounded_outcome(verdict_and_reason(r)[1]) if c.verdict == "inconclusive" else ""
-    if bound:
+    if bound := bounded_outcome(verdict_and_reason(r)[1]):
         cell += f"\\newline \\emph{{{bound}}}"  # a decided condition rules one outcome out
     if c.registration in ("revised after data", "added after data"):
         cell += f"\\newline \\emph{{{c.registration}}}"  # analyse.claims.registration

@@ -27,11 +27,16 @@ import pandas as pd
 from scipy import stats as sps
 
 from dbmatrix.analyse.claims.model import Claim, Evidence
-from dbmatrix.analyse.claims.verdicts import Condition, claim_verdict, combine, depends_word, verdict_class
+from dbmatrix.analyse.claims.verdicts import (
+    DECIDED,
+    Condition,
+    claim_verdict,
+    combine,
+    depends_word,
+    verdict_class,
+)
 from dbmatrix.analyse.judgement import BOOT_COLUMNS
 
-COLUMNS = BOOT_COLUMNS  # the judgement file's (claims-boots.csv)
-DECIDED = ("agree", "disagree", "depends")
 # below 3 boots the check has at most 1 df: its interval is ~13x the normal one at 95 % (t(0.975, 1) = 12.7),
 # "inconclusive" by construction, which says nothing about the claim
 MIN_BOOTS = 3
@@ -144,8 +149,9 @@ def claim_rows(claim: Claim, row: Mapping[str, Any], campaigns: pd.DataFrame, le
 
 def boot_check(claims: Sequence[Claim], judged: pd.DataFrame, campaigns: pd.DataFrame, levels: pd.DataFrame,
                evidence: Sequence[Evidence]) -> pd.DataFrame:
-    """The check (:data:`COLUMNS`) for every claim the table judged on one study with campaigns as its looks
-    (a claim pooled over several studies, a measured quantity without an interval, one not tested: left out)."""
+    """The check (:data:`~dbmatrix.analyse.judgement.BOOT_COLUMNS`) for every claim the table judged on one
+    study with campaigns as its looks (a claim pooled over several studies, a measured quantity without an
+    interval, one not tested: left out)."""
     by_id = {c.id: c for c in claims}
     by_study = {ev.experiment: ev for ev in evidence}
     rows: list[dict[str, Any]] = []
@@ -157,7 +163,7 @@ def boot_check(claims: Sequence[Claim], judged: pd.DataFrame, campaigns: pd.Data
         if claim.metric == "data_physical_bytes":  # measured once per pair: no campaign-level interval
             continue
         rows.extend(claim_rows(claim, r, campaigns, levels, ev))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(BOOT_COLUMNS))
 
 
 def summary(check: pd.DataFrame) -> dict[str, Any]:
