@@ -41,6 +41,7 @@ MANIFEST = "manifest.json"
 
 
 SENTINEL_DIR = "sentinel"
+PROBE_FILE = "platform-probe.json"  # a sentinel run's platform probe, beside its manifest (run.platform_probe)
 
 
 def utc_now() -> str:

@@ -1,7 +1,8 @@
 """Campaigns through the command line: the smoke spec run twice with `--campaign auto` into one results
 directory gives two complete campaigns (the second's run ids end in -camp2), each with its record on
 this boot; `--campaign last` afterwards runs nothing. The spec's A/A sentinel (from campaign 2 on) runs
-at the start and end of campaign 2, through the study's run path, and never enters its records."""
+at the start and end of campaign 2, through the study's run path, and never enters its records; the platform
+probe runs after each of its runs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 import yaml
 
 from dbmatrix import paths
-from dbmatrix.store import ResultStore
+from dbmatrix.analyse.sentinel import load_sentinel
+from dbmatrix.store import PROBE_FILE, ResultStore
 
 pytestmark = pytest.mark.integration
 
@@ -63,6 +65,13 @@ def test_two_auto_invocations_make_two_campaigns_on_one_boot(tmp_path: Path) -> 
         <= sentinel["started_utc"].iloc[1]
     assert sentinel["started_utc"].iloc[0] < sentinel["started_utc"].iloc[1]
     assert not (results / "sentinel" / "campaign-1").exists()
+    # after each sentinel run, the platform probe (server stopped): real sysbench and dd figures beside it
+    assert out2.count("platform probe: CPU ") == 2, out2
+    for run_id in sentinel["run_id"]:
+        probe = json.loads((results / "sentinel" / "campaign-2" / "raw" / run_id / PROBE_FILE).read_text())
+        assert probe["error"] is None and probe["cpu_eps_1"] > 0 and probe["cpu_eps_all"] > 0, probe
+        assert 0 < probe["sync_write_ms"] < 1000 and probe["medium"] == "disk", probe
+    assert load_sentinel(results)["probe_cpu_eps_1"].gt(0).all()
     assert not runs[runs["campaign"] == 1]["run_id"].str.contains("-camp").any()
     assert set(runs["boot_id"]) == {boot}
     seeds = {m.run_id: m.sysbench_seed for m in store.records()}

@@ -25,9 +25,10 @@ from dbmatrix.analyse.sentinel import (
     write_sentinel,
 )
 from dbmatrix.record import RunRecord
+from dbmatrix.run.platform_probe import probe_record
 from dbmatrix.run.sentinel_runs import END, START, sentinel_due, sentinel_run, sentinel_runs_left, sentinel_store
 from dbmatrix.spec.experiment import Experiment, PlannedRun, SpecError, load_spec, parse_experiment
-from dbmatrix.store import ResultStore
+from dbmatrix.store import PROBE_FILE, ResultStore, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "specs" / "smoke.yaml"
@@ -189,8 +190,15 @@ def test_the_files_and_lines_of_a_results_directory(tmp_path: Path) -> None:
         sub = sentinel_store(store, k)
         put(sub, sentinel_run(e, k, START), started=f"2026-01-0{k}T00:00:00+00:00")
         put(sub, sentinel_run(e, k, END), started=f"2026-01-0{k}T12:00:00+00:00", tps_scale=0.5 if k == 3 else 1.0)
+    for run, eps in ((sentinel_run(e, 3, START), 3300.0), (sentinel_run(e, 3, END), 2970.0)):  # campaign 3 probed
+        write_json_atomic(sentinel_store(store, 3).raw / run.run_id / PROBE_FILE,
+                          probe_record(f"dbmatrix-probe:cpu1\nevents per second: {eps}\n", directory="/d",
+                                       medium="disk", cpus=2, when_utc="t"))
     runs = load_sentinel(tmp_path)
     assert runs["position"].tolist() == ["start", "end", "start", "end"]
+    assert runs["probe_cpu_eps_1"].tolist()[2:] == [3300.0, 2970.0] and runs["probe_cpu_eps_1"][:2].isna().all()
+    probed = drift_table(runs, 0.05)
+    assert math.isnan(probed.loc[0, "probe_cpu_ratio"]) and probed.loc[1, "probe_cpu_ratio"] == pytest.approx(0.9)
     lines = write_sentinel(tmp_path, store.processed, 0.05)
     assert lines[0].startswith("sentinel A/A (") and "campaign 2: end/start 1.000" in lines[1]
     assert "campaign 3: end/start 0.500" in lines[2] and "drift at 0.01" in lines[2]
@@ -207,3 +215,40 @@ def test_plan_runs_are_unchanged_by_a_sentinel() -> None:
     e = spec({"cell": "first"}, repetitions=1)
     plain = dataclasses.replace(e, campaign_sentinel=None)
     assert [r.run_id for r in e.plan(4)] == [r.run_id for r in plain.plan(4)]
+
+
+def test_the_method_text_reads_the_counters_of_a_pooled_drift_only_where_it_shows(tmp_path: Path) -> None:
+    """The paper's sentinel paragraph adds what the counters say for a study whose pooled drift has p < 0.05,
+    and says when those campaigns ran without the platform probe; a study without such a drift gets none."""
+    from dbmatrix.analyse.figure_data import StudyTables
+    from dbmatrix.analyse.sentinel_mechanism import drift_ratios
+    from dbmatrix.publish.method_text import sentinel_text
+
+    def row(k: int, ratio: float, z: float, probe: tuple[float, float] | None = None) -> dict[str, Any]:
+        a = {"tps": 1000.0, "window_s": 45.0, "host_cpu_busy_s": 85.0, "cache_lookups": 86.0 * 45000}
+        b = {**a, "tps": 1000.0 * ratio, "cache_lookups": 86.0 * 45000 * ratio}
+        if probe:
+            a["probe_cpu_eps_1"], b["probe_cpu_eps_1"] = probe
+        return {"campaign": k, "start_tps": 1000.0, "end_tps": 1000.0 * ratio, "ratio": ratio, "z": z,
+                "p": 2 * (1 - 0.5 * (1 + math.erf(abs(z) / 2**0.5))), "drift": "no", "note": "",
+                **drift_ratios(a, b), "reading": ""}
+
+    def study(name: str, rows: list[dict[str, Any]]) -> StudyTables:
+        e = dataclasses.replace(spec({"cell": {"cache_pct": 100}}), name=name)
+        store = ResultStore(tmp_path / name)
+        store.processed.mkdir(parents=True)
+        pd.DataFrame(rows).to_csv(store.processed / "sentinel-drift.csv", index=False)
+        return StudyTables(e, store)
+
+    drifting = study("threads-x", [row(5, 0.886, -2.14), row(6, 0.888, -2.09)])
+    steady = study("steady-x", [row(1, 1.01, 0.2), row(2, 0.99, -0.2)])
+    text = sentinel_text([drifting, steady])["sentinelText"]
+    assert "\\texttt{threads-x}: CPU use $+0.0$\\,\\%, host CPU per transaction $+12.7$\\,\\%" in text
+    assert "the same work per transaction took more CPU time" in text and "no platform probe" not in text
+    assert "The campaigns of \\texttt{threads-x} ran before the platform probe" in text
+    assert "\\texttt{steady-x}:" not in text
+    probed = study("probed-x", [row(1, 0.886, -2.14, (3300.0, 2950.0)), row(2, 0.888, -2.09, (3300.0, 2950.0))])
+    text = sentinel_text([probed])["sentinelText"]
+    assert "the fixed-work probe ran slower too ($-10.6$\\,\\% events/s): the platform" in text
+    assert "ran before the platform probe" not in text
+    assert "What the sentinel runs' own counters say" not in sentinel_text([steady])["sentinelText"]

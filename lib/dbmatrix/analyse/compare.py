@@ -222,7 +222,7 @@ def compare_claims(a: pd.DataFrame | None, b: pd.DataFrame | None) -> pd.DataFra
     for s in ("a", "b"):
         m[f"verdict_{s}"] = m[f"verdict_{s}"].fillna("").astype(str).replace("", "-")
     m["changed"] = m["verdict_a"] != m["verdict_b"]
-    m["kind"] = m["kind_a"].where(m["kind_a"].notna(), m["kind_b"]).fillna("ratio")
+    m["kind"] = m["kind_a"].where(m["kind_a"].notna(), m["kind_b"]).astype(object).fillna("ratio")
     return m[["id", "claim", "estimate_a", "ci_lo_a", "ci_hi_a", "confidence_a", "verdict_a", "estimate_b",
               "ci_lo_b", "ci_hi_b", "confidence_b", "verdict_b", "changed", "kind"]].reset_index(drop=True)
 

@@ -17,8 +17,13 @@ campaign, outside the design. Two readings, both from the sentinel runs alone:
 Over a study's campaigns, :func:`pooled_drift` combines their z (Stouffer): a drift too small to flag in one
 campaign but in the same direction in every one (a descriptive check, added after the data showed it).
 
-Outputs: ``processed/sentinel.csv`` (one row per sentinel run), ``processed/sentinel-drift.csv`` (one row per
-campaign) and ``processed/sentinel.json`` (the change-point test). A study without a sentinel writes none.
+Where a drift came from: each campaign's row also carries the pair's end/start ratios of CPU use, CPU per
+transaction, work per transaction and the platform probe, and a reading of them
+(:mod:`dbmatrix.analyse.sentinel_mechanism`).
+
+Outputs: ``processed/sentinel.csv`` (one row per sentinel run, with its counters and probe), ``processed/
+sentinel-drift.csv`` (one row per campaign) and ``processed/sentinel.json`` (the change-point test). A study
+without a sentinel writes none.
 """
 
 from __future__ import annotations
@@ -33,12 +38,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dbmatrix.store import SENTINEL_DIR, ResultStore, write_text_atomic
+from dbmatrix.analyse.sentinel_mechanism import (
+    COUNTERS,
+    PROBE_FIELDS,
+    RATIOS,
+    drift_ratios,
+    drift_reading,
+    pooled_ratios,
+)
+from dbmatrix.store import PROBE_FILE, SENTINEL_DIR, ResultStore, write_text_atomic
 
 DRIFT_ALPHA = 0.01
 CHANGE_ALPHA = 0.05
 PERMUTATIONS = 9999
 SEED = 20261129
+DRIFT_COLUMNS = ["campaign", "start_tps", "end_tps", "ratio", "z", "p", "drift", "note", *RATIOS, "reading"]
 
 
 def load_sentinel(root: Path) -> pd.DataFrame:
@@ -48,20 +62,45 @@ def load_sentinel(root: Path) -> pd.DataFrame:
     base = Path(root) / SENTINEL_DIR
     dirs = sorted(base.glob("campaign-*"), key=lambda p: int(p.name.split("-")[1])) if base.is_dir() else []
     for d in dirs:
-        runs = ResultStore(d).load_runs(include_failed=True)
+        store = ResultStore(d)
+        runs = store.load_runs(include_failed=True)
         for _, r in runs.iterrows():
-            rows.append({"campaign": int(r["campaign"]), "position": "start" if int(r["repetition"]) == 1 else "end",
-                         "run_id": r["run_id"], "cell_id": r["cell_id"], "status": r["status"],
-                         "tps": float(r["tps"]) if r["status"] == "ok" and pd.notna(r.get("tps")) else math.nan,
-                         "started_utc": r["started_utc"]})
-    cols = ["campaign", "position", "run_id", "cell_id", "status", "tps", "started_utc"]
+            ok = r["status"] == "ok"
+            row = {"campaign": int(r["campaign"]), "position": "start" if int(r["repetition"]) == 1 else "end",
+                   "run_id": r["run_id"], "cell_id": r["cell_id"], "status": r["status"],
+                   "tps": float(r["tps"]) if ok and pd.notna(r.get("tps")) else math.nan,
+                   "started_utc": r["started_utc"]}
+            row.update({k: _num(r.get(k)) if ok else math.nan for k in COUNTERS})
+            probe = _probe(store.raw / str(r["run_id"]) / PROBE_FILE)
+            row.update({f"probe_{k}": _num(probe.get(k)) for k in PROBE_FIELDS})
+            rows.append(row)
+    cols = ["campaign", "position", "run_id", "cell_id", "status", "tps", "started_utc", *COUNTERS,
+            *(f"probe_{k}" for k in PROBE_FIELDS)]
     return pd.DataFrame(rows, columns=cols).sort_values(["campaign", "position"], ascending=[True, False],
                                                         kind="stable").reset_index(drop=True)
 
 
+def _num(v: Any) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def _probe(path: Path) -> dict[str, Any]:
+    """A run's platform probe (:mod:`dbmatrix.run.platform_probe`), or {} (none, or unreadable)."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def drift_table(runs: pd.DataFrame, run_sd: float | None) -> pd.DataFrame:
     """Per campaign: the opening and closing tps, their ratio, z and p against the run SD (log scale) and
-    whether the campaign drifted; a campaign without both runs ok says which is missing."""
+    whether the campaign drifted, and the counters' end/start ratios with their reading; a campaign without
+    both runs ok says which is missing."""
     rows = []
     for k, g in runs.groupby("campaign", sort=True):
         tps = {p: g.loc[(g["position"] == p) & (g["status"] == "ok"), "tps"] for p in ("start", "end")}
@@ -81,8 +120,14 @@ def drift_table(runs: pd.DataFrame, run_sd: float | None) -> pd.DataFrame:
                 row.update(z=z, p=p, drift="yes" if p < DRIFT_ALPHA else "no")
             else:
                 row["note"] = "no run SD to judge the ratio against"
+        start = g[(g["position"] == "start") & (g["status"] == "ok")]
+        end = g[(g["position"] == "end") & (g["status"] == "ok")]
+        ratios = (drift_ratios(start.iloc[0].to_dict(), end.iloc[0].to_dict()) if len(start) and len(end)
+                  else dict.fromkeys(RATIOS, math.nan))
+        row.update(ratios)
+        row["reading"] = drift_reading(row["ratio"], ratios)
         rows.append(row)
-    return pd.DataFrame(rows, columns=["campaign", "start_tps", "end_tps", "ratio", "z", "p", "drift", "note"])
+    return pd.DataFrame(rows, columns=DRIFT_COLUMNS)
 
 
 def pettitt_statistic(x: np.ndarray) -> tuple[float, int]:
@@ -148,6 +193,7 @@ class PooledDrift:
     ratio: float
     z: float
     p: float
+    reading: str = ""  # what the counters say about the pooled drift (sentinel_mechanism.drift_reading)
 
 
 def pooled_drift(drift: pd.DataFrame) -> PooledDrift | None:
@@ -158,7 +204,9 @@ def pooled_drift(drift: pd.DataFrame) -> PooledDrift | None:
         return None
     z = float(ok["z"].astype(float).sum() / math.sqrt(len(ok)))
     ratio = float(np.exp(np.log(ok["ratio"].astype(float)).mean()))
-    return PooledDrift(len(ok), ratio, z, float(2 * stats.norm.sf(abs(z))))
+    rows = [dict(r) for _, r in ok.iterrows()]
+    reading = drift_reading(ratio, pooled_ratios(rows)) if set(RATIOS) <= set(ok.columns) else ""
+    return PooledDrift(len(ok), ratio, z, float(2 * stats.norm.sf(abs(z))), reading)
 
 
 def sentinel_lines(runs: pd.DataFrame, drift: pd.DataFrame, cp: ChangePoint | None) -> list[str]:
@@ -175,9 +223,13 @@ def sentinel_lines(runs: pd.DataFrame, drift: pd.DataFrame, cp: ChangePoint | No
                   f"{DRIFT_ALPHA:g}") if r["drift"] else str(r["note"])
         out.append(f"  campaign {r['campaign']}: end/start {r['ratio']:.3f} ({r['start_tps']:.1f} -> "
                    f"{r['end_tps']:.1f} tps; {judged})")
+        if isinstance(r.get("reading"), str) and r["reading"]:
+            out.append(f"    counters: {r['reading']}")
     if (pool := pooled_drift(drift)) is not None:
         out.append(f"  over {pool.campaigns} campaigns (Stouffer, descriptive): end/start {pool.ratio:.3f}, "
                    f"z {pool.z:+.2f}, p {pool.p:.3g}")
+        if pool.reading:
+            out.append(f"    counters: {pool.reading}")
     out.append(f"  {cp.line()}" if cp is not None else
                f"  change point: not tested ({int((runs['status'] == 'ok').sum())} ok sentinel runs; 4 needed)")
     return out

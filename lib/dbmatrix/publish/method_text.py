@@ -124,12 +124,21 @@ def campaigns_text(studies: Sequence[StudyTables]) -> dict[str, str]:
     return {"campaignsText": text, "nCampaignsMax": str(most)}
 
 
+READ_BELOW_P = 0.05  # the pooled drifts whose counters the method text reads out
+
+
+def _and(names: Sequence[str]) -> str:
+    """a; a and b; a, b and c."""
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
+
+
 def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
     """``sentinelText``: the A/A sentinel's drift per study and campaign (``processed/sentinel-drift.csv``,
     :mod:`dbmatrix.analyse.sentinel`), or that no study has run one yet."""
     from dbmatrix.analyse.sentinel import DRIFT_ALPHA, pooled_drift
+    from dbmatrix.analyse.sentinel_mechanism import drift_reading, pooled_ratios
 
-    parts, drifted, pooled = [], 0, []
+    parts, drifted, pooled, readings, unprobed = [], 0, [], [], []
     for st in studies:
         f = st.store.processed / "sentinel-drift.csv"
         if not f.is_file() or f.stat().st_size == 0:
@@ -138,6 +147,12 @@ def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
         if (pool := pooled_drift(t)) is not None:
             pooled.append(f"{_tt(st.name)} ${100 * (pool.ratio - 1):+.0f}$\\,\\% over {pool.campaigns} "
                           f"campaigns ($Z = {pool.z:.2f}$, $p = {pool.p:.2g}$)")
+            if pool.p < READ_BELOW_P and pool.reading:
+                ratios = pooled_ratios([dict(r) for _, r in t.iterrows() if pd.notna(r["z"])])
+                if not math.isfinite(ratios.get("probe_cpu_ratio", math.nan)):
+                    unprobed.append(_tt(st.name))
+                readings.append(f"{_tt(st.name)}: " + drift_reading(
+                    pool.ratio, ratios, pct=lambda r: f"${100 * (r - 1):+.1f}$\\,\\%", say_unprobed=False))
         for _, r in t.iterrows():
             ratio, p = float(r["ratio"]), float(r["p"])
             if not (math.isfinite(ratio) and math.isfinite(p)):
@@ -160,6 +175,12 @@ def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
            + "; ".join(pooled) + ". A drift in one direction within every sitting is noise in every contrast "
            "(the runs' order is random), not a bias; it widens the runs' variance component the intervals "
            "already carry." if pooled else "")
+        + (f" What the sentinel runs' own counters say where the pooled drift has $p < {READ_BELOW_P:g}$ "
+           "(throughput is CPU use over CPU time per transaction, exactly; the closing runs' ratios to the "
+           "opening ones, geometric means over the campaigns): " + "; ".join(readings) + "."
+           + (f" The campaigns of {_and(unprobed)} ran before the platform probe (fixed CPU work and "
+              "synchronous writes with the server stopped, after every sentinel run), which tells the platform's "
+              "speed from the server's waiting." if unprobed else "") if readings else "")
         + " The sentinel is a check on the sitting, not part of the design: no claim reads its runs.")}
 
 

@@ -37,9 +37,10 @@ from dbmatrix.run.datasets import DatasetInfo, fresh_token, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
+from dbmatrix.run.platform_probe import PROBE_S, probe_line
 from dbmatrix.run.progress import RunProgress, format_duration, outcome_of
 from dbmatrix.run.reports import RunReport, StudyStatus
-from dbmatrix.run.sentinel_runs import END, START, sentinel_due, sentinel_runs_left, sentinel_store
+from dbmatrix.run.sentinel_runs import END, START, probe_platform, sentinel_due, sentinel_runs_left, sentinel_store
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.slurm import block_request, leaser_for
 from dbmatrix.run.standalone import Standalone
@@ -487,6 +488,9 @@ class _StudySession:
         tps = (m.summary or {}).get("tps") if m.ok else None
         print(f"{self.exp.name}: sentinel {position} ({run.cell.cell_id}) {m.status}"
               + (f" {float(tps):.1f} tps" if tps is not None else f": {m.error}"), flush=True)
+        if m.ok:  # the server has stopped: the platform alone, the same fixed work at both ends
+            probe = probe_platform(w.ctx, self.exp, run, sentinel_store(self.store, self.campaign))
+            print(f"{self.exp.name}: sentinel {position}: {probe_line(probe)}", flush=True)
 
     def rounds(self, fleet: Fleet, next_round: Callable[[int], list[PlannedRun]] | None) -> list[PlannedRun]:
         """The campaign's opening sentinel run (if due), the pending closed-loop runs, then the open-loop
@@ -697,8 +701,10 @@ def next_campaign(study: Study) -> tuple[int, int, float]:
     exp, store = study.experiment, study.store
     n = choose("auto", campaign_states_of(store, exp), exp.campaign_maximum).number
     pending = [r for r in exp.plan(n) if store.status(r.run_id) != "ok"]
-    pending += sentinel_runs_left(exp, store, n)
-    return n, len(pending), (summarize_study(study, pending).estimated_wall_s if pending else 0.0)
+    sentinels = sentinel_runs_left(exp, store, n)
+    pending += sentinels
+    est = summarize_study(study, pending).estimated_wall_s if pending else 0.0
+    return n, len(pending), est + PROBE_S * len(sentinels)  # each sentinel run is followed by the probe
 
 
 def study_status(study: Study) -> StudyStatus:
