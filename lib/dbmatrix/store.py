@@ -41,7 +41,10 @@ MANIFEST = "manifest.json"
 
 
 SENTINEL_DIR = "sentinel"
-PROBE_FILE = "platform-probe.json"  # a sentinel run's platform probe, beside its manifest (run.platform_probe)
+# the platform probe (run.probes) beside a run's manifest: after a sentinel run; before and after a long run
+PROBE_FILE = "platform-probe.json"
+PROBE_BEFORE_FILE = "platform-probe-before.json"
+PROBE_AFTER_FILE = "platform-probe-after.json"
 
 
 def utc_now() -> str:
@@ -203,6 +206,14 @@ class ResultStore:
         return len(stale)
 
     # -- loaders ------------------------------------------------------------------------------
+    def probe(self, run_id: str, name: str = PROBE_FILE) -> dict[str, Any]:
+        """A measured run's platform probe file `name` (:mod:`dbmatrix.run.probes`), or {} (none, or unreadable)."""
+        try:
+            doc = json.loads((self.raw / run_id / name).read_text())
+        except (OSError, ValueError):
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
     def parsed(self, run_id: str) -> sysbench.SysbenchOutput:
         d = self.raw / run_id
         err = d / "sysbench.err"

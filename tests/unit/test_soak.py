@@ -138,3 +138,30 @@ def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path) -> None:
     assert m["soakHourFivePct"] == f"{100 * (pooled_ratio(runs, 'hour_over_5min').estimate - 1):+.1f}".replace("-", "$-$")
     assert m["soakRunsText"] == "2 runs, one per campaign," and soak_macros(runs[:1])["soakRunsText"] == "one run"
     assert set(m) >= {"soakHourTps", "soakFiveMinTps", "soakMinuteTps", "soakHourFivePct", "soakMinuteHourPct"}
+
+
+def test_each_long_run_carries_the_platform_probe_around_it_and_the_paper_says_what_it_saw() -> None:
+    """A run bracketed by the probe gets its after/before ratios; one that ran before the probe existed gets
+    NaN and the text says so; a table with no probe at all says that the platform's speed was not measured."""
+    from dbmatrix.analyse.soak import PROBE_COLUMNS, probe_text, with_probes
+    from dbmatrix.publish.soak import soak_macros
+
+    rng = np.random.default_rng(7)
+    t = table([run(rng), run(rng)])
+    bare = with_probes(t, {})
+    assert list(bare.columns[-3:]) == list(PROBE_COLUMNS) and bare["probe_cpu_ratio"].isna().all()
+    assert probe_text(bare).startswith("no run was bracketed by the platform probe")
+    probes = {"c-r1-camp2": ({"cpu_eps_1": 3300.0, "cpu_eps_all": 6500.0, "sync_write_ms": 0.12},
+                             {"cpu_eps_1": 3000.0, "cpu_eps_all": 6240.0, "sync_write_ms": None})}
+    t2 = with_probes(t, probes)
+    assert t2["probe_cpu_ratio"].iloc[1] == pytest.approx(3000 / 3300) and np.isnan(t2["probe_cpu_ratio"].iloc[0])
+    assert t2["probe_cpu_all_ratio"].iloc[1] == pytest.approx(0.96) and np.isnan(t2["probe_sync_ratio"].iloc[1])
+    text = probe_text(t2)
+    assert "campaign 1: no probe (it ran before the probe); campaign 2: -9.1 % on one thread, -4.0 % on every CPU" \
+        in text
+    assert soak_macros(t2)["soakProbeText"].startswith("The platform probe's fixed CPU work") and \
+        soak_macros(t2)["soakProbeText"].endswith("-4.0 \\% on every CPU.")
+    # the claims' basis carries it
+    est = get_kind("soak").claim_estimate(CLAIMS["longRun"], evidence(t2))
+    assert est.basis.endswith(text)
+    assert probe_text(t2.iloc[:0]) == ""

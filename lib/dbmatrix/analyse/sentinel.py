@@ -46,7 +46,7 @@ from dbmatrix.analyse.sentinel_mechanism import (
     drift_reading,
     pooled_ratios,
 )
-from dbmatrix.store import PROBE_FILE, SENTINEL_DIR, ResultStore, write_text_atomic
+from dbmatrix.store import SENTINEL_DIR, ResultStore, write_text_atomic
 
 DRIFT_ALPHA = 0.01
 CHANGE_ALPHA = 0.05
@@ -71,7 +71,7 @@ def load_sentinel(root: Path) -> pd.DataFrame:
                    "tps": float(r["tps"]) if ok and pd.notna(r.get("tps")) else math.nan,
                    "started_utc": r["started_utc"]}
             row.update({k: _num(r.get(k)) if ok else math.nan for k in COUNTERS})
-            probe = _probe(store.raw / str(r["run_id"]) / PROBE_FILE)
+            probe = store.probe(str(r["run_id"]))
             row.update({f"probe_{k}": _num(probe.get(k)) for k in PROBE_FIELDS})
             rows.append(row)
     cols = ["campaign", "position", "run_id", "cell_id", "status", "tps", "started_utc", *COUNTERS,
@@ -86,15 +86,6 @@ def _num(v: Any) -> float:
     except (TypeError, ValueError):
         return math.nan
     return x
-
-
-def _probe(path: Path) -> dict[str, Any]:
-    """A run's platform probe (:mod:`dbmatrix.run.platform_probe`), or {} (none, or unreadable)."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def drift_table(runs: pd.DataFrame, run_sd: float | None) -> pd.DataFrame:

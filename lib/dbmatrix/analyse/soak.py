@@ -21,18 +21,20 @@ only seen once there are several."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from dbmatrix.analyse.stats.steady import mser_truncation
+from dbmatrix.spec.experiment import LONG_RUN_S
 
 BATCH_S = 30  # batch means: long enough that 1-s autocorrelation (lag ~1-5 s) leaves them nearly independent
 MSER_BATCH_S = 5  # the warm-up's end on the whole series: MSER-5 (White 1997)
-SOAK_MIN_S = 600  # a study of one cell measured at least this long is a soak study
+SOAK_MIN_S = LONG_RUN_S  # a study of one cell measured at least this long is a soak study
 # the windows a run of minutes would have measured, after the same warm-up: seconds from the window's start
 WINDOWS = {"minute": 60, "2min": 120, "5min": 300}
 RATIOS = {  # metric -> (numerator, denominator): "hour" is the whole measured window
@@ -134,6 +136,47 @@ def pooled_ratio(table: pd.DataFrame, metric: str, confidence: float = 0.95) -> 
     basis = (f"{words[num]} over {words[den]}, mean 1-s throughput, {n} run(s) of {int(t['measured_s'].min())} s "
              f"after a {int(t['warmup_s'].min())}-s warm-up; interval {how}")
     return SoakRatio(metric, math.exp(m), math.exp(m - h), math.exp(m + h), df, n, basis)
+
+
+PROBE_COLUMNS = ("probe_cpu_ratio", "probe_cpu_all_ratio", "probe_sync_ratio")
+
+
+def with_probes(table: pd.DataFrame, probes: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]]
+                ) -> pd.DataFrame:
+    """`table` with each run's platform probe after over before it (:mod:`dbmatrix.run.probes`): CPU speed on
+    one thread and on every CPU, synchronous write time; NaN where a run has no pair (it ran before the probe)."""
+    def ratio(run_id: str, key: str) -> float:
+        before, after = probes.get(run_id, ({}, {}))
+        try:
+            a, b = float(before.get(key)), float(after.get(key))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return math.nan
+        return b / a if a > 0 and b > 0 else math.nan
+
+    out = table.copy()
+    for col, key in zip(PROBE_COLUMNS, ("cpu_eps_1", "cpu_eps_all", "sync_write_ms"), strict=True):
+        out[col] = [ratio(str(r), key) for r in out["run_id"]] if len(out) else pd.Series(dtype=float)
+    return out
+
+
+def probe_text(table: pd.DataFrame) -> str:
+    """What the platform probe saw around each long run, in words (empty without a run)."""
+    if table.empty:
+        return ""
+    if "probe_cpu_ratio" not in table.columns or table["probe_cpu_ratio"].isna().all():
+        return ("no run was bracketed by the platform probe (fixed CPU work with the server stopped, before and "
+                "after each long run), so a change of the platform's speed during the hour is not measured")
+    parts = []
+    for _, r in table.sort_values("campaign").iterrows():
+        c = float(r["probe_cpu_ratio"])
+        if not math.isfinite(c):
+            parts.append(f"campaign {int(r['campaign'])}: no probe (it ran before the probe)")
+            continue
+        a = float(r.get("probe_cpu_all_ratio", math.nan))
+        parts.append(f"campaign {int(r['campaign'])}: {100 * (c - 1):+.1f} % on one thread"
+                     + (f", {100 * (a - 1):+.1f} % on every CPU" if math.isfinite(a) else ""))
+    return ("the platform probe's fixed CPU work, after the run over before it (the server stopped; a platform "
+            "that slows during the hour lowers the hour's average as much): " + "; ".join(parts))
 
 
 def warmup_end(table: pd.DataFrame) -> str:

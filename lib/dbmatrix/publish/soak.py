@@ -9,13 +9,17 @@ from pathlib import Path
 import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables
-from dbmatrix.analyse.soak import BATCH_S, WINDOWS, pooled_ratio
+from dbmatrix.analyse.soak import BATCH_S, WINDOWS, pooled_ratio, probe_text
 from dbmatrix.publish import paper
 from dbmatrix.publish.hooks import HookContext, HookOutput, hook
 from dbmatrix.publish.paper_inputs import fmt_num
 from dbmatrix.spec.experiment import Experiment
 
 STEM = "soak-time"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "." if text else ""
 
 
 def soak_macros(runs: pd.DataFrame, exp: Experiment | None = None) -> dict[str, str]:
@@ -37,7 +41,8 @@ def soak_macros(runs: pd.DataFrame, exp: Experiment | None = None) -> dict[str, 
          "soakWindowsSeconds": ", ".join(str(w) for w in windows[:-1]) + f" and {windows[-1]}",
          "soakWindowsMinutes": ", ".join(f"{w // 60}" for w in windows[:-1]) + f" and {windows[-1] // 60}",
          "soakHourFivePct": pct("hour_over_5min"), "soakMinuteHourPct": pct("minute_over_hour"),
-         "soakTwoMinHourPct": pct("2min_over_hour")}
+         "soakTwoMinHourPct": pct("2min_over_hour"),
+         "soakProbeText": paper.latex_escape(_sentence(probe_text(runs)))}
     if exp is not None:
         f = exp.factors
         m["soakSetting"] = (f"{f['instances'][0]}~instances, {f['threads'][0]}~clients"

@@ -38,9 +38,10 @@ from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
 from dbmatrix.run.platform_probe import PROBE_S, probe_line
+from dbmatrix.run.probes import brackets, measure_bracketed, probe_after_sentinel
 from dbmatrix.run.progress import RunProgress, format_duration, outcome_of
 from dbmatrix.run.reports import RunReport, StudyStatus
-from dbmatrix.run.sentinel_runs import END, START, probe_platform, sentinel_due, sentinel_runs_left, sentinel_store
+from dbmatrix.run.sentinel_runs import END, START, sentinel_due, sentinel_runs_left, sentinel_store
 from dbmatrix.run.session import IntervalCallback, interrupts_stop_cleanly, measure, record_early_failure
 from dbmatrix.run.slurm import block_request, leaser_for
 from dbmatrix.run.standalone import Standalone
@@ -442,8 +443,12 @@ class _StudySession:
 
     def execute(self, w: Worker, run: PlannedRun) -> RunRecord:
         self.bar.set_postfix_str(f"{run.run_id} @ {w.spec.name}" if len(self.specs) > 1 else run.run_id)
-        return run_or_record(w.ctx, self.exp, run, self.store, w.datasets, w.peers, self.on_interval,
-                             fresh_for=self.fresh_for)
+
+        def measure() -> RunRecord:
+            return run_or_record(w.ctx, self.exp, run, self.store, w.datasets, w.peers, self.on_interval,
+                                 fresh_for=self.fresh_for)
+
+        return measure_bracketed(w.ctx, run, self.store, measure) if brackets(self.exp) else measure()
 
     def on_result(self, w: Worker, m: RunRecord) -> None:
         with self.lock:
@@ -489,7 +494,7 @@ class _StudySession:
         print(f"{self.exp.name}: sentinel {position} ({run.cell.cell_id}) {m.status}"
               + (f" {float(tps):.1f} tps" if tps is not None else f": {m.error}"), flush=True)
         if m.ok:  # the server has stopped: the platform alone, the same fixed work at both ends
-            probe = probe_platform(w.ctx, self.exp, run, sentinel_store(self.store, self.campaign))
+            probe = probe_after_sentinel(w.ctx, run, sentinel_store(self.store, self.campaign))
             print(f"{self.exp.name}: sentinel {position}: {probe_line(probe)}", flush=True)
 
     def rounds(self, fleet: Fleet, next_round: Callable[[int], list[PlannedRun]] | None) -> list[PlannedRun]:
@@ -702,9 +707,10 @@ def next_campaign(study: Study) -> tuple[int, int, float]:
     n = choose("auto", campaign_states_of(store, exp), exp.campaign_maximum).number
     pending = [r for r in exp.plan(n) if store.status(r.run_id) != "ok"]
     sentinels = sentinel_runs_left(exp, store, n)
+    probes = len(sentinels) + (2 * len(pending) if brackets(exp) else 0)  # after a sentinel run; around a long one
     pending += sentinels
     est = summarize_study(study, pending).estimated_wall_s if pending else 0.0
-    return n, len(pending), est + PROBE_S * len(sentinels)  # each sentinel run is followed by the probe
+    return n, len(pending), est + PROBE_S * probes
 
 
 def study_status(study: Study) -> StudyStatus:

@@ -12,16 +12,9 @@ measure drift within one, and the analysis says the pair is missing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
-from dbmatrix.run.platform_probe import PROBE_FILE, probe_command, probe_record
 from dbmatrix.spec.experiment import Experiment, PlannedRun
-from dbmatrix.store import ResultStore, utc_now, write_json_atomic
-
-if TYPE_CHECKING:
-    from dbmatrix.run.context import HostContext
-
-PROBE_TIMEOUT_S = 120
+from dbmatrix.store import ResultStore
 
 START, END = "start", "end"
 
@@ -69,24 +62,5 @@ def sentinel_runs_left(exp: Experiment, store: ResultStore, campaign: int) -> li
     return out
 
 
-def probe_platform(ctx: HostContext, exp: Experiment, run: PlannedRun, store: ResultStore) -> dict[str, Any]:
-    """Run the platform probe (:mod:`dbmatrix.run.platform_probe`) on `ctx`'s host, on the medium of the
-    sentinel `run`'s data, and keep its result beside the run's manifest in `store` (the sentinel's own);
-    a probe that fails is recorded with its error, never raised."""
-    medium = run.cell.medium
-    state = ctx.media.get(medium)
-    directory = str(getattr(state, "path", "") or ctx.spec.workdir)
-    cpus = int(ctx.facts.get("online_cpus") or ctx.facts.get("logical_cpus") or 1)
-    when = utc_now()
-    try:
-        out = ctx.host.run(probe_command(directory, cpus), timeout=PROBE_TIMEOUT_S).stdout
-        rec = probe_record(out, directory=directory, medium=medium, cpus=cpus, when_utc=when)
-    except Exception as exc:  # noqa: BLE001 - a probe is a check beside the sentinel, never its end
-        rec = probe_record("", directory=directory, medium=medium, cpus=cpus, when_utc=when,
-                           error=f"{type(exc).__name__}: {exc}"[:500])
-    write_json_atomic(store.raw / run.run_id / PROBE_FILE, rec)
-    return rec
-
-
-__all__ = ["END", "START", "probe_platform", "sentinel_due", "sentinel_run", "sentinel_runs_left",
+__all__ = ["END", "START", "sentinel_due", "sentinel_run", "sentinel_runs_left",
            "sentinel_store"]

@@ -142,6 +142,9 @@ class Noise:
 # at most this many campaigns (the registered rule: dbmatrix.analyse.claims.verdicts.RULE["looks"]). Here, so that
 # the runner's campaign choice and the rule read one number.
 MAX_CAMPAIGNS = 6
+# A run measured at least this long is a long run: a soak study's (analyse.soak), judged within the run, and
+# bracketed by the platform probe (run.probes), since nothing is randomised within one run.
+LONG_RUN_S = 600
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,19 @@ import pandas as pd
 from dbmatrix.analyse.contrasts import Estimate, NotTestable
 from dbmatrix.analyse.figure_data import StudyTables
 from dbmatrix.analyse.kinds.base import PaperSection, StudyKind
-from dbmatrix.analyse.soak import RATIOS, SOAK_MIN_S, pooled_ratio, series_table, soak_table, warmup_end
+from dbmatrix.analyse.soak import (
+    RATIOS,
+    SOAK_MIN_S,
+    pooled_ratio,
+    probe_text,
+    series_table,
+    soak_table,
+    warmup_end,
+    with_probes,
+)
 from dbmatrix.analyse.tables import Analysis, write_csv
 from dbmatrix.spec.experiment import Experiment
-from dbmatrix.store import ResultStore
+from dbmatrix.store import PROBE_AFTER_FILE, PROBE_BEFORE_FILE, ResultStore
 
 if TYPE_CHECKING:
     from dbmatrix.analyse.claims.model import Claim, Evidence
@@ -47,7 +56,9 @@ class SoakKind(StudyKind):
             p = store.parsed(m.run_id)
             items.append((m.run_id, m.cell_id, m.campaign,
                           [float(r["tps"]) for r in p.warmup_intervals], [float(r["tps"]) for r in p.intervals]))
-        write_csv(soak_table(items), store.processed / f"{TABLE}.csv")
+        probes = {m.run_id: (store.probe(m.run_id, PROBE_BEFORE_FILE), store.probe(m.run_id, PROBE_AFTER_FILE))
+                  for m in store.records() if m.ok}
+        write_csv(with_probes(soak_table(items), probes), store.processed / f"{TABLE}.csv")
         write_csv(series_table(items), store.processed / f"{SERIES}.csv")
 
     def evidence_tables(self, st: StudyTables) -> tuple[dict[str, pd.DataFrame], pd.DataFrame | None]:
@@ -77,6 +88,7 @@ class SoakKind(StudyKind):
             two = pooled_ratio(table, "2min_over_hour", confidence)
             basis += (f"; the first 2 minutes over the hour: {two.estimate:.3g} [{two.ci_lo:.3g}, {two.ci_hi:.3g}]; "
                       + warmup_end(table))
+        basis += "; " + probe_text(table)
         return Estimate(r.estimate, r.ci_lo, r.ci_hi, basis, r.runs, f"cell {table['cell_id'].iloc[0]}",
                         int(table["campaign"].nunique()), run_ids=frozenset(str(x) for x in table["run_id"]),
                         confidence=confidence, df=r.df)
