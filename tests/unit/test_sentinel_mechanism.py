@@ -103,6 +103,15 @@ def test_the_reading_names_what_carried_a_drift() -> None:
     same = drift_reading(1113.0 / 1256.0, drift_ratios(run(1256.0, 85.4, cpu_eps_1=3300.0),
                                                       run(1113.0, 85.4, cpu_eps_1=3310.0)))
     assert same.endswith("did not change (+0.3 % events/s): the server, not the platform")
+    # the diagnostic sitting's first campaign (2026-11-30): +9.1 %, the probe +8.5 % on one thread and +9.0 % on
+    # both; their geometric mean, +8.8 %, clears the one-sided 5 % bar (1.645 x 4.5 %): the platform
+    diag = drift_ratios(run(1180.2, 85.0, cpu_eps_1=3047.0, cpu_eps_all=6005.0),
+                        run(1288.1, 85.0 * 0.99, cpu_eps_1=3307.0, cpu_eps_all=6548.0))
+    assert drift_reading(1288.1 / 1180.2, diag).endswith("the fixed-work probe ran faster too (+8.8 % events/s): "
+                                                         "the platform")
+    # one noisy probe figure alone (+5 %) does not
+    weak = drift_ratios(run(1180.2, 85.0, cpu_eps_1=3047.0), run(1288.1, 85.0, cpu_eps_1=3200.0))
+    assert drift_reading(1288.1 / 1180.2, weak).endswith("moved +5.0 % events/s, which does not settle it")
     # less CPU use at the same CPU per transaction: the server waited
     waited = drift_ratios(run(400.0, 60.0, sync_write_ms=0.27), run(340.0, 51.0, sync_write_ms=0.35))
     assert drift_reading(0.85, waited).endswith(

@@ -27,7 +27,8 @@ from dbmatrix.store import PROBE_FILE
 
 CPU_SECONDS = 2
 CPU_MAX_PRIME = 10000
-SYNC_WRITES = 2048  # 8 MiB: 256 writes varied with SD 48 % back to back on the VM's disk, 2,048 with 12 %
+# 8 MiB: 10 probes of 256 writes varied with SD 48 % back to back on the VM disk, 6 of 2,048 with 12.7 %
+SYNC_WRITES = 2048
 BLOCK = 4096
 PROBE_S = 2 * CPU_SECONDS + 1  # its wall time, about (the two sysbench runs, dd and their starts; for estimates)
 _MARK = "dbmatrix-probe:"
