@@ -45,6 +45,7 @@ SENTINEL_DIR = "sentinel"
 PROBE_FILE = "platform-probe.json"
 PROBE_BEFORE_FILE = "platform-probe-before.json"
 PROBE_AFTER_FILE = "platform-probe-after.json"
+PROBE_FIGURES = ("cpu_eps_1", "cpu_eps_all", "sync_write_ms")  # what a probe file holds (run.platform_probe)
 
 
 def utc_now() -> str:

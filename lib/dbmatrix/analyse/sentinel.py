@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +40,13 @@ from scipy import stats
 
 from dbmatrix.analyse.sentinel_mechanism import (
     COUNTERS,
-    PROBE_FIELDS,
     RATIOS,
+    as_float,
     drift_ratios,
     drift_reading,
     pooled_ratios,
 )
-from dbmatrix.store import SENTINEL_DIR, ResultStore, write_text_atomic
+from dbmatrix.store import PROBE_FIGURES, SENTINEL_DIR, ResultStore, write_text_atomic
 
 DRIFT_ALPHA = 0.01
 CHANGE_ALPHA = 0.05
@@ -70,22 +70,14 @@ def load_sentinel(root: Path) -> pd.DataFrame:
                    "run_id": r["run_id"], "cell_id": r["cell_id"], "status": r["status"],
                    "tps": float(r["tps"]) if ok and pd.notna(r.get("tps")) else math.nan,
                    "started_utc": r["started_utc"]}
-            row.update({k: _num(r.get(k)) if ok else math.nan for k in COUNTERS})
+            row.update({k: as_float(r.get(k)) if ok else math.nan for k in COUNTERS})
             probe = store.probe(str(r["run_id"]))
-            row.update({f"probe_{k}": _num(probe.get(k)) for k in PROBE_FIELDS})
+            row.update({f"probe_{k}": as_float(probe.get(k)) for k in PROBE_FIGURES})
             rows.append(row)
     cols = ["campaign", "position", "run_id", "cell_id", "status", "tps", "started_utc", *COUNTERS,
-            *(f"probe_{k}" for k in PROBE_FIELDS)]
+            *(f"probe_{k}" for k in PROBE_FIGURES)]
     return pd.DataFrame(rows, columns=cols).sort_values(["campaign", "position"], ascending=[True, False],
                                                         kind="stable").reset_index(drop=True)
-
-
-def _num(v: Any) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return math.nan
-    return x
 
 
 def drift_table(runs: pd.DataFrame, run_sd: float | None) -> pd.DataFrame:
@@ -184,7 +176,12 @@ class PooledDrift:
     ratio: float
     z: float
     p: float
-    reading: str = ""  # what the counters say about the pooled drift (sentinel_mechanism.drift_reading)
+    ratios: dict[str, float] = field(default_factory=dict)  # the counters' ratios, geometric means
+
+    def reading(self, **how: Any) -> str:
+        """What the counters say about the pooled drift (:func:`~dbmatrix.analyse.sentinel_mechanism.
+        drift_reading`, `how` its formatting)."""
+        return drift_reading(self.ratio, self.ratios, **how) if self.ratios else ""
 
 
 def pooled_drift(drift: pd.DataFrame) -> PooledDrift | None:
@@ -195,9 +192,8 @@ def pooled_drift(drift: pd.DataFrame) -> PooledDrift | None:
         return None
     z = float(ok["z"].astype(float).sum() / math.sqrt(len(ok)))
     ratio = float(np.exp(np.log(ok["ratio"].astype(float)).mean()))
-    rows = [dict(r) for _, r in ok.iterrows()]
-    reading = drift_reading(ratio, pooled_ratios(rows)) if set(RATIOS) <= set(ok.columns) else ""
-    return PooledDrift(len(ok), ratio, z, float(2 * stats.norm.sf(abs(z))), reading)
+    ratios = pooled_ratios([dict(r) for _, r in ok.iterrows()]) if set(RATIOS) <= set(ok.columns) else {}
+    return PooledDrift(len(ok), ratio, z, float(2 * stats.norm.sf(abs(z))), ratios)
 
 
 def sentinel_lines(runs: pd.DataFrame, drift: pd.DataFrame, cp: ChangePoint | None) -> list[str]:
@@ -219,8 +215,8 @@ def sentinel_lines(runs: pd.DataFrame, drift: pd.DataFrame, cp: ChangePoint | No
     if (pool := pooled_drift(drift)) is not None:
         out.append(f"  over {pool.campaigns} campaigns (Stouffer, descriptive): end/start {pool.ratio:.3f}, "
                    f"z {pool.z:+.2f}, p {pool.p:.3g}")
-        if pool.reading:
-            out.append(f"    counters: {pool.reading}")
+        if reading := pool.reading():
+            out.append(f"    counters: {reading}")
     out.append(f"  {cp.line()}" if cp is not None else
                f"  change point: not tested ({int((runs['status'] == 'ok').sum())} ok sentinel runs; 4 needed)")
     return out

@@ -24,7 +24,6 @@ import numpy as np
 # the sentinel runs' columns this reads (load_sentinel keeps them), probe fields prefixed with probe_
 COUNTERS = ("window_s", "host_cpu_busy_s", "cpu_user_s", "cpu_sys_s", "dev_read_bytes", "dev_write_bytes",
             "cache_lookups")
-PROBE_FIELDS = ("cpu_eps_1", "cpu_eps_all", "sync_write_ms")
 # end/start ratios in sentinel-drift.csv, and their words
 RATIOS: dict[str, str] = {
     "util_ratio": "CPU use",
@@ -56,12 +55,16 @@ SERVER_SDS = 2.5
 KIB_FLOOR = 1.0
 
 
-def _f(row: Mapping[str, Any], key: str) -> float:
+def as_float(v: Any) -> float:
+    """`v` as a float, NaN when it is none (None, missing, text)."""
     try:
-        v = float(row.get(key, math.nan))
+        return float(v)
     except (TypeError, ValueError):
         return math.nan
-    return v
+
+
+def _f(row: Mapping[str, Any], key: str) -> float:
+    return as_float(row.get(key))
 
 
 def _per_txn(row: Mapping[str, Any], key: str) -> float:
@@ -173,4 +176,4 @@ def drift_reading(tps_ratio: float, ratios: Mapping[str, float], pct: Callable[[
     return f"{facts}: {why}" if facts else why
 
 
-__all__ = ["COUNTERS", "PROBE_FIELDS", "RATIOS", "drift_ratios", "drift_reading", "pooled_ratios"]
+__all__ = ["COUNTERS", "RATIOS", "as_float", "drift_ratios", "drift_reading", "pooled_ratios"]

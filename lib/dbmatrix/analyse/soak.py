@@ -29,8 +29,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from dbmatrix.analyse.sentinel_mechanism import as_float
 from dbmatrix.analyse.stats.steady import mser_truncation
 from dbmatrix.spec.experiment import LONG_RUN_S
+from dbmatrix.store import PROBE_FIGURES
 
 BATCH_S = 30  # batch means: long enough that 1-s autocorrelation (lag ~1-5 s) leaves them nearly independent
 MSER_BATCH_S = 5  # the warm-up's end on the whole series: MSER-5 (White 1997)
@@ -147,14 +149,11 @@ def with_probes(table: pd.DataFrame, probes: Mapping[str, tuple[Mapping[str, Any
     one thread and on every CPU, synchronous write time; NaN where a run has no pair (it ran before the probe)."""
     def ratio(run_id: str, key: str) -> float:
         before, after = probes.get(run_id, ({}, {}))
-        try:
-            a, b = float(before.get(key)), float(after.get(key))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return math.nan
+        a, b = as_float(before.get(key)), as_float(after.get(key))
         return b / a if a > 0 and b > 0 else math.nan
 
     out = table.copy()
-    for col, key in zip(PROBE_COLUMNS, ("cpu_eps_1", "cpu_eps_all", "sync_write_ms"), strict=True):
+    for col, key in zip(PROBE_COLUMNS, PROBE_FIGURES, strict=True):
         out[col] = [ratio(str(r), key) for r in out["run_id"]] if len(out) else pd.Series(dtype=float)
     return out
 

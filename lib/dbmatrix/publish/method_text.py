@@ -127,6 +127,10 @@ def campaigns_text(studies: Sequence[StudyTables]) -> dict[str, str]:
 READ_BELOW_P = 0.05  # the pooled drifts whose counters the method text reads out
 
 
+def _latex_pct(r: float) -> str:
+    return f"${100 * (r - 1):+.1f}$\\,\\%"
+
+
 def _and(names: Sequence[str]) -> str:
     """a; a and b; a, b and c."""
     return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
@@ -136,7 +140,6 @@ def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
     """``sentinelText``: the A/A sentinel's drift per study and campaign (``processed/sentinel-drift.csv``,
     :mod:`dbmatrix.analyse.sentinel`), or that no study has run one yet."""
     from dbmatrix.analyse.sentinel import DRIFT_ALPHA, pooled_drift
-    from dbmatrix.analyse.sentinel_mechanism import drift_reading, pooled_ratios
 
     parts, drifted, pooled, readings, unprobed = [], 0, [], [], []
     for st in studies:
@@ -147,12 +150,10 @@ def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
         if (pool := pooled_drift(t)) is not None:
             pooled.append(f"{_tt(st.name)} ${100 * (pool.ratio - 1):+.0f}$\\,\\% over {pool.campaigns} "
                           f"campaigns ($Z = {pool.z:.2f}$, $p = {pool.p:.2g}$)")
-            if pool.p < READ_BELOW_P and pool.reading:
-                ratios = pooled_ratios([dict(r) for _, r in t.iterrows() if pd.notna(r["z"])])
-                if not math.isfinite(ratios.get("probe_cpu_ratio", math.nan)):
+            if pool.p < READ_BELOW_P and (reading := pool.reading(pct=_latex_pct, say_unprobed=False)):
+                if not math.isfinite(pool.ratios.get("probe_cpu_ratio", math.nan)):
                     unprobed.append(_tt(st.name))
-                readings.append(f"{_tt(st.name)}: " + drift_reading(
-                    pool.ratio, ratios, pct=lambda r: f"${100 * (r - 1):+.1f}$\\,\\%", say_unprobed=False))
+                readings.append(f"{_tt(st.name)}: {reading}")
         for _, r in t.iterrows():
             ratio, p = float(r["ratio"]), float(r["p"])
             if not (math.isfinite(ratio) and math.isfinite(p)):

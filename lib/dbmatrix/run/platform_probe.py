@@ -23,7 +23,7 @@ import re
 import shlex
 from typing import Any
 
-from dbmatrix.store import PROBE_FILE
+from dbmatrix.store import PROBE_FIGURES
 
 CPU_SECONDS = 2
 CPU_MAX_PRIME = 10000
@@ -76,14 +76,13 @@ def parse_probe(stdout: str) -> dict[str, float | None]:
     if m := _DD.search(parts.get("sync", "")):
         writes = int(m.group(1)) // BLOCK
         sync = float(m.group(2)) * 1000.0 / writes if writes > 0 else None
-    return {"cpu_eps_1": eps("cpu1"), "cpu_eps_all": eps("cpuall"), "sync_write_ms": sync}
+    return dict(zip(PROBE_FIGURES, (eps("cpu1"), eps("cpuall"), sync), strict=True))
 
 
 def probe_record(stdout: str, *, directory: str, medium: str, cpus: int, when_utc: str,
                  error: str | None = None) -> dict[str, Any]:
     """What ``platform-probe.json`` holds: the parsed figures, where and when, and the error if any."""
-    figures = parse_probe(stdout) if error is None else {"cpu_eps_1": None, "cpu_eps_all": None,
-                                                         "sync_write_ms": None}
+    figures = parse_probe(stdout) if error is None else dict.fromkeys(PROBE_FIGURES)
     missing = [k for k, v in figures.items() if v is None]
     if error is None and missing:
         error = "the probe printed no " + ", ".join(missing)
@@ -94,7 +93,7 @@ def probe_record(stdout: str, *, directory: str, medium: str, cpus: int, when_ut
 
 def probe_line(rec: dict[str, Any]) -> str:
     """One line for the run log."""
-    if rec.get("error") and all(rec.get(k) is None for k in ("cpu_eps_1", "cpu_eps_all", "sync_write_ms")):
+    if rec.get("error") and all(rec.get(k) is None for k in PROBE_FIGURES):
         return f"platform probe failed: {rec['error']}"
 
     def f(v: Any, fmt: str) -> str:
@@ -105,5 +104,5 @@ def probe_line(rec: dict[str, Any]) -> str:
             f"{rec.get('medium')} {f(rec.get('sync_write_ms'), '.3f')} ms")
 
 
-__all__ = ["BLOCK", "CPU_MAX_PRIME", "CPU_SECONDS", "PROBE_FILE", "PROBE_S", "SYNC_WRITES", "parse_probe",
+__all__ = ["BLOCK", "CPU_MAX_PRIME", "CPU_SECONDS", "PROBE_S", "SYNC_WRITES", "parse_probe",
            "probe_command", "probe_line", "probe_record"]
