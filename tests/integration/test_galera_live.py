@@ -76,7 +76,7 @@ def env():
     ctx = HostContext(host, hs, host_facts(host, store), server_user(host), free_port(host), {})
     ctx.media.update(prepare_media(host, hs, exp))
     cell = exp.cells()[0]
-    dataset = prepare_dataset(host, hs.workdir, exp, cell, ctx.user, ctx.port)
+    dataset = prepare_dataset(host, hs.workdir, exp, cell, ctx.user, None)  # socket only, as the runner loads
     yield {"base": base, "exp": exp, "store": store, "ctx": ctx, "dataset": dataset, "workdir": hs.workdir}
     host.close()
     shutil.rmtree(base, ignore_errors=True)
