@@ -23,7 +23,7 @@ import yaml
 from dbmatrix.hosts.remote import LocalHost
 from dbmatrix.run.galera_cluster import GALERA_PROVIDER
 from dbmatrix.run.mysqld import MariaDBServer, ServerPaths, install_db_command, render_options, server_user
-from dbmatrix.run.ports import free_port
+from dbmatrix.run.ports import lease_block, this_process
 from dbmatrix.spec.experiment import Cell
 from dbmatrix.study import Study, load_study
 
@@ -73,12 +73,15 @@ def session_workdir(name: str) -> Iterator[Path]:
 def server_in(host: LocalHost, workdir: Path, cell: Cell, cache: int, constants: Mapping[str, str] | None = None,
               *, data: str = "data", tag: str = "t", port_from: int | None = 14306) -> MariaDBServer:
     """A real mariadbd for `cell` in `workdir` (its datadir `workdir/<data>`, initialised once, sockets under
-    `workdir/run`, a free port from `port_from`), with the options the matrix renders for that cell."""
+    `workdir/run`), with the options the matrix renders for that cell. Its port is the first from `port_from`
+    leased to this process, as the runner leases its own: another pytest-xdist worker's server, started by
+    hand or by a run, cannot take it between the choice and the bind. The lease lapses with this process."""
     user = server_user(host)
     datadir = workdir / data
     if not datadir.exists():
         host.run(install_db_command(cell, str(datadir), user), timeout=300)
-    paths = ServerPaths.under(str(workdir / "run"), str(datadir), tag, free_port(host, port_from))
+    port = lease_block([(host, this_process(host))], 1, start=port_from).base
+    paths = ServerPaths.under(str(workdir / "run"), str(datadir), tag, port)
     return MariaDBServer(host, paths, render_options(cell, paths, user=user, cache=cache,
                                                      constants=dict(constants) if constants else None))
 
