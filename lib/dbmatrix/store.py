@@ -31,13 +31,14 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix import engines
-from dbmatrix.parse import binlog_counters, cache_counters, sysbench
+from dbmatrix.parse import binlog_counters, cache_counters, sysbench, vmstat
 from dbmatrix.parse.system_counters import DELTA_KEYS as SYSTEM_COUNTERS  # keys of a record's system
 from dbmatrix.record import RunRecord
 from dbmatrix.record import load as load_record
 from dbmatrix.spec.experiment import FACTORS
 
 MANIFEST = "manifest.json"
+VMSTAT_FILE = "vmstat.txt"  # the host's per-second samples of a run (dbmatrix.hosts.collect)
 
 
 SENTINEL_DIR = "sentinel"
@@ -303,6 +304,27 @@ class ResultStore:
                 f.insert(1, "cell_id", m.cell_id)
                 frames.append(f)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def load_host_series(self) -> pd.DataFrame:
+        """The host's per-second samples (``vmstat.txt``) of every completed run inside its measured window:
+        run_id, cell_id, t_s (the window's second, as sysbench numbers its rows) and
+        :data:`dbmatrix.parse.vmstat.COLUMNS`. A run without the file or without its window's start time
+        has no rows. The samples are the host's, so a host that ran two things at once shows both."""
+        frames = []
+        for m in self.records():
+            start = (m.window or {}).get("start_epoch")
+            f = self.raw / m.run_id / VMSTAT_FILE
+            if not m.ok or start is None or not f.is_file():
+                continue
+            rows = vmstat.parse_vmstat(f.read_text(errors="replace"))
+            if rows.empty:
+                continue
+            rows.insert(0, "t_s", vmstat.window_seconds(rows, float(start)))
+            rows.insert(0, "cell_id", m.cell_id)
+            rows.insert(0, "run_id", m.run_id)
+            frames.append(rows[rows["t_s"] >= 1])
+        cols = ["run_id", "cell_id", "t_s", *vmstat.COLUMNS]
+        return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
     def load_histograms(self) -> pd.DataFrame:
         """Latency histogram buckets (ms, count) per run: merge by adding counts."""

@@ -259,3 +259,20 @@ def test_load_histograms(filled: ResultStore) -> None:
 def test_loaders_on_empty_store(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     assert store.load_intervals().empty and store.load_histograms().empty
+
+
+def test_load_host_series_places_each_runs_samples_in_its_window(tmp_path: Path) -> None:
+    from tests.unit.test_window_halves import T0, VMSTAT
+
+    store = ResultStore(tmp_path)
+    staging = store.begin_run("a")
+    (staging / "vmstat.txt").write_text(VMSTAT)
+    store.commit_run(staging, RunRecord.from_dict(manifest("a", window={"start_epoch": T0 + 0.021})))
+    staging = store.begin_run("b")  # no window start (a record from before it was kept): no rows
+    (staging / "vmstat.txt").write_text(VMSTAT)
+    store.commit_run(staging, RunRecord.from_dict(manifest("b")))
+    add_run(store, manifest("c", window={"start_epoch": T0}))  # no vmstat.txt
+    df = store.load_host_series()
+    assert list(df["run_id"]) == ["a", "a"] and list(df["t_s"]) == [1, 2]  # 10:07:24 was the warm-up's
+    assert list(df.columns[:3]) == ["run_id", "cell_id", "t_s"] and df["read_kib_s"].iloc[0] == 521949
+    assert ResultStore(tmp_path / "empty").load_host_series().empty

@@ -54,6 +54,8 @@ from dbmatrix.analyse.stats import (
     t_mean_ci,
     welch_log_ratio,
 )
+from dbmatrix.analyse.window_halves import COLUMNS as HALF_COLUMNS
+from dbmatrix.analyse.window_halves import window_halves
 from dbmatrix.spec.experiment import FACTORS, Experiment
 from dbmatrix.spec.factors import DATASET_FACTORS
 from dbmatrix.store import ResultStore, write_text_atomic
@@ -151,8 +153,9 @@ def _tristate(s: pd.Series) -> pd.Series:
 
 
 def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFrame,
-                 exp: Experiment) -> pd.DataFrame:
-    """The processed runs table: sysbench summary + steady state + efficiency + latency per run.
+                 exp: Experiment, halves: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The processed runs table: sysbench summary + steady state + the window's two halves
+    (:mod:`dbmatrix.analyse.window_halves`) + efficiency + latency per run.
 
     ``tps`` is sysbench's summary throughput of the measured window (the window the latency histogram
     covers; see the module docstring), never the steady-state window's mean (``tps_steady``)."""
@@ -161,6 +164,11 @@ def prepare_runs(runs: pd.DataFrame, steady: pd.DataFrame, histograms: pd.DataFr
     cols = [c for c in STEADY_RUN_COLUMNS if c in steady.columns]
     if not steady.empty:
         out = out.merge(steady[["run_id", *cols]], on="run_id", how="left")
+    if halves is not None and not halves.empty:
+        out = out.merge(halves[["run_id", *HALF_COLUMNS]], on="run_id", how="left")
+    for c in HALF_COLUMNS:
+        if c not in out.columns:
+            out[c] = np.nan
     for c in STEADY_RUN_COLUMNS:
         if c not in out.columns:
             out[c] = np.nan
@@ -417,11 +425,14 @@ def declared_comparisons(runs: pd.DataFrame, exp: Experiment, factors: list[str]
 
 
 def analyse_frames(runs: pd.DataFrame, intervals: pd.DataFrame, histograms: pd.DataFrame, exp: Experiment,
-                   failed: pd.DataFrame | None = None, *, exclude_not_steady: bool = False) -> Analysis:
-    """The whole analysis as a pure function of the loaded tables (what :func:`analyse` writes)."""
+                   failed: pd.DataFrame | None = None, *, exclude_not_steady: bool = False,
+                   host: pd.DataFrame | None = None) -> Analysis:
+    """The whole analysis as a pure function of the loaded tables (what :func:`analyse` writes); `host`: the
+    runs' per-second host samples (:meth:`~dbmatrix.store.ResultStore.load_host_series`), when loaded."""
     steady = steady_state(intervals if not intervals.empty else pd.DataFrame(columns=["run_id", "t_s", "tps"]),
                           **steady_params(exp.measure_s))
-    allruns = prepare_runs(runs, steady, histograms, exp)
+    halves = window_halves(intervals, host if host is not None else pd.DataFrame(), steady)
+    allruns = prepare_runs(runs, steady, histograms, exp, halves)
     used = allruns[allruns["steady_reason"] != "drift"] if exclude_not_steady else allruns
     if used.empty:
         raise RuntimeError("no runs left to analyse: every run was excluded as never settling")
@@ -480,7 +491,8 @@ def analyse(store: ResultStore, exp: Experiment, *, exclude_not_steady: bool = F
     failed = allruns[allruns["status"] != "ok"][["run_id", "cell_id", "host", "status"]] \
         if not allruns.empty else allruns
     intervals, histograms = store.load_intervals(), store.load_histograms()
-    a = analyse_frames(runs, intervals, histograms, exp, failed, exclude_not_steady=exclude_not_steady)
+    a = analyse_frames(runs, intervals, histograms, exp, failed, exclude_not_steady=exclude_not_steady,
+                       host=store.load_host_series())
     out = store.processed
     for name in CSV_TABLES:
         write_csv(getattr(a, name), out / f"{name}.csv")

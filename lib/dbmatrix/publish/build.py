@@ -533,7 +533,7 @@ def _write_claims_tex(j: Judgement, generated_dir: Path) -> list[Path]:
             _write(generated_dir, "table-claims.tex", claims_tex.render_claims_table(j.verdicts)),
             _write(generated_dir, "table-further.tex", claims_tex.render_claims_table(j.further, further=True)),
             _write(generated_dir, "claims-details.tex",
-                   claims_tex.render_claims_details(j.verdicts, j.further, j.boots)),
+                   claims_tex.render_claims_details(j.verdicts, j.further, j.boots, j.mechanism)),
             _write(generated_dir, "claims-method.tex", render_claims_method())]
 
 

@@ -20,11 +20,13 @@ import pandas as pd
 from dbmatrix.analyse.claims.verdicts import bounded_outcome
 from dbmatrix.analyse.claims_view import SHORT, ClaimRow, claim_row, claim_rows, measured, render, table_level, tex
 from dbmatrix.analyse.judgement import ClaimVerdicts, combined
+from dbmatrix.analyse.mechanism import moved_parts, number_words
 from dbmatrix.analyse.verdict_text import (
     class_of,
     combine_of,
     confidence_of,
     heterogeneity_of,
+    is_decided,
     is_premise_reason,
     level_label,
     verdict_and_reason,
@@ -305,12 +307,34 @@ def render_claims_table(verdicts: ClaimVerdicts, *, further: bool = False) -> st
     return "\n".join(lines)
 
 
+def mechanism_sentence(rows: pd.DataFrame, claim_id: str, compared: str = "") -> str:
+    """What moved behind a decided verdict, in LaTeX: the counters of its compared sides that moved most
+    (:func:`dbmatrix.analyse.mechanism.moved_parts`, means over runs, per condition), the sides named by
+    `compared` (the claims table's words, "threads 16 / 2") when given, else by their levels; "" when nothing
+    moved."""
+    per = moved_parts(rows, claim_id)
+    if not per:
+        return ""
+    a, b = (str(rows.loc[rows["id"] == claim_id, k].iloc[0]) for k in ("a", "b"))
+    sides = compared.replace(" / ", " vs ", 1) if " / " in compared else f"{a} vs {b}"
+    conds = []
+    for cond, parts in per:
+        words = "; ".join(
+            f"{latex_escape(str(x['label']))} {latex_escape(number_words(x['value_a']))} vs "
+            f"{latex_escape(number_words(x['value_b']))}"
+            + (f" ($\\times${float(x['ratio']):.3g})" if math.isfinite(float(x["ratio"])) else "") for x in parts)
+        conds.append((f"\\textit{{{latex_escape(cond)}}}: " if cond else "") + words)
+    return (f"\\emph{{what moved}} ({latex_escape(sides)}; the counters' means over runs): "
+            + "; ".join(conds))
+
+
 def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None,
-                          boots: pd.DataFrame | None = None) -> str:
+                          boots: pd.DataFrame | None = None, mechanism: pd.DataFrame | None = None) -> str:
     """Each claim's basis (how it was estimated, what the design aliases), its premises with their
     measured values and each campaign's estimate: a description list after the claims table; `further`
     (our own findings) follows the seeds' claims, each marked as ours; `boots`: the boot check
-    (:mod:`dbmatrix.analyse.claims.boot_check`), a line per claim it applies to."""
+    (:mod:`dbmatrix.analyse.claims.boot_check`), a line per claim it applies to; `mechanism`: the counters
+    behind each verdict (``claims-mechanism.csv``), what moved most said for every decided one."""
     ours = set(further.claims["id"]) if further is not None and not further.claims.empty else set()
     if further is not None:
         verdicts = combined(verdicts, further)
@@ -355,6 +379,8 @@ def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None
             parts.append(latex_escape(reason))
         if boots is not None:
             parts.append(claim_line(boots, str(r["id"])))
+        if mechanism is not None and not mechanism.empty and is_decided(verdict):
+            parts.append(mechanism_sentence(mechanism, str(r["id"]), str(r.get("compared") or "")))
         lines.append(f"{head} " + "; ".join(p for p in parts if p) + ".")
     lines += ["\\end{description}", ""]
     return "\n".join(lines)

@@ -37,7 +37,7 @@ from dbmatrix.analyse.stats.group_sequential import CampaignLooks
 from dbmatrix.analyse.stats.sequential import final_look, level_text
 
 __all__ = ["CAMPAIGN_COLUMNS", "LEVEL_COLUMNS", "VERDICT_COLUMNS", "ClaimVerdicts", "PerLevel", "evaluate", "flips",
-           "level_claims", "verdict_counts"]
+           "level_claims", "share_pool", "verdict_counts"]
 
 # ============================================================================ the table
 # The table's columns and its container live with the judgement's files (dbmatrix.analyse.judgement), which
@@ -293,11 +293,17 @@ def _pool(c: Claim, evidence: Sequence[Evidence]) -> list[Evidence]:
                                                  key=lambda e: c.id not in e.registered)]
     if c.kind != "share" or not pool:
         return pool
-    return [Evidence("+".join(e.experiment for e in pool), "pooled",
-                     pd.concat([e.runs for e in pool], ignore_index=True),
-                     host_cpus={h: n for e in pool for h, n in e.host_cpus.items()},
-                     campaign_records=[r for e in pool for r in e.campaign_records],
-                     campaign_looks=any(e.campaign_looks for e in pool))]
+    return [share_pool(pool)]
+
+
+def share_pool(pool: Sequence[Evidence]) -> Evidence:
+    """Studies' evidence as one, as a share claim judges it: their runs, hosts and campaigns together, named
+    by the studies joined with "+"."""
+    return Evidence("+".join(e.experiment for e in pool), "pooled",
+                    pd.concat([e.runs for e in pool], ignore_index=True),
+                    host_cpus={h: n for e in pool for h, n in e.host_cpus.items()},
+                    campaign_records=[r for e in pool for r in e.campaign_records],
+                    campaign_looks=any(e.campaign_looks for e in pool))
 
 
 def _judge_claim(j: _Judged, c: Claim, evidence: Sequence[Evidence], several: bool,
