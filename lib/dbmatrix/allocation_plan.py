@@ -14,6 +14,7 @@ import pandas as pd
 
 from dbmatrix.analyse.allocation import Allocation, allocate
 from dbmatrix.analyse.cell_model import study_components
+from dbmatrix.analyse.tables import read_csv
 from dbmatrix.spec.errors import SpecError
 from dbmatrix.spec.factors import DATASET_FACTORS
 from dbmatrix.study import Study, load_study
@@ -49,7 +50,7 @@ def study_allocation(study: Study) -> Allocation | str:
     runs_file = pilot.store.processed / "runs.csv"
     if not runs_file.is_file():
         return "no pilot: the committed reference of this experiment has no processed runs"
-    runs = pd.read_csv(runs_file)
+    runs = read_csv(runs_file)
     metric = METRIC.get(study.kind, "tps")
     cols = [f for f in study.experiment.varied_factors() if f in runs.columns and runs[f].nunique() > 1]
     if metric not in runs.columns or not cols:

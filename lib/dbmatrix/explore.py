@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from dbmatrix.analyse.tables import factor_columns
+from dbmatrix.analyse.tables import factor_columns, read_csv
 from dbmatrix.spec.experiment import FACTOR_DEFAULTS, FACTORS
 from dbmatrix.spec.factors import factor_title
 
@@ -56,7 +56,7 @@ def load_runs_table(run_dir: str | Path | None = None) -> pd.DataFrame:
         have = ", ".join(str(p) for p in available_results()) or "none"
         raise FileNotFoundError(f"run_dir: {d} has no processed/runs.csv (run notebook 20 or `dbmatrix analyse "
                                 f"--results {d}` first); directories with processed tables: {have}")
-    return pd.read_csv(f)
+    return read_csv(f)
 
 
 def _results_path(run_dir: str | Path | None) -> Path:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from dbmatrix import paths
 from dbmatrix.analyse.campaign_model import campaigns_of
+from dbmatrix.analyse.tables import read_csv
 from dbmatrix.spec.experiment import SpecError, load_spec
 from dbmatrix.study import PROFILES, Study, load_study, profile_specs
 
@@ -118,7 +119,7 @@ def spec_for(experiment: str) -> Path | None:
 
 
 def read_runs(study_dir: Path, campaign: int | None = None) -> pd.DataFrame:
-    runs = pd.read_csv(study_dir / RUNS_TABLE)
+    runs = read_csv(study_dir / RUNS_TABLE)
     if campaign is not None:
         if "campaign" not in runs.columns or campaign not in set(runs["campaign"].astype(int)):
             have = sorted(set(runs["campaign"].astype(int))) if "campaign" in runs.columns else [1]

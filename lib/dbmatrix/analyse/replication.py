@@ -32,6 +32,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from dbmatrix.analyse.stats import t_mean_ci, welch_log_ratio
+from dbmatrix.analyse.tables import read_csv
 from dbmatrix.parse.wsrep import WSREP_KEYS, parse_samples
 from dbmatrix.record import RunRecord
 from dbmatrix.spec.experiment import Experiment
@@ -350,5 +351,5 @@ def load_replication(store: ResultStore) -> dict[str, pd.DataFrame]:
     out = {}
     for name in ("runs", "nodes", "settings", "effects", "samples", "failed", "calibration"):
         p = store.processed / f"replication-{name}.csv"
-        out[name] = pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else pd.DataFrame()
+        out[name] = read_csv(p) if p.is_file() and p.stat().st_size > 1 else pd.DataFrame()
     return out

@@ -96,6 +96,13 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
     write_text_atomic(path, df.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
 
 
+def read_csv(path: Path) -> pd.DataFrame:
+    """A processed table as :func:`write_csv` wrote it, its columns consolidated into one block per dtype:
+    pandas reads a CSV into a block per column, and a frame of more than 100 blocks warns on every column
+    added to it (PerformanceWarning, which notebooks show as an error output)."""
+    return pd.read_csv(path).copy()
+
+
 def write_parquet(df: pd.DataFrame, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".parquet.tmp")
@@ -530,7 +537,7 @@ def load_processed(store: ResultStore) -> Analysis:
         f = p / f"{name}.csv"
         if not f.is_file() or f.stat().st_size <= 1:
             return pd.DataFrame()
-        return pd.read_csv(f)
+        return read_csv(f)
 
     cells = csv("cells")
     model = json.loads((p / "model.json").read_text()) if (p / "model.json").is_file() else {}

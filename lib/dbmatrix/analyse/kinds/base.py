@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables
-from dbmatrix.analyse.tables import Analysis, load_processed
+from dbmatrix.analyse.tables import Analysis, load_processed, read_csv
 from dbmatrix.spec.experiment import Experiment
 from dbmatrix.store import ResultStore
 
@@ -78,7 +78,7 @@ class StudyKind:
             if f.suffix == ".parquet":
                 extra[f.stem] = pd.read_parquet(f)
             else:
-                extra[f.stem] = pd.read_csv(f) if f.stat().st_size > 1 else pd.DataFrame()
+                extra[f.stem] = read_csv(f) if f.stat().st_size > 1 else pd.DataFrame()
         return StudyTables(exp, store, self.name, prefix, self._load_standard(store), extra, spec_path)
 
     def _load_standard(self, store: ResultStore) -> Analysis | None:
