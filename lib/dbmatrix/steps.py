@@ -265,7 +265,7 @@ def campaign_lines(table: pd.DataFrame, studies: Sequence[Study]) -> list[str]:
     """What each judging study's campaign level captured, whether the claims were fixed before their
     data, and the studies whose verdict code changed since a campaign recorded it (``dbmatrix verdicts``)."""
     from dbmatrix.analyse.campaign_records import load_campaign_summaries
-    from dbmatrix.analyse.claims.registration import code_changed, verdict_code_digest
+    from dbmatrix.analyse.claims.registration import code_changed, code_digest_of, files_changed, verdict_code_files
 
     out = []
     tested = table[table["study"].fillna("").astype(str) != ""]
@@ -275,12 +275,19 @@ def campaign_lines(table: pd.DataFrame, studies: Sequence[Study]) -> list[str]:
     counts = tested["registration"].fillna("").value_counts()
     out.append("claims vs the registry their first campaign recorded: "
                + ", ".join(f"{int(n)} {k}" for k, n in sorted(counts.items()) if k))
-    code = verdict_code_digest()
+    files = verdict_code_files()
+    code = code_digest_of(files)
     for s in studies:
-        changed = code_changed(load_campaign_summaries(s.store), code)
+        records = load_campaign_summaries(s.store)
+        changed = code_changed(records, code)
         if changed:
+            last = max((r for r in records if int(r.get("campaign") or 0) in changed),
+                       key=lambda r: int(r.get("campaign") or 0))
+            which = files_changed(last.get("registration"), files)
+            since = (f"since campaign {int(last.get('campaign') or 0)}: {', '.join(which)}" if which is not None
+                     else "which files: not recorded (campaigns before per-file digests)")
             out.append(f"{s.experiment.name}: the verdict code changed since campaign(s) "
-                       f"{', '.join(map(str, changed))} recorded it")
+                       f"{', '.join(map(str, changed))} recorded it; {since}")
     return out
 
 

@@ -4,6 +4,7 @@ before their data (a registry digest in each campaign's first record; "revised a
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,13 @@ from dbmatrix.analyse.claims import Claim, Evidence, Premise, evaluate
 from dbmatrix.analyse.claims.registration import (
     claim_digest,
     code_changed,
+    code_digest_of,
+    files_changed,
     first_registration,
     registration_status,
     registry,
     verdict_code_digest,
+    verdict_code_files,
 )
 from dbmatrix.publish.build import campaign_macros
 from dbmatrix.run.campaigns import CampaignState, merge_record
@@ -187,6 +191,49 @@ def test_the_verdict_code_digest_follows_the_claims_import_closure(tmp_path: Pat
     before = verdict_code_digest(tmp_path)
     (pkg / "analyse" / "figures.py").write_text("X = 2\n")
     assert verdict_code_digest(tmp_path) == before  # not what computes verdicts
+    # rewording an explanation is no change: comments, layout and docstrings are not in the digest
+    (pkg / "analyse" / "rule.py").write_text('"""The band."""\n\n# one\nBAND = (\n    1)\n')
+    assert verdict_code_digest(tmp_path) == before
+    files = verdict_code_files(tmp_path)
+    assert set(files) == {"dbmatrix/__init__.py", "dbmatrix/analyse/__init__.py",
+                          "dbmatrix/analyse/claims/__init__.py", "dbmatrix/analyse/rule.py"}
+    reg = registry([CLAIM], code_digest_of(files), files)
+    assert reg["verdict_code"] == before and files_changed(reg, files) == []
     (pkg / "analyse" / "rule.py").write_text("BAND = 2\n")
     assert verdict_code_digest(tmp_path) != before
+    assert files_changed(reg, verdict_code_files(tmp_path)) == ["dbmatrix/analyse/rule.py"]
+    (pkg / "analyse" / "limits.py").write_text("TOP = 3\n")
+    (pkg / "analyse" / "claims" / "__init__.py").write_text("from dbmatrix.analyse import rule, limits\n")
+    assert files_changed(reg, verdict_code_files(tmp_path)) == [
+        "dbmatrix/analyse/claims/__init__.py", "dbmatrix/analyse/limits.py", "dbmatrix/analyse/rule.py"]
+    assert files_changed(registry([CLAIM], "old"), files) is None  # recorded before per-file digests
     assert len(verdict_code_digest()) == 16
+
+
+def test_the_verdicts_view_names_the_files_changed_since_the_last_campaign_that_recorded_them(tmp_path: Path) -> None:
+    """`dbmatrix verdicts`' campaign lines: a study whose campaigns recorded other verdict code is named, with
+    the files that differ since its last such campaign, or a word that they were not recorded."""
+    from types import SimpleNamespace
+
+    from dbmatrix import steps
+
+    files = verdict_code_files()
+    one = next(iter(files))
+    older = {**files, one: "0" * 16}
+    recs = {"new": [{"campaign": 1, "registration": registry([], code_digest_of(older), older)},
+                    {"campaign": 2, "registration": registry([], code_digest_of(files), files)},
+                    {"campaign": 3, "registration": registry([], code_digest_of(older), older)}],
+            "old": [{"campaign": 1, "registration": registry([], "f00d")}],
+            "same": [{"campaign": 1, "registration": registry([], code_digest_of(files), files)}]}
+    studies = []
+    for name, r in recs.items():
+        store = ResultStore(tmp_path / name)
+        store.processed.mkdir(parents=True)
+        (store.processed / "campaigns.json").write_text(json.dumps(r))
+        studies.append(SimpleNamespace(experiment=SimpleNamespace(name=name), store=store))
+    table = pd.DataFrame({"study": ["new"], "campaign_level": [""], "registration": ["fixed before data"]})
+    lines = steps.campaign_lines(table, studies)  # type: ignore[arg-type]
+    assert f"new: the verdict code changed since campaign(s) 1, 3 recorded it; since campaign 3: {one}" in lines
+    assert ("old: the verdict code changed since campaign(s) 1 recorded it; which files: not recorded (campaigns "
+            "before per-file digests)") in lines
+    assert not any(x.startswith("same:") for x in lines)

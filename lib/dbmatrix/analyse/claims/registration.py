@@ -16,11 +16,15 @@ then, against the first campaign whose data it is judged on (:func:`registration
   the claim was fixed before its data; the table says so once, not per claim.
 
 A change of the verdict code since the first campaign is reported per study (:func:`code_changed`): it
-can move every verdict, so it is not attributed to one claim.
+can move every verdict, so it is not attributed to one claim. The code's digest is taken over its syntax
+trees without docstrings (comments never reach them), so rewording an explanation is not a change; a
+campaign also records each file's digest (``verdict_code_files``), so that a later reader is told which files
+changed since (:func:`files_changed`), not only that something did.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import hashlib
@@ -74,13 +78,17 @@ def rule_digest() -> str:
     return _digest(RULE)
 
 
-def registry(claims: Sequence[Claim], code_digest: str | None = None) -> dict[str, Any]:
+def registry(claims: Sequence[Claim], code_digest: str | None = None,
+             code_files: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The registration a campaign stores: per claim id its digest, the rule's digest, the digest of them
-    all (claims and rule), and the verdict code's digest."""
+    all (claims and rule), the verdict code's digest and, when given, its files' (path -> digest)."""
     per = {c.id: claim_digest(c) for c in claims}
     rule = rule_digest()
-    return {"claims": per, "rule": rule, "registry": _digest({"claims": per, "rule": rule}),
-            "verdict_code": code_digest}
+    out = {"claims": per, "rule": rule, "registry": _digest({"claims": per, "rule": rule}),
+           "verdict_code": code_digest}
+    if code_files is not None:
+        out["verdict_code_files"] = dict(sorted(code_files.items()))
+    return out
 
 
 def registration_status(claim: Claim, registration: Mapping[str, Any] | None) -> str:
@@ -111,34 +119,67 @@ def code_changed(campaigns: Sequence[Mapping[str, Any]], code_digest: str | None
     return out
 
 
+def files_changed(registration: Mapping[str, Any] | None, files: Mapping[str, str]) -> list[str] | None:
+    """The verdict code's files that differ between a campaign's `registration` and `files` (path ->
+    digest, :func:`verdict_code_files`): changed, added or removed, sorted; None when the registration has
+    no per-file digests (recorded before they were kept)."""
+    recorded = (registration or {}).get("verdict_code_files")
+    if not isinstance(recorded, Mapping):
+        return None
+    return sorted(f for f in set(recorded) | set(files) if recorded.get(f) != files.get(f))
+
+
+def code_digest_of(files: Mapping[str, str]) -> str:
+    """The verdict code's digest from its files' digests (:func:`verdict_code_files`)."""
+    return _digest(dict(sorted(files.items())))
+
+
+def source_digest(text: str) -> str:
+    """A digest of Python source that ignores comments, layout and docstrings: its syntax tree with the
+    docstrings of the module, classes and functions removed (text that does not parse: the text itself)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()[:16]
+
+
 # ---------------------------------------------------------------------------- reading the code (I/O)
 
 def verdict_code_digest(lib_root: Path | None = None) -> str:
-    """A digest of the source files the verdicts are computed by: the import closure of
-    :data:`VERDICT_CODE` in the package (:mod:`dbmatrix.codedeps`), file names and contents. Parsing the
-    import graph takes seconds and every build and view asks for it: it is computed once per state of the
-    package's files (their names, sizes and mtimes)."""
+    """A digest of the source files the verdicts are computed by (:func:`verdict_code_files`)."""
+    return code_digest_of(verdict_code_files(lib_root))
+
+
+def verdict_code_files(lib_root: Path | None = None) -> dict[str, str]:
+    """The files the verdicts are computed by: the import closure of :data:`VERDICT_CODE` in the package
+    (:mod:`dbmatrix.codedeps`), each path (relative to the package's parent) -> :func:`source_digest`.
+    Parsing the import graph takes seconds and every build and view asks for it: it is computed once per
+    state of the package's files (their names, sizes and mtimes)."""
     root = lib_root or Path(__file__).resolve().parents[3]
     state = tuple((str(p), st.st_mtime_ns, st.st_size) for p in sorted(root.rglob("*.py")) for st in [p.stat()])
-    return _verdict_code_digest(root, state)
+    return dict(_verdict_code_files(root, state))
 
 
 @functools.lru_cache(maxsize=8)
-def _verdict_code_digest(root: Path, state: tuple[tuple[str, int, int], ...]) -> str:
-    """:func:`verdict_code_digest` for one state of the files (`state` only keys the cache)."""
+def _verdict_code_files(root: Path, state: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, str], ...]:
+    """:func:`verdict_code_files` for one state of the files (`state` only keys the cache)."""
     from dbmatrix import codedeps
 
     graph = codedeps.load_graph(root)
-    files = codedeps.closure(graph, VERDICT_CODE)
-    h = hashlib.sha256()
-    for f in files:
-        p = Path(f)
-        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return tuple((str(Path(f).relative_to(root)), source_digest(Path(f).read_text()))
+                 for f in codedeps.closure(graph, VERDICT_CODE))
 
 
 def current_registration() -> dict[str, Any]:
     """The registry of the claims as the code defines them now, with the verdict code's digest."""
     from dbmatrix.analyse.claims.catalogue import all_claims
 
-    return registry(all_claims(), verdict_code_digest())
+    files = verdict_code_files()
+    return registry(all_claims(), code_digest_of(files), files)
