@@ -162,3 +162,21 @@ def test_the_papers_sentence_for_a_decided_verdict() -> None:
                          [_scaleout()])
     assert mechanism_sentence(sat, "scaleSaturation", "threads 8 / 2").startswith(
         "\\emph{what moved} (threads 8 vs 2; the counters' means over runs): mysqld CPU µs per transaction")
+
+
+def test_a_dataset_size_claim_shows_the_sizes_per_pair_it_was_judged_on() -> None:
+    """lz4's saving judged per block size (the pairs of datasets that differ only in compression): the
+    mechanism table gives the sizes per pair, not the runs' counters pooled over the pairs, so a verdict that
+    depends on the block size shows where."""
+    runs = _runs()
+    size = {("4k", "none"): 300, ("4k", "lz4"): 200, ("16k", "none"): 320, ("16k", "lz4"): 80}
+    runs["data_physical_bytes"] = [size[(b, c)] * 2**20 for b, c in zip(runs["block_size"], runs["compression"])]
+    claim = Claim("lzSize", "003", "test", "lz4 4x smaller", "data_physical_bytes", (3.0, 5.0), test="within",
+                  factor="compression", a="none", b="lz4", at={"engine": "myrocks"}, sources=("tpcc",))
+    judged = pd.DataFrame([{"id": "lzSize", "study": "t", "verdict": "depends on block size"}])
+    rows = mechanism_rows([claim], judged, [Evidence("t", "tpcc", runs, {"block_size": ["4k", "16k"]})])
+    assert set(rows["counter"]) == {"data_physical_mib"}
+    on_disk = rows[rows["counter"] == "data_physical_mib"].set_index("condition")
+    assert on_disk.loc["block 4k", "ratio"] == pytest.approx(1.5) and on_disk.loc["block 16k", "ratio"] == 4.0
+    assert moved(rows, "lzSize") == ["block 4k: on-disk size (du), MiB 300 vs 200 (x1.5)",  # the spec's order
+                                     "block 16k: on-disk size (du), MiB 320 vs 80 (x4)"]

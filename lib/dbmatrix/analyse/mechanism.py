@@ -21,6 +21,7 @@ import pandas as pd
 from dbmatrix.analyse.claims.model import Claim, Evidence
 from dbmatrix.analyse.contrasts import NotTestable, runs_at
 from dbmatrix.analyse.judgement import MECHANISM_COLUMNS
+from dbmatrix.spec.factors import DATASET_FACTORS, factor_unit, factor_word
 
 COLUMNS = MECHANISM_COLUMNS  # the judgement file's (claims-mechanism.csv)
 # counter -> its words; per-transaction counters are derived from window totals by mechanism_frame
@@ -37,6 +38,10 @@ COUNTERS: dict[str, str] = {
     "binlog_group_size": "transactions per binlog group commit",
     "compaction_kb_per_txn": "compaction KiB written per transaction",
 }
+
+
+# a dataset-size claim's own measurements (mechanism_frame derives them from the runs' dataset sizes)
+SIZE_COUNTERS: dict[str, str] = {"data_physical_mib": "on-disk size (du), MiB"}
 
 
 # Below these on both sides a counter is noise, not a mechanism (moved() leaves it out; the file keeps it).
@@ -64,6 +69,7 @@ def mechanism_frame(runs: pd.DataFrame, host_cpus: Mapping[str, int] | None = No
     cpus = (out["host"].map(lambda h: (host_cpus or {}).get(str(h), np.nan)).astype(float)
             if "host" in out.columns else pd.Series(np.nan, index=out.index, dtype=float))
     out["host_cpu_busy_pct"] = 100 * col("host_cpu_busy_s") / col("window_s").where(lambda s: s > 0) / cpus
+    out["data_physical_mib"] = col("data_physical_bytes") / 2**20
     txn = (col("tps") * col("window_s")).where(lambda s: s > 0)
     out["index_misses_per_txn"] = col("cache_index_misses") / txn
     out["index_insert_kb_per_txn"] = col("cache_index_insert_bytes") / 1024 / txn
@@ -76,17 +82,21 @@ def _side(runs: pd.DataFrame, factor: str, spec: Any) -> pd.DataFrame:
     return runs_at(runs, {factor: spec})
 
 
-def _level_of(side: pd.DataFrame, factor: str, spec: Any) -> str:
-    """The level a compared side's runs have (a spec such as "max" resolved: "100"), else the spec."""
-    levels = side[factor].dropna().unique()
-    if len(levels) != 1:
-        return str(spec)
-    v = levels[0]
+def _words(v: Any) -> str:
+    """A level as the tables print it: 100.0 -> "100", "4k" -> "4k"."""
     return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
-def condition_rows(claim: Claim, study: str, runs: pd.DataFrame, condition: str = "") -> list[dict[str, Any]]:
-    """One row per counter measured on both sides of one condition of `claim` (runs already derived)."""
+def _level_of(side: pd.DataFrame, factor: str, spec: Any) -> str:
+    """The level a compared side's runs have (a spec such as "max" resolved: "100"), else the spec."""
+    levels = side[factor].dropna().unique()
+    return _words(levels[0]) if len(levels) == 1 else str(spec)
+
+
+def condition_rows(claim: Claim, study: str, runs: pd.DataFrame, condition: str = "",
+                   counters: Mapping[str, str] = COUNTERS) -> list[dict[str, Any]]:
+    """One row per counter (of `counters`) measured on both sides of one condition of `claim` (runs already
+    derived)."""
     if claim.factor is None or claim.factor not in runs.columns:
         return []
     try:
@@ -97,7 +107,7 @@ def condition_rows(claim: Claim, study: str, runs: pd.DataFrame, condition: str 
     if a.empty or b.empty:
         return []
     rows = []
-    for counter, label in COUNTERS.items():
+    for counter, label in counters.items():
         if counter not in here.columns:
             continue
         va = pd.to_numeric(a[counter], errors="coerce").dropna()
@@ -110,6 +120,35 @@ def condition_rows(claim: Claim, study: str, runs: pd.DataFrame, condition: str 
                      "value_a": ma, "value_b": mb,
                      "ratio": ma / mb if mb else (math.inf if ma else math.nan),
                      "runs_a": int(va.size), "runs_b": int(vb.size)})
+    return rows
+
+
+def size_rows(claim: Claim, study: str, runs: pd.DataFrame,
+              level_order: Mapping[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
+    """A dataset-size claim is judged per pair of datasets that differ only in its factor
+    (:func:`~dbmatrix.analyse.contrasts.dataset_ratio`): per pair (one condition per level of the other
+    dataset factors that vary, in the spec's order of levels, `level_order`), the sizes on both sides, never
+    the runs' counters pooled over the pairs."""
+    try:
+        here = runs_at(runs, claim.at)
+    except NotTestable:
+        return []
+    others = [f for f in DATASET_FACTORS if f != claim.factor and f in here.columns and here[f].nunique() > 1]
+    plain = replace(claim, at={})
+    if not others:
+        return condition_rows(plain, study, here, "", SIZE_COUNTERS)
+    order = level_order or {}
+
+    def rank(key: Any) -> tuple[int, ...]:
+        values = key if isinstance(key, tuple) else (key,)
+        return tuple(list(order.get(f, ())).index(v) if v in list(order.get(f, ())) else len(order.get(f, ()))
+                     for f, v in zip(others, values))
+
+    rows: list[dict[str, Any]] = []
+    for key, g in sorted(here.groupby(others, sort=True), key=lambda kg: rank(kg[0])):
+        levels = dict(zip(others, key if isinstance(key, tuple) else (key,)))
+        where = ", ".join(f"{factor_word(f)} {_words(v)}{factor_unit(f)}" for f, v in levels.items())
+        rows += condition_rows(plain, study, g, where, SIZE_COUNTERS)
     return rows
 
 
@@ -204,6 +243,9 @@ def mechanism_rows(claims: Sequence[Claim], judged: pd.DataFrame, evidence: Sequ
             continue
         ev = by_study.get(study)
         if ev is None:
+            continue
+        if c.metric == "data_physical_bytes":
+            rows += size_rows(c, study, mechanism_frame(ev.runs, ev.host_cpus), ev.level_order)
             continue
         if c.factor is None and c.metric == "scale_saturation":
             sides = saturation_sides(c, ev)
