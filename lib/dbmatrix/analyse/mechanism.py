@@ -2,11 +2,14 @@
 
 A verdict says whether a contrast agrees with a seed; the counters say why it came out as it did: the block
 cache's hit ratio and its index-block misses, the bytes read and written per transaction, CPU per
-transaction, the host's iowait, binlog group sizes. For every claim judged on a study (not a share, and with a
-compared factor) and for each condition it was judged at, :func:`mechanism_rows` gives each counter's mean on
-the two compared sides (the runs at the claim's conditions, every campaign) and their ratio a / b. Means over
-runs, no interval: the counters explain, the claim's interval decides. Written as ``claims-mechanism.csv``
-(:mod:`dbmatrix.analyse.judgement`); ``dbmatrix verdicts`` prints the counters that moved most."""
+transaction, the host's CPU use and iowait, binlog group sizes. For every claim judged on a study and for each
+condition it was judged at, :func:`mechanism_rows` gives each counter's mean on the two compared sides (the
+runs at the claim's conditions, every campaign) and their ratio a / b. The sides are the claim's two levels;
+for a claim on a dataset's size, the sizes per pair of datasets it was judged on; for the saturation claim,
+the two thread counts its estimate compares; for the share of runs that settle, the two halves of the
+drifting runs' windows. Means over runs, no interval: the counters explain, the claim's interval decides.
+Written as ``claims-mechanism.csv`` (:mod:`dbmatrix.analyse.judgement`); ``dbmatrix verdicts`` prints the
+counters that moved most, and the paper's claims in detail end each decided claim with them."""
 
 from __future__ import annotations
 
@@ -50,11 +53,17 @@ FLOORS = {"host_iowait_pct": 0.5, "read_kb_per_txn": 1.0, "write_kb_per_txn": 1.
           "half_iowait_pct": 0.5, "half_read_kb_per_txn": 1.0, "half_write_kb_per_txn": 1.0}
 
 
-def _num(x: float) -> str:
+def number_words(x: float) -> str:
     """A counter's mean in words: 12,345 / 123 / 1.23 / 0.0123."""
+    x = float(x)
     if not math.isfinite(x):
         return str(x)
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b, inf when only b is 0, NaN when both are."""
+    return a / b if b else (math.inf if a else math.nan)
 
 
 def mechanism_frame(runs: pd.DataFrame, host_cpus: Mapping[str, int] | None = None) -> pd.DataFrame:
@@ -118,8 +127,7 @@ def condition_rows(claim: Claim, study: str, runs: pd.DataFrame, condition: str 
         rows.append({"id": claim.id, "study": study, "condition": condition, "counter": counter, "label": label,
                      "a": _level_of(a, claim.factor, claim.a), "b": _level_of(b, claim.factor, claim.b),
                      "value_a": ma, "value_b": mb,
-                     "ratio": ma / mb if mb else (math.inf if ma else math.nan),
-                     "runs_a": int(va.size), "runs_b": int(vb.size)})
+                     "ratio": _ratio(ma, mb), "runs_a": int(va.size), "runs_b": int(vb.size)})
     return rows
 
 
@@ -137,16 +145,15 @@ def size_rows(claim: Claim, study: str, runs: pd.DataFrame,
     plain = replace(claim, at={})
     if not others:
         return condition_rows(plain, study, here, "", SIZE_COUNTERS)
-    order = level_order or {}
+    order = {f: list((level_order or {}).get(f, ())) for f in others}
 
-    def rank(key: Any) -> tuple[int, ...]:
-        values = key if isinstance(key, tuple) else (key,)
-        return tuple(list(order.get(f, ())).index(v) if v in list(order.get(f, ())) else len(order.get(f, ()))
-                     for f, v in zip(others, values))
+    def rank(levels: tuple[Any, ...]) -> tuple[int, ...]:  # the spec's order; levels it does not list last
+        return tuple(order[f].index(v) if v in order[f] else len(order[f]) for f, v in zip(others, levels))
 
+    groups = [(key if isinstance(key, tuple) else (key,), g) for key, g in here.groupby(others, sort=True)]
     rows: list[dict[str, Any]] = []
-    for key, g in sorted(here.groupby(others, sort=True), key=lambda kg: rank(kg[0])):
-        levels = dict(zip(others, key if isinstance(key, tuple) else (key,)))
+    for key, g in sorted(groups, key=lambda kg: rank(kg[0])):
+        levels = dict(zip(others, key))
         where = ", ".join(f"{factor_word(f)} {_words(v)}{factor_unit(f)}" for f, v in levels.items())
         rows += condition_rows(plain, study, g, where, SIZE_COUNTERS)
     return rows
@@ -201,8 +208,7 @@ def drift_rows(claim: Claim, study: str, runs: pd.DataFrame) -> list[dict[str, A
             ma, mb = float(both[a].mean()), float(both[b].mean())
             rows.append({"id": claim.id, "study": study, "condition": condition, "counter": f"half_{x}",
                          "label": label, "a": "second half", "b": "first half", "value_a": ma, "value_b": mb,
-                         "ratio": ma / mb if mb else (math.inf if ma else math.nan),
-                         "runs_a": len(both), "runs_b": len(both)})
+                         "ratio": _ratio(ma, mb), "runs_a": len(both), "runs_b": len(both)})
     return rows
 
 
@@ -286,17 +292,12 @@ def moved_parts(rows: pd.DataFrame, claim_id: str, top: int = 3) -> list[tuple[s
     return out
 
 
-def number_words(x: float) -> str:
-    """A counter's mean in words: 12,345 / 123 / 1.23 / 0.0123."""
-    return _num(float(x))
-
-
 def moved(rows: pd.DataFrame, claim_id: str, top: int = 3) -> list[str]:
     """:func:`moved_parts` as words: 'KiB read from the device per transaction 13 vs 1.1 (x12)'; per condition
     when it has several."""
     out = []
     for cond, parts in moved_parts(rows, claim_id, top):
-        words = [f"{x['label']} {_num(x['value_a'])} vs {_num(x['value_b'])}"
+        words = [f"{x['label']} {number_words(x['value_a'])} vs {number_words(x['value_b'])}"
                  + (f" (x{x['ratio']:.3g})" if math.isfinite(float(x["ratio"])) else "") for x in parts]
         out.append((f"{cond}: " if cond else "") + "; ".join(words))
     return out
