@@ -180,3 +180,15 @@ def test_a_dataset_size_claim_shows_the_sizes_per_pair_it_was_judged_on() -> Non
     assert on_disk.loc["block 4k", "ratio"] == pytest.approx(1.5) and on_disk.loc["block 16k", "ratio"] == 4.0
     assert moved(rows, "lzSize") == ["block 4k: on-disk size (du), MiB 300 vs 200 (x1.5)",  # the spec's order
                                      "block 16k: on-disk size (du), MiB 320 vs 80 (x4)"]
+
+
+def test_the_steady_state_paragraphs_sentence_on_the_drifting_runs() -> None:
+    from dbmatrix.publish.claims_tex import drift_text
+
+    rows = mechanism_rows([STEADY], pd.DataFrame([{"id": "steadyRuns", "study": "s1", "verdict": "disagree"}]),
+                          [_drifting("s1", 1.5, 0.8)])
+    text = drift_text(rows)
+    assert "2 of 3 drifting runs slowed (throughput $\\times$0.90): per transaction they read $\\times$1.50 as " \
+           "much, the host's CPUs were busy $\\times$1.00 as much; 1 of 3 drifting runs sped up " \
+           "(throughput $\\times$1.09)" in text  # no write figures in these runs: not said
+    assert drift_text(rows[~rows["counter"].str.startswith("half_")]) == "" == drift_text(pd.DataFrame())

@@ -519,6 +519,7 @@ def _text_macros(studies: Sequence[StudyTables], drawn: dict[str, StudyTables], 
                                                 steady_params(primary.experiment.measure_s)["min_seconds"])
     m.update(claims_macros(judgement.verdicts, judgement.further))
     m["bootCheckText"] = boot_check_text(judgement.boots)
+    m["driftMechanismText"] = claims_tex.drift_text(judgement.mechanism)
     m["decisionsText"] = (
         decisions_tex.looks_text(judgement.looks, MAX_CAMPAIGNS, judgement.cost_summary)
         if not judgement.looks.empty else decisions_tex.decisions_text(judgement.cost_summary))

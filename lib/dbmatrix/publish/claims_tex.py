@@ -328,6 +328,33 @@ def mechanism_sentence(rows: pd.DataFrame, claim_id: str, compared: str = "") ->
             + "; ".join(conds))
 
 
+def drift_text(rows: pd.DataFrame) -> str:
+    """The steady-state paragraph's sentence on what changed inside the drifting runs the share of settled
+    runs counted, from the first half of their windows to the second (the mechanism rows of the window
+    halves, :func:`dbmatrix.analyse.mechanism.drift_rows`); "" without them."""
+    half = rows[rows["counter"].astype(str).str.startswith("half_")] if not rows.empty else rows
+    if half.empty:
+        return ""
+
+    def times(r: pd.Series, counter: str) -> str:
+        v = float(r.get(counter, math.nan))
+        return f"$\\times${v:.2f}" if math.isfinite(v) else ""
+
+    parts = []
+    for cond, g in half.groupby("condition", sort=False):
+        r = g.set_index("counter")["ratio"]
+        read, wrote, busy = (times(r, c) for c in ("half_read_kb_per_txn", "half_write_kb_per_txn", "half_busy_pct"))
+        io = " and ".join(x for x in (f"read {read}" if read else "", f"wrote {wrote}" if wrote else "") if x)
+        said = [*([f"per transaction they {io} as much"] if io else []),
+                *([f"the host's CPUs were busy {busy} as much"] if busy else [])]
+        tps = times(r, "half_tps")
+        parts.append(latex_escape(str(cond)) + (f" (throughput {tps})" if tps else "")
+                     + (": " + ", ".join(said) if said else ""))
+    return ("Over the runs the share of settled runs counts (every standalone study's unsaturated runs), from the "
+            "first half of a drifting run's window to the second (the host's per-second samples beside "
+            "sysbench's): " + "; ".join(parts) + ".")
+
+
 def render_claims_details(verdicts: ClaimVerdicts, further: ClaimVerdicts | None = None,
                           boots: pd.DataFrame | None = None, mechanism: pd.DataFrame | None = None) -> str:
     """Each claim's basis (how it was estimated, what the design aliases), its premises with their
