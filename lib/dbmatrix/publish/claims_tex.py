@@ -331,10 +331,12 @@ def mechanism_sentence(rows: pd.DataFrame, claim_id: str, compared: str = "") ->
 def drift_text(rows: pd.DataFrame) -> str:
     """The steady-state paragraph's sentence on what changed inside the drifting runs the share of settled
     runs counted, from the first half of their windows to the second (the mechanism rows of the window
-    halves, :func:`dbmatrix.analyse.mechanism.drift_rows`); "" without them."""
+    halves, :func:`dbmatrix.analyse.mechanism.drift_rows`); without them, a sentence that says so (a macro
+    the text uses is never empty)."""
     half = rows[rows["counter"].astype(str).str.startswith("half_")] if not rows.empty else rows
     if half.empty:
-        return ""
+        return ("In this build no drifting run has the halves of its window to compare: none of the runs the share "
+                "of settled runs counts drifted, or they have no per-second host samples.")
 
     def times(r: pd.Series, counter: str) -> str:
         v = float(r.get(counter, math.nan))
