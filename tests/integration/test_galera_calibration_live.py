@@ -116,7 +116,7 @@ def _study(base: Path, name: str, calibrate: dict[str, Any] | None, slave_thread
         "experiment": name, "topology": topology,
         "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 2000},
         "factors": {"cache_pct": 100, "threads": 4, "slave_threads": slave_threads},
-        "repetitions": 1, "seed": 7, "warmup_s": 2, "measure_s": 8,
+        "repetitions": 1, "seed": 7, "warmup_s": 1, "measure_s": 4,
         "server_options": {"innodb_log_file_size": "16M", "innodb_flush_log_at_trx_commit": 1},
     }))
     results = base / name
@@ -137,7 +137,7 @@ def test_followers_limited_in_cpu_hold_the_writer_back() -> None:
         # one candidate and one cell (the limit's mechanics; what a quota does to flow control on this machine,
         # measured with 4 candidates and an unlimited baseline, is in docs/usage.md)
         limited = _study(base, "it-galera-cpu", {"limit": "cpu_max", "candidates": [25],
-                                                 "target_fc_paused_pct": TARGET, "warmup_s": 2, "measure_s": 6},
+                                                 "target_fc_paused_pct": TARGET, "warmup_s": 1, "measure_s": 4},
                          [1])
         rec = json.loads((base / "it-galera-cpu" / "calibration" / "campaign-1.json").read_text())
         summary = {"calibration": [{k: r[k] for k in ("limit", "fc_paused_pct", "tps")} for r in rec["runs"]],
