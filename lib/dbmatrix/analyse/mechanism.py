@@ -163,20 +163,19 @@ def saturation_sides(claim: Claim, ev: Evidence, instances: int = 1) -> Claim | 
     """The saturation claim as the two thread levels its estimate compares (the largest against the
     saturation point, at one instance, read from the study's cells as the estimate reads them), or None
     where the study has no saturation point."""
-    from dbmatrix.analyse.scaleout import saturation
+    from dbmatrix.analyse.scaleout import saturation_point
 
-    cells = ev.extra.get("scaleout-cells")
-    g = cells[cells["instances"] == instances] if cells is not None and not cells.empty else None
-    if g is None or g.empty or g["threads"].nunique() < 3:
-        return None
-    sat = saturation(g).iloc[0]
-    if not bool(sat["reached"]):
+    try:
+        sat, _ = saturation_point(ev.extra.get("scaleout-cells"), instances)
+    except NotTestable:
         return None
     return replace(claim, factor="threads", a=int(sat["largest_threads"]), b=int(sat["saturation_threads"]),
                    at={"instances": instances})
 
 
-# the window halves' figures (dbmatrix.analyse.window_halves) -> their words in the mechanism table
+# the window halves' figures (dbmatrix.analyse.window_halves) -> their words in the mechanism table, where
+# each is the counter HALF + figure ("half_tps")
+HALF = "half_"
 HALF_COUNTERS: dict[str, str] = {
     "tps": "throughput, transactions/s",
     "busy_pct": "host CPUs busy, % of all",
@@ -206,7 +205,7 @@ def drift_rows(claim: Claim, study: str, runs: pd.DataFrame) -> list[dict[str, A
             if both.empty:
                 continue
             ma, mb = float(both[a].mean()), float(both[b].mean())
-            rows.append({"id": claim.id, "study": study, "condition": condition, "counter": f"half_{x}",
+            rows.append({"id": claim.id, "study": study, "condition": condition, "counter": HALF + x,
                          "label": label, "a": "second half", "b": "first half", "value_a": ma, "value_b": mb,
                          "ratio": _ratio(ma, mb), "runs_a": len(both), "runs_b": len(both)})
     return rows

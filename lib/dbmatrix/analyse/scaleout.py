@@ -242,17 +242,24 @@ def scaleout_tables(runs: pd.DataFrame, histograms: pd.DataFrame, intervals: pd.
 
 # ------------------------------------------------------------------------------------ claims
 
-def saturation_estimate(tables: Mapping[str, pd.DataFrame], instances: int = 1) -> Estimate:
-    """QPS at the largest thread count over QPS at the saturation point, at `instances` (about 1 when
-    throughput stays flat past saturation, < 1 when it declines); the interval from the two cells' t
-    intervals (ratio of the bounds). Premise: the saturation point lies below the largest thread count."""
-    cells = tables.get("scaleout-cells", pd.DataFrame())
-    g = cells[cells["instances"] == instances] if not cells.empty else cells
+def saturation_point(cells: pd.DataFrame | None, instances: int = 1) -> tuple[pd.Series, pd.DataFrame]:
+    """The saturation row of :func:`saturation` at `instances` and that instance count's cells; NotTestable
+    when it has fewer than three thread counts, or throughput still rises at the largest (the premise of the
+    saturation claim: the saturation point lies below the largest thread count)."""
+    g = cells[cells["instances"] == instances] if cells is not None and not cells.empty else pd.DataFrame()
     if g.empty or g["threads"].nunique() < 3:
         raise NotTestable(f"needs three or more thread counts at {instances} instance(s)")
     sat = saturation(g).iloc[0]
     if not sat["reached"]:
         raise NotTestable(f"throughput still rises at the largest thread count ({sat['largest_threads']})")
+    return sat, g
+
+
+def saturation_estimate(tables: Mapping[str, pd.DataFrame], instances: int = 1) -> Estimate:
+    """QPS at the largest thread count over QPS at the saturation point, at `instances` (about 1 when
+    throughput stays flat past saturation, < 1 when it declines); the interval from the two cells' t
+    intervals (ratio of the bounds). Premise: the saturation point lies below the largest thread count."""
+    sat, g = saturation_point(tables.get("scaleout-cells"), instances)
     g = g.sort_values("threads")
     last = g.iloc[-1]
     knee = g[g["threads"] == sat["saturation_threads"]].iloc[0]

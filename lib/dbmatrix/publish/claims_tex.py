@@ -20,7 +20,7 @@ import pandas as pd
 from dbmatrix.analyse.claims.verdicts import bounded_outcome
 from dbmatrix.analyse.claims_view import SHORT, ClaimRow, claim_row, claim_rows, measured, render, table_level, tex
 from dbmatrix.analyse.judgement import ClaimVerdicts, combined
-from dbmatrix.analyse.mechanism import moved_parts, number_words
+from dbmatrix.analyse.mechanism import HALF, moved_parts, number_words
 from dbmatrix.analyse.verdict_text import (
     class_of,
     combine_of,
@@ -333,7 +333,7 @@ def drift_text(rows: pd.DataFrame) -> str:
     runs counted, from the first half of their windows to the second (the mechanism rows of the window
     halves, :func:`dbmatrix.analyse.mechanism.drift_rows`); without them, a sentence that says so (a macro
     the text uses is never empty)."""
-    half = rows[rows["counter"].astype(str).str.startswith("half_")] if not rows.empty else rows
+    half = rows[rows["counter"].astype(str).str.startswith(HALF)] if not rows.empty else rows
     if half.empty:
         return ("In this build no drifting run has the halves of its window to compare: none of the runs the share "
                 "of settled runs counts drifted, or they have no per-second host samples.")
@@ -345,11 +345,11 @@ def drift_text(rows: pd.DataFrame) -> str:
     parts = []
     for cond, g in half.groupby("condition", sort=False):
         r = g.set_index("counter")["ratio"]
-        read, wrote, busy = (times(r, c) for c in ("half_read_kb_per_txn", "half_write_kb_per_txn", "half_busy_pct"))
+        read, wrote, busy = (times(r, HALF + x) for x in ("read_kb_per_txn", "write_kb_per_txn", "busy_pct"))
         io = " and ".join(x for x in (f"read {read}" if read else "", f"wrote {wrote}" if wrote else "") if x)
         said = [*([f"per transaction they {io} as much"] if io else []),
                 *([f"the host's CPUs were busy {busy} as much"] if busy else [])]
-        tps = times(r, "half_tps")
+        tps = times(r, HALF + "tps")
         parts.append(latex_escape(str(cond)) + (f" (throughput {tps})" if tps else "")
                      + (": " + ", ".join(said) if said else ""))
     return ("Over the runs the share of settled runs counts (every standalone study's unsaturated runs), from the "

@@ -18,8 +18,8 @@ from dbmatrix.analyse.kinds.base import PaperSection, StudyKind
 from dbmatrix.analyse.scaleout import (
     P95_THRESHOLD_MS,
     peak_ratio_estimate,
-    saturation,
     saturation_estimate,
+    saturation_point,
     scaleout_tables,
     stability_estimate,
 )
@@ -98,13 +98,7 @@ class ScaleoutKind(StudyKind):
 def _saturation(ev: Evidence, instances: int = 1, confidence: float = 0.95) -> Estimate:
     """QPS at the largest thread count over QPS at the saturation point (read from the tables of all
     campaigns), as a ratio of the runs' geometric means in the campaign-level model."""
-    cells = ev.extra.get("scaleout-cells", pd.DataFrame())
-    g = cells[cells["instances"] == instances] if cells is not None and not cells.empty else pd.DataFrame()
-    if g.empty or g["threads"].nunique() < 3:
-        raise NotTestable(f"needs three or more thread counts at {instances} instance(s)")
-    sat = saturation(g).iloc[0]
-    if not sat["reached"]:
-        raise NotTestable(f"throughput still rises at the largest thread count ({sat['largest_threads']})")
+    sat, _ = saturation_point(ev.extra.get("scaleout-cells"), instances)
     runs = ev.runs[pd.to_numeric(ev.runs["instances"], errors="coerce") == instances]
     knee = int(sat["saturation_threads"])
     est = ratio_estimate(runs, "qps", "threads", "max", knee, factors=["threads"], confidence=confidence)
