@@ -30,7 +30,7 @@ from dbmatrix.run.mysqld import (
     server_user,
     table_engine,
 )
-from dbmatrix.run.ports import free_port
+from dbmatrix.run.ports import lease_block, this_process
 from dbmatrix.spec.experiment import Cell
 from dbmatrix.workload import sysbench, tpcc
 from dbmatrix.workload.commands import check_consistency
@@ -44,7 +44,9 @@ def measure_engine(host: LocalHost, workdir: Path, engine: str, args: argparse.N
     datadir = str(workdir / f"data-{engine}")
     host.run(f"rm -rf {shlex.quote(datadir)}")
     host.run(install_db_command(cell, datadir, user), timeout=300)
-    paths = ServerPaths.under(str(workdir / "run"), datadir, engine, free_port(host))
+    # leased as runs lease theirs (held until this process exits): no other process's server takes it
+    port = lease_block([(host, this_process(host))], 1).base
+    paths = ServerPaths.under(str(workdir / "run"), datadir, engine, port)
     script = tpcc.install_script(host, str(workdir / "lua"))
     common = {"tables": args.tables, "scale": args.warehouses, "script": script, "storage_engine": table_engine(cell)}
     row: dict[str, Any] = {"engine": engine, "warehouses": args.warehouses * args.tables}

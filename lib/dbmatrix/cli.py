@@ -205,12 +205,17 @@ def _preflight(studies: list, *, skip: bool = False) -> dict[str, list]:
 
 
 def _checked_line(checks: list) -> str:
+    from dbmatrix.run.preflight import missing_line
+
     parts = []
     for c in checks:
         if c.version:
             parts.append(f"{c.options_checked} server option setting(s) accepted by mariadbd {c.version} on "
                          f"{c.host}")
         parts += c.notes
+        if c.missing:
+            parts.append(f"host {c.host} is not set up: missing {missing_line(c)} (`dbmatrix setup --roles "
+                         "server` installs them; `dbmatrix run` refuses until then)")
     return "checked: " + "; ".join(parts) + "; datasets fit their media"
 
 
@@ -267,6 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.claim_plan import refuse_unidentified
     from dbmatrix.decide import rounds_option
     from dbmatrix.run.matrix import lost_hosts_message, run_study
+    from dbmatrix.run.preflight import refuse_unready
     from dbmatrix.steps import sittings
 
     rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
@@ -276,7 +282,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(line)
     rounds = rounds_option(args.until_decided, args.budget, studies)  # the budget is the studies' together
     refuse_unidentified(studies)
-    _preflight(studies)
+    for name, checks in _preflight(studies).items():  # a host not set up: before any campaign is opened
+        refuse_unready(checks, name)
     for study in studies:
         kwargs: dict[str, Any] = {"host_name": args.host} if args.host else {}
         if rounds is not None:  # looks after every block: dbmatrix.decide

@@ -219,3 +219,50 @@ def test_engine_plugins_and_constants_follow_the_rendered_command_line() -> None
     consts = preflight.engine_constants(exp)
     assert consts["innodb"] == {"max_connections": "50"}
     assert consts["myrocks"] == {"max_connections": "50", "rocksdb_max_open_files": "100"}
+
+
+# ---------------------------------------------------------------- a host not set up
+
+def test_the_tools_a_run_calls_follow_its_media_and_topology() -> None:
+    hs = localhost_inventory("/w").hosts[0]
+    plain = preflight.run_tools(parse_experiment(spec()), hs)
+    assert plain == {"findmnt": "util-linux", "iostat": "sysstat", "mpstat": "sysstat", "pidstat": "sysstat",
+                     "sysbench": "sysbench", "vmstat": "procps"}
+    remote = preflight.run_tools(parse_experiment(spec(factors={
+        "engine": "innodb", "cache_pct": 100, "block_size": "16k", "compression": "none", "medium": "remote",
+        "threads": 2})), hs)
+    assert {"nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3", "mkfs.xfs": "xfsprogs",
+            "tc": "iproute2"}.items() <= remote.items()
+    galera = preflight.run_tools(parse_experiment(spec(topology={"kind": "galera", "nodes": 3})), hs)
+    assert galera["/usr/lib/galera/libgalera_smm.so"] == "galera-4" and galera["rsync"] == "rsync"
+
+
+def test_the_tools_command_names_what_the_shell_cannot_find(tmp_path: Path) -> None:
+    import subprocess
+
+    there = tmp_path / "provider.so"
+    there.write_text("")
+    cmd = preflight.tools_command(["sh", "no-such-tool-xyz", str(there), str(tmp_path / "gone.so")])
+    out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["no-such-tool-xyz", str(tmp_path / "gone.so")]
+
+
+def test_a_host_without_mariadbd_or_sysbench_is_not_set_up_and_run_refuses(tmp_path: Path) -> None:
+    """The host's one round trip, as a fresh Debian machine answers it: no mariadbd (exit 127), no sysbench."""
+    from dbmatrix.hosts.remote import HostError
+
+    exp = parse_experiment(spec())
+    hs = localhost_inventory(str(tmp_path)).hosts[0]
+    host = ScriptedHost("localhost")
+    host.on(r"printf .@@%s", stdout=("@@workdir 0\n270553174016 /\n@@medium:disk 0\n270553174016 /\n@@tools 0\nsysbench\nmpstat\n"
+                                "@@system.version 127\nsh: 1: mariadbd: not found\n"))
+    checked = preflight.check_host(host, hs, exp)
+    assert checked.missing == {"mariadbd": "mariadb-server", "sysbench": "sysbench", "mpstat": "sysstat"}
+    assert checked.version is None
+    with pytest.raises(HostError) as ei:
+        preflight.refuse_unready([checked], "t")
+    assert ei.value.host == "localhost"
+    assert ei.value.message == ("not set up for study t: missing mariadbd (package mariadb-server), sysbench "
+                                "(package sysbench), mpstat (package sysstat)")
+    assert "dbmatrix setup --roles server" in ei.value.hint and "nothing was run" in ei.value.hint
+    preflight.refuse_unready([preflight.HostCheck("localhost", "10.11.19")], "t")  # set up: no refusal

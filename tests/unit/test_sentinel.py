@@ -106,6 +106,36 @@ def test_the_opening_run_is_due_before_the_design_and_the_closing_one_after_it(t
     assert (tmp_path / "sentinel" / "campaign-2" / "raw" / sentinel_run(e, 2, START).run_id).is_dir()
 
 
+def test_an_opening_run_that_failed_before_the_design_started_is_due_again(tmp_path: Path) -> None:
+    """A host not set up yet fails the opening run and every design run: the rerun opens the sitting again."""
+    e = spec({"cell": {"cache_pct": 100}}, repetitions=1)
+    store = ResultStore(tmp_path)
+    plan = e.plan(4)
+    put(sentinel_store(store, 4), sentinel_run(e, 4, START), status="failed")
+    for r in plan:
+        put(store, r, status="failed")
+    assert sentinel_due(e, store, 4, START, plan) == sentinel_run(e, 4, START)
+    assert [r.repetition for r in sentinel_runs_left(e, store, 4)] == [1, 2]
+    put(sentinel_store(store, 4), sentinel_run(e, 4, START))
+    assert sentinel_due(e, store, 4, START, plan) is None
+    for r in plan:
+        put(store, r)
+    assert sentinel_due(e, store, 4, END, plan) == sentinel_run(e, 4, END)
+
+
+def test_an_opening_run_that_failed_is_not_retried_once_the_design_started(tmp_path: Path) -> None:
+    e = spec({"cell": {"cache_pct": 100}}, repetitions=1)
+    store = ResultStore(tmp_path)
+    plan = e.plan(4)
+    put(sentinel_store(store, 4), sentinel_run(e, 4, START), status="failed")
+    put(store, plan[0])
+    assert sentinel_due(e, store, 4, START, plan) is None
+    assert sentinel_runs_left(e, store, 4) == []
+    for r in plan[1:]:
+        put(store, r)
+    assert sentinel_due(e, store, 4, END, plan) is None
+
+
 def test_a_campaign_resumed_after_its_first_runs_gets_no_sentinel(tmp_path: Path) -> None:
     e = spec({"cell": "first"})
     store = ResultStore(tmp_path)

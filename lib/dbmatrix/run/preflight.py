@@ -1,13 +1,16 @@
 """What `dbmatrix plan` (and `run`, before the first run) checks on the hosts: no time on runs that
 cannot succeed.
 
-Per host, in one round trip: the mariadbd version, ``mariadbd --verbose --help`` with each engine's
-plugins and the spec's constant server options (mariadbd judges names and values, as it would at
-startup, :mod:`dbmatrix.hosts.server_options`), and ``df`` where the inventory does not say how much a
-medium holds. Only when mariadbd complains: one more round trip with each option alone (to name every
-bad option, not only the first) and the host's option list (cached per host, version and plugins) for a
-close match and the allowed values. Datasets whose smallest plausible size
-(:mod:`dbmatrix.spec.sizing`) exceeds their medium or the host's workdir are refused without a server.
+Per host, in one round trip: the mariadbd version, ``mariadbd --verbose --help`` with each engine's plugins
+and the spec's constant server options (mariadbd judges names and values, as it would at startup,
+:mod:`dbmatrix.hosts.server_options`), ``df`` where the inventory does not say how much a medium holds, and
+the tools a run calls there (sysbench, the collectors, the media's tools, the Galera provider). A host
+without them is not set up: `plan` says so, `run` refuses before it opens a campaign (a fresh machine would
+otherwise record every cell of the campaign as failed in seconds). Only when mariadbd complains: one more
+round trip with each option alone (to name every bad option, not only the first) and the host's option list
+(cached per host, version and plugins) for a close match and the allowed values. Datasets whose smallest
+plausible size (:mod:`dbmatrix.spec.sizing`) exceeds their medium or the host's workdir are refused without
+a server.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from dbmatrix.hosts import server_options as so
 from dbmatrix.hosts.builds import SYSTEM_BUILD, ServerBuild
 from dbmatrix.hosts.capacity import df_command, parse_df, recipe_capacity
 from dbmatrix.hosts.inventory import HostSpec
-from dbmatrix.hosts.remote import Host
+from dbmatrix.hosts.media import TOOL_PACKAGES, required_tools
+from dbmatrix.hosts.remote import Host, HostError
+from dbmatrix.run.context import media_used
+from dbmatrix.run.galera_cluster import GALERA_PROVIDER
 from dbmatrix.run.matrix import plan_hosts
 from dbmatrix.run.mysqld import constants_for, engine_options
 from dbmatrix.spec.experiment import Cell, Experiment, SpecError
@@ -40,12 +46,21 @@ from dbmatrix.study import Study
 
 @dataclass
 class HostCheck:
-    """What was checked on one host, for the plan's printout."""
+    """What was checked on one host, for the plan's printout; `missing` the tools (and files) a run needs
+    there that the host lacks, with the package that brings each."""
 
     host: str
     version: str | None = None
     options_checked: int = 0
     notes: list[str] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+# The tools every run calls on a measured host beyond its server build and media: the load generator and
+# the collectors (dbmatrix.run.collectors), with the Debian package that brings each.
+RUN_TOOLS = {"sysbench": "sysbench", "mpstat": "sysstat", "iostat": "sysstat", "pidstat": "sysstat",
+             "vmstat": "procps"}
+SETUP_HINT = "`dbmatrix setup --roles server` (make setup) installs them on this machine; nothing was run"
 
 
 # ---------------------------------------------------------------- pure parts
@@ -133,6 +148,37 @@ def option_error(name: str, value: str, messages: Sequence[str], opts: so.Server
     return f"server_options.{name}: {value!r} is refused by {who}{plugin}: {said}{allowed}"
 
 
+def run_tools(exp: Experiment, hs: HostSpec) -> dict[str, str]:
+    """Tool (or file, for the Galera provider) -> its package: what a run of `exp` calls on host `hs`. The
+    system server's own check is its --version (:func:`build_sections`)."""
+    tools = dict(RUN_TOOLS)
+    for name in media_used(exp):
+        if name in hs.media:
+            tools.update((t, TOOL_PACKAGES.get(t, t)) for t in required_tools(hs.media[name]))
+    if exp.topology.galera:
+        tools.update({GALERA_PROVIDER: "galera-4", "rsync": "rsync"})
+    return dict(sorted(tools.items()))
+
+
+def tools_command(tools: Sequence[str]) -> str:
+    """Prints each of `tools` the host lacks, one per line (a path is tested as a file)."""
+    words = " ".join(shlex.quote(t) for t in tools)
+    return (f"for t in {words}; do case $t in /*) [ -e \"$t\" ] ;; *) command -v \"$t\" >/dev/null 2>&1 ;; "
+            "esac || echo \"$t\"; done; true")
+
+
+def missing_line(check: HostCheck) -> str:
+    """``<tool> (package <p>), ...``: what `check.missing` names, packages in order of first mention."""
+    return ", ".join(f"{t} (package {p})" for t, p in check.missing.items())
+
+
+def refuse_unready(checks: Sequence[HostCheck], study: str) -> None:
+    """HostError for the first host a run of `study` cannot use for want of tools (`dbmatrix run`)."""
+    for c in checks:
+        if c.missing:
+            raise HostError(c.host, f"not set up for study {study}: missing {missing_line(c)}", SETUP_HINT)
+
+
 # ---------------------------------------------------------------- the host side
 
 def hosts_to_check(study: Study) -> list[HostSpec]:
@@ -182,7 +228,7 @@ def check_host(host: Host, hs: HostSpec, exp: Experiment) -> HostCheck:
     and plugins), and the dataset sizes against the media and the workdir, in one round trip."""
     plugins = engine_plugins(exp)
     constants = engine_constants(exp)
-    sections = {"workdir": df_command(hs.workdir)}
+    sections = {"workdir": df_command(hs.workdir), "tools": tools_command(list(run_tools(exp, hs)))}
     for medium in sorted({*exp.factors["medium"]}):
         if medium in hs.media and recipe_capacity(hs.media[medium]) is None:
             sections[f"medium:{medium}"] = df_command(hs.media[medium].path)
@@ -193,6 +239,9 @@ def check_host(host: Host, hs: HostSpec, exp: Experiment) -> HostCheck:
     check_sizes(exp, hs, {k: parse_df(res[k].text, hs.workdir if k == "workdir" else hs.media[k[7:]].path)
                           for k in sections if k == "workdir" or k.startswith("medium:")})
     result = HostCheck(hs.name)
+    wanted = run_tools(exp, hs)
+    said = res["tools"].text.split() if "tools" in res else []
+    result.missing = {t: wanted[t] for t in said if t in wanted}
     problems: list[str] = []
     versions = []
     for b in builds:
@@ -212,8 +261,8 @@ def _check_build(host: Host, hs: HostSpec, build: ServerBuild, res: Mapping[str,
     ver = res[f"{build.name}.version"]
     if ver.missing or not ver.text.strip():
         if build.is_system:
-            result.notes.append(f"host {hs.name}: mariadbd not found; server options not checked "
-                                "(`dbmatrix setup --roles server` installs it)")
+            result.missing = {"mariadbd": "mariadb-server", **result.missing}
+            result.notes.append(f"host {hs.name}: mariadbd not found; server options not checked")
         elif build.packages:
             result.notes.append(f"host {hs.name}: server build {build.name} not unpacked yet (its packages are "
                                 "unpacked and its version checked when the study starts); its server options "

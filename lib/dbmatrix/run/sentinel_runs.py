@@ -1,12 +1,14 @@
 """When a campaign runs its A/A sentinel (:mod:`dbmatrix.spec.sentinel`), and where the runs are kept.
 
 The sentinel's two runs are full runs through the study's own run path (logs, manifest, counters), kept
-apart from the design in ``<results>/sentinel/campaign-<k>/`` (repetition 1 the opening run, 2 the
-closing one), so no estimate ever reads them. The opening run is due when a campaign starts (none of its
-design runs measured yet); the closing run when the campaign's last design run is measured in a session
-that also measured the opening one's campaign, i.e. when the opening run is there and the closing one is not.
-A campaign resumed after its first runs gets no opening run: an A/A pair split over sittings would not
-measure drift within one, and the analysis says the pair is missing.
+apart from the design in ``<results>/sentinel/campaign-<k>/`` (repetition 1 the opening run, 2 the closing
+one), so no estimate ever reads them. The opening run is due when a campaign starts (none of its design runs
+measured yet), and again while it has failed and no design run has been measured (a host not set up yet
+fails it before anything is measured; the retry still opens the sitting); the closing run when the
+campaign's last design run is measured in a session that also measured the opening one's campaign, i.e. when
+the opening run is there and the closing one is not. A campaign resumed after its first runs gets no opening
+run: an A/A pair split over sittings would not measure drift within one, and the analysis says the pair is
+missing.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def sentinel_due(exp: Experiment, store: ResultStore, campaign: int, position: s
     sub = sentinel_store(store, campaign)
     design_ok = [store.status(r.run_id) == "ok" for r in plan]
     if position == START:
-        return run if sub.record(run.run_id) is None and not any(design_ok) else None
+        return run if sub.status(run.run_id) != "ok" and not any(design_ok) else None
     opening = sentinel_run(exp, campaign, START)
     assert opening is not None
     if sub.status(opening.run_id) != "ok" or sub.status(run.run_id) == "ok" or not all(design_ok):
@@ -56,7 +58,7 @@ def sentinel_runs_left(exp: Experiment, store: ResultStore, campaign: int) -> li
         return []
     sub = sentinel_store(store, campaign)
     started = any(store.status(r.run_id) == "ok" for r in exp.plan(campaign))
-    out = [opening] if sub.record(opening.run_id) is None and not started else []
+    out = [opening] if sub.status(opening.run_id) != "ok" and not started else []
     if (out or sub.status(opening.run_id) == "ok") and sub.status(closing.run_id) != "ok":
         out.append(closing)
     return out
