@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,36 @@ def reference_facts(reference: Path, experiments: Sequence[str] | None = None) -
                           len(datasets), sum(datasets.values()), "; ".join(sorted(levels)))
 
 
+def sittings_table(facts: ReferenceFacts | None, where: str = "data/reference/*-paper") -> str:
+    """docs/usage.md's account of how the committed paper reference was measured: the sittings (from the
+    campaign records, :func:`sittings`), each with its window, boot, the campaigns by number and its ok runs."""
+    if facts is None or not facts.sittings:
+        return f"No paper reference is committed (`{where}`): no sitting to list.\n"
+    first, last = facts.sittings[0], facts.sittings[-1]
+    days = sorted({_utc(first.started_utc).date().isoformat(), _utc(last.started_utc).date().isoformat()})
+    head = (f"The committed reference (`{where}`) was measured in {_count(len(facts.sittings), 'sitting')} on "
+            f"{_count(facts.boots, 'boot')}, {' to '.join(days)}, {facts.runs} runs in all (from the campaign "
+            "records: a sitting is one invocation's campaigns, one study after another on one boot; a study "
+            "registered later numbers its campaigns from 1 in the older studies' later sittings):\n\n"
+            "| sitting (UTC) | boot | campaigns | runs |\n|---|---|---|---|\n")
+    return head + "".join(sitting_row(s) + "\n" for s in facts.sittings)
+
+
+def sitting_row(s: Sitting) -> str:
+    """``| 2026-11-29 09:41-10:57 | 2d9bd31a | 1 of groupcommit; 3 of tpcc, galera | 80 |``: the studies by
+    their names without the profile, grouped by campaign number."""
+    start = _utc(s.started_utc)
+    end = start + timedelta(seconds=s.seconds)
+    when = f"{start:%Y-%m-%d %H:%M}-{end:%H:%M}" + ("" if end.date() == start.date() else f" (to {end:%m-%d})")
+    by_number: dict[int, list[str]] = {}
+    for experiment, k in s.campaigns:
+        profile = profile_of(experiment)
+        name = experiment.removesuffix(f"-{profile}") if profile else experiment
+        by_number.setdefault(k, []).append(name)
+    campaigns = "; ".join(f"{k} of {', '.join(names)}" for k, names in sorted(by_number.items()))
+    return f"| {when} | {', '.join(b[:8] for b in s.boots)} | {campaigns} | {s.runs} |"
+
+
 def _own_sitting(study_dir: Path) -> bool:
     """Whether a results directory's study runs in sittings of its own (its kind, from the spec in plan.json,
     which names the experiment ``name``); a plan written by an older spec schema is an ordinary study."""
@@ -270,9 +300,9 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     decided = [r for r in rows if is_decided(r["verdict"])]
     lo, hi = facts.campaigns
     camps = f"{lo} campaigns per study" if lo == hi else f"{lo}-{hi} campaigns per study"
-    runs = [s.runs for s in facts.sittings]
-    held = (f"{runs[0]} runs each" if len(set(runs)) == 1 else " + ".join(map(str, runs)) + " runs")
-    held = f"measured in {_count(len(runs), 'sitting')} of {held} on {_count(facts.boots, 'boot')}"
+    listed = " ([listed](docs/usage.md#the-paper-profile))" if built and set(built) <= set(paper_studies) else ""
+    held = (f"{facts.runs} runs measured in {_count(len(facts.sittings), 'sitting')}{listed} on "
+            f"{_count(facts.boots, 'boot')}")
     profiles = sorted({p for r in rows for s in (r.get("study") or "").split("+") if (p := profile_of(s))})
     indicative = any(p not in DECIDING for p in profiles) or not profiles
     provisional = not indicative and standing(pd.DataFrame(rows))[0]  # the paper's rule: one campaign only
@@ -367,7 +397,8 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
     every = claims_table(verdicts, details=True, opposing=opposing)
     packages = "\n".join(f"- `{role}`: {' '.join(pk[role])}" for role in pk) + "\n"
     return {"answer": answer, "claims": claims, "figures": figures, "commands": commands, "box": box,
-            "every-claim": every, "packages": packages, "registry": render_registry()}
+            "every-claim": every, "packages": packages, "registry": render_registry(),
+            "sittings": sittings_table(paper)}
 
 
 def smoke_plan() -> str:
@@ -404,7 +435,7 @@ def _size(m: Any) -> int:
 
 
 FILES = {"README.md": ("answer", "claims", "figures", "commands", "box", "every-claim"),
-         "docs/usage.md": ("packages",), "docs/registry.md": ("registry",)}  # which file holds which blocks
+         "docs/usage.md": ("packages", "sittings"), "docs/registry.md": ("registry",)}  # which file holds which blocks
 
 
 def render(text: str, generated: Mapping[str, str]) -> str:

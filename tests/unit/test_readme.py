@@ -96,6 +96,28 @@ def test_campaigns_group_into_sittings_by_boot_and_gap() -> None:
     assert len(readme.sittings(alone, {})) == 1  # without the soak named, one sitting (gaps under 30 min)
 
 
+def test_the_sittings_table_lists_each_sitting_with_its_campaigns_by_number() -> None:
+    t0 = "2026-11-29T09:41:00+00:00"
+    s = readme.Sitting(t0, 76 * 60, 80, ("2d9bd31a-aaaa",), (("tpcc-paper", 3), ("galera-paper", 3),
+                                                             ("groupcommit-paper", 1)))
+    assert readme.sitting_row(s) == "| 2026-11-29 09:41-10:57 | 2d9bd31a | 1 of groupcommit; 3 of tpcc, galera | 80 |"
+    late = readme.Sitting("2026-11-30T23:40:00+00:00", 62 * 60, 1, ("b",), (("soak-paper", 3),))
+    assert readme.sitting_row(late) == "| 2026-11-30 23:40-00:42 (to 12-01) | b | 3 of soak | 1 |"
+    facts = readme.ReferenceFacts(2, 2, (1, 3), 81, (s, late), {}, 4, 0)
+    table = readme.sittings_table(facts)
+    assert "measured in 2 sittings on 2 boots, 2026-11-29 to 2026-11-30, 81 runs in all" in table
+    assert table.count("\n| 2026-") == 2
+    assert "No paper reference" in readme.sittings_table(None)
+
+
+def test_the_docs_list_every_sitting_of_the_committed_paper_reference(generated: dict[str, str]) -> None:
+    paper = readme.reference_facts(ROOT / "data" / "reference", readme.profile_experiments(ROOT / "data" / "reference",
+                                                                                           "paper"))
+    assert generated["sittings"].count("\n| 20") == len(paper.sittings) > 0
+    assert sum(int(line.rsplit("|", 2)[1]) for line in generated["sittings"].splitlines()
+               if line.startswith("| 20")) == paper.runs
+
+
 def test_latex_wording() -> None:
     assert readme.plain(r"4\,KB blocks give up to 10\,\% more; 4$\times$ smaller; 2--3") == \
         "4\u202fKB blocks give up to 10\u202f% more; 4× smaller; 2–3"
