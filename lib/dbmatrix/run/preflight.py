@@ -168,7 +168,7 @@ def tools_command(tools: Sequence[str]) -> str:
 
 
 def missing_line(check: HostCheck) -> str:
-    """``<tool> (package <p>), ...``: what `check.missing` names, packages in order of first mention."""
+    """``<tool> (package <p>), ...``: what `check.missing` names, in its order."""
     return ", ".join(f"{t} (package {p})" for t, p in check.missing.items())
 
 
@@ -228,7 +228,8 @@ def check_host(host: Host, hs: HostSpec, exp: Experiment) -> HostCheck:
     and plugins), and the dataset sizes against the media and the workdir, in one round trip."""
     plugins = engine_plugins(exp)
     constants = engine_constants(exp)
-    sections = {"workdir": df_command(hs.workdir), "tools": tools_command(list(run_tools(exp, hs)))}
+    wanted = run_tools(exp, hs)
+    sections = {"workdir": df_command(hs.workdir), "tools": tools_command(list(wanted))}
     for medium in sorted({*exp.factors["medium"]}):
         if medium in hs.media and recipe_capacity(hs.media[medium]) is None:
             sections[f"medium:{medium}"] = df_command(hs.media[medium].path)
@@ -239,7 +240,6 @@ def check_host(host: Host, hs: HostSpec, exp: Experiment) -> HostCheck:
     check_sizes(exp, hs, {k: parse_df(res[k].text, hs.workdir if k == "workdir" else hs.media[k[7:]].path)
                           for k in sections if k == "workdir" or k.startswith("medium:")})
     result = HostCheck(hs.name)
-    wanted = run_tools(exp, hs)
     said = res["tools"].text.split() if "tools" in res else []
     result.missing = {t: wanted[t] for t in said if t in wanted}
     problems: list[str] = []
