@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from tests.unit.test_claims import full_factorial, synthetic_runs
 
 from dbmatrix.analyse.campaign_records import (
@@ -208,6 +210,52 @@ def test_the_verdict_code_digest_follows_the_claims_import_closure(tmp_path: Pat
         "dbmatrix/analyse/claims/__init__.py", "dbmatrix/analyse/limits.py", "dbmatrix/analyse/rule.py"]
     assert files_changed(registry([CLAIM], "old"), files) is None  # recorded before per-file digests
     assert len(verdict_code_digest()) == 16
+
+
+def test_the_verdict_code_files_are_kept_on_disk_per_content_of_the_package(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second invocation (a new process: the in-process cache cleared) reads the answer from the disk cache
+    and parses nothing; any change of the package's bytes, even one that keeps size and mtime, is a new key;
+    a damaged file is computed again; the newest KEEP are kept."""
+    from dbmatrix import codedeps
+    from dbmatrix.analyse.claims import registration
+    from dbmatrix.cache import KEEP
+
+    lib, cache = tmp_path / "lib", tmp_path / "cache"
+    pkg = lib / "dbmatrix"
+    for d in (pkg, pkg / "analyse", pkg / "analyse" / "claims"):
+        d.mkdir(parents=True)
+        (d / "__init__.py").write_text("")
+    (pkg / "analyse" / "claims" / "__init__.py").write_text("from dbmatrix.analyse import rule\n")
+    rule = pkg / "analyse" / "rule.py"
+    rule.write_text("BAND = 1\n")
+    first = verdict_code_files(lib, cache)
+    (stored,) = (cache / "verdict-code").glob("*.json")
+
+    def no_parsing(*_: object) -> None:
+        raise AssertionError("parsed the package again")
+
+    registration._verdict_code_files.cache_clear()
+    with monkeypatch.context() as m:
+        m.setattr(codedeps, "load_graph", no_parsing)
+        assert verdict_code_files(lib, cache) == first  # from the disk
+    st = rule.stat()
+    rule.write_text("BAND = 2\n")  # same size, and the same mtime
+    os.utime(rule, ns=(st.st_atime_ns, st.st_mtime_ns))
+    registration._verdict_code_files.cache_clear()
+    second = verdict_code_files(lib, cache)
+    assert second["dbmatrix/analyse/rule.py"] != first["dbmatrix/analyse/rule.py"]
+    assert len(list((cache / "verdict-code").glob("*.json"))) == 2
+    stored.write_text("{not json")
+    rule.write_text("BAND = 1\n")
+    registration._verdict_code_files.cache_clear()
+    assert verdict_code_files(lib, cache) == first  # the damaged file computed again
+    assert json.loads(stored.read_text()) == [list(e) for e in first.items()]
+    for i in range(KEEP + 3):
+        rule.write_text(f"BAND = {i + 10}\n")
+        verdict_code_files(lib, cache)
+    assert len(list((cache / "verdict-code").glob("*.json"))) == KEEP
+    assert not list((cache / "verdict-code").glob("*.tmp"))
 
 
 def test_the_verdicts_view_names_the_files_changed_since_the_last_campaign_that_recorded_them(tmp_path: Path) -> None:

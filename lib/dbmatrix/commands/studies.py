@@ -60,10 +60,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 def with_code_lists(rules: str, profile: str) -> str:
     """The make fragment with ANALYSIS_CODE and FIGURE_CODE (from the import graph) set before its first
     rule, whose prerequisites make expands as it reads them."""
-    from dbmatrix.codedeps import make_variables
+    from dbmatrix.cache import content_key, kept
+    from dbmatrix.codedeps import FIGURES_NOTEBOOK, make_variables
 
+    repo = paths.repo_root()
+    # make asks for these at every `make figures`/`paper`; parsing the package takes seconds, its bytes not
+    key = content_key(repo, [*(repo / "lib").rglob("*.py"), repo / FIGURES_NOTEBOOK], profile)
+    code = kept("make-code-lists", key, lambda: make_variables(repo, profile), valid=lambda v: isinstance(v, str))
     head, sep, rest = rules.partition("\n\n")
-    return head + "\n" + make_variables(paths.repo_root(), profile) + sep + rest
+    return head + "\n" + code + sep + rest
 
 
 def cmd_sources(args: argparse.Namespace) -> int:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dbmatrix.cache import cache_dir
 from dbmatrix.hosts.remote import Host
 
 # PATH gains the sbin directories: a non-root SSH session often lacks them (mariadbd is in /usr/sbin).
@@ -206,14 +206,6 @@ def help_command(plugins: Sequence[str], options: Sequence[str] = (), *, stderr_
             "--verbose", "--help"]
     cmd = shlex.join(argv)
     return f"{cmd} 2>&1 >/dev/null" if stderr_only else f"{cmd} 2>/dev/null"
-
-
-def cache_dir() -> Path:
-    """``$DBMATRIX_CACHE_DIR``, else ``$XDG_CACHE_HOME/dbmatrix``, else ``~/.cache/dbmatrix``."""
-    env = os.environ.get("DBMATRIX_CACHE_DIR")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dbmatrix"
 
 
 def cache_path(host_id: str, version: str, plugins: Sequence[str], root: Path | None = None) -> Path:

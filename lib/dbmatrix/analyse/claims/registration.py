@@ -157,24 +157,34 @@ def verdict_code_digest(lib_root: Path | None = None) -> str:
     return code_digest_of(verdict_code_files(lib_root))
 
 
-def verdict_code_files(lib_root: Path | None = None) -> dict[str, str]:
+def verdict_code_files(lib_root: Path | None = None, cache: Path | None = None) -> dict[str, str]:
     """The files the verdicts are computed by: the import closure of :data:`VERDICT_CODE` in the package
     (:mod:`dbmatrix.codedeps`), each path (relative to the package's parent) -> :func:`source_digest`.
-    Parsing the import graph takes seconds and every build and view asks for it: it is computed once per
-    state of the package's files (their names, sizes and mtimes)."""
+    Parsing the import graph takes about two seconds and every run, build and view asks for it, while reading
+    the package's bytes takes milliseconds: the answer is kept per content of the package's files (this
+    module's own among them) in the process and on disk (:func:`dbmatrix.cache.kept`, under `cache`)."""
+    from dbmatrix.cache import content_key
+
     root = lib_root or Path(__file__).resolve().parents[3]
-    state = tuple((str(p), st.st_mtime_ns, st.st_size) for p in sorted(root.rglob("*.py")) for st in [p.stat()])
-    return dict(_verdict_code_files(root, state))
+    return dict(_verdict_code_files(root, content_key(root, root.rglob("*.py")), cache))
 
 
 @functools.lru_cache(maxsize=8)
-def _verdict_code_files(root: Path, state: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, str], ...]:
-    """:func:`verdict_code_files` for one state of the files (`state` only keys the cache)."""
+def _verdict_code_files(root: Path, content: str, cache: Path | None) -> tuple[tuple[str, str], ...]:
+    """:func:`verdict_code_files` for one content of the package (`content` keys both caches)."""
     from dbmatrix import codedeps
+    from dbmatrix.cache import kept
 
-    graph = codedeps.load_graph(root)
-    return tuple((str(Path(f).relative_to(root)), source_digest(Path(f).read_text()))
-                 for f in codedeps.closure(graph, VERDICT_CODE))
+    def compute() -> list[list[str]]:
+        graph = codedeps.load_graph(root)
+        return [[str(Path(f).relative_to(root)), source_digest(Path(f).read_text())]
+                for f in codedeps.closure(graph, VERDICT_CODE)]
+
+    def valid(value: Any) -> bool:
+        return isinstance(value, list) and bool(value) and all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in value)
+
+    return tuple((f, d) for f, d in kept("verdict-code", content, compute, cache, valid))
 
 
 def current_registration() -> dict[str, Any]:
