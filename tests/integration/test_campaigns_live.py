@@ -1,6 +1,7 @@
 """Campaigns through the command line: the smoke spec run twice with `--campaign auto` into one results
 directory gives two complete campaigns (the second's run ids end in -camp2), each with its record on
-this boot; `--campaign last` afterwards runs nothing. The spec's A/A sentinel (from campaign 2 on) runs
+this boot, the second restoring the snapshots the first prepared (the default ``dataset_load: reuse``; campaigns
+that load afresh are tests/integration/test_fresh_datasets_live.py); `--campaign last` afterwards runs nothing. The spec's A/A sentinel (from campaign 2 on) runs
 at the start and end of campaign 2, through the study's run path, and never enters its records; the platform
 probe runs after each of its runs."""
 
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from dbmatrix import paths
+from dbmatrix.analyse.campaign_records import WITHIN_SESSION, independence, summaries
 from dbmatrix.analyse.sentinel import load_sentinel
 from dbmatrix.store import PROBE_FILE, ResultStore
 
@@ -89,6 +91,8 @@ def test_two_auto_invocations_make_two_campaigns_on_one_boot(tmp_path: Path) -> 
     assert all(d["reused"] for d in recs[1]["datasets"]) and not any(d["reused"] for d in recs[0]["datasets"])
     assert {(d["key"], d["created_utc"]) for d in recs[0]["datasets"]} == \
         {(d["key"], d["created_utc"]) for d in recs[1]["datasets"]}
+    assert recs[1]["dataset_load"] == "reuse" and all(d["prepared_for"] is None for d in recs[1]["datasets"])
+    assert independence(summaries(recs)).label == WITHIN_SESSION  # what reusing one boot's snapshots is worth
 
     out3, c3 = dbmatrix_run(work, results, "last")
     assert "campaign 2 (continued: last: campaign 2 complete" in out3 and "nothing to run" in out3

@@ -1,7 +1,9 @@
 """A fresh dataset load per campaign, for real: a one-cell smoke spec with ``dataset_load: per_campaign`` run
 as two campaigns into one results directory (one work directory, so the first campaign's snapshot is still
 on the host): the second campaign loads its dataset again (a new snapshot, created after the campaign
-started, marked for campaign 2) and its record says so; resuming it (``--campaign last``) loads nothing."""
+started, marked for campaign 2) and its record says so; resuming it (``--campaign last``) loads nothing. (The
+default, ``dataset_load: reuse``, in which campaign 2 restores campaign 1's snapshot, is checked by
+tests/integration/test_campaigns_live.py, whose two campaigns run that way.)"""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 import yaml
 
 from dbmatrix import paths
-from dbmatrix.analyse.campaign_records import INDEPENDENT, WITHIN_SESSION, independence, summaries
+from dbmatrix.analyse.campaign_records import INDEPENDENT, independence, summaries
 from dbmatrix.store import ResultStore
 
 pytestmark = pytest.mark.integration
@@ -35,8 +37,8 @@ def dbmatrix_run(workdir: Path, results: Path, campaign: str, load: str) -> dict
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("load", ["per_campaign", "reuse"])
-def test_second_campaign_loads_its_dataset_afresh(tmp_path: Path, load: str) -> None:
+def test_second_campaign_loads_its_dataset_afresh(tmp_path: Path) -> None:
+    load = "per_campaign"
     work, results = tmp_path / "w", tmp_path / "results"
     c1 = dbmatrix_run(work, results, "auto", load)
     c2 = dbmatrix_run(work, results, "auto", load)
@@ -44,16 +46,12 @@ def test_second_campaign_loads_its_dataset_afresh(tmp_path: Path, load: str) -> 
     recs = {r["campaign"]: r for r in ResultStore(results).campaigns()}
     (d1,), (d2,) = recs[1]["datasets"], recs[2]["datasets"]
     assert recs[2]["dataset_load"] == load and d1["key"] == d2["key"]
-    if load == "per_campaign":
-        assert d2["created_utc"] > d1["created_utc"] and d2["created_utc"] >= recs[2]["started_utc"]
-        assert d2["reused"] is False and d2["prepared_for"].endswith("#campaign-2")
-        assert d1["prepared_for"].endswith("#campaign-1")
-        marker = json.loads(next((work / "snapshots").glob("*.json")).read_text())
-        assert marker["prepared_for"] == d2["prepared_for"]
-        label = independence(summaries(list(recs.values()))).label
-        assert label in (INDEPENDENT, "same boot, fresh datasets"), label
-        c3 = dbmatrix_run(work, results, "last", load)  # resuming campaign 2: nothing to run, nothing loaded
-        assert c3["campaign"] == 2 and c3.get("ok", 0) == 0
-    else:  # the old behaviour: campaign 2 reuses campaign 1's snapshot
-        assert d2["created_utc"] == d1["created_utc"] and d2["reused"] is True and d2["prepared_for"] is None
-        assert independence(summaries(list(recs.values()))).label == WITHIN_SESSION
+    assert d2["created_utc"] > d1["created_utc"] and d2["created_utc"] >= recs[2]["started_utc"]
+    assert d2["reused"] is False and d2["prepared_for"].endswith("#campaign-2")
+    assert d1["prepared_for"].endswith("#campaign-1")
+    marker = json.loads(next((work / "snapshots").glob("*.json")).read_text())
+    assert marker["prepared_for"] == d2["prepared_for"]
+    label = independence(summaries(list(recs.values()))).label
+    assert label in (INDEPENDENT, "same boot, fresh datasets"), label
+    c3 = dbmatrix_run(work, results, "last", load)  # resuming campaign 2: nothing to run, nothing loaded
+    assert c3["campaign"] == 2 and c3.get("ok", 0) == 0
