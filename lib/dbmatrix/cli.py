@@ -273,7 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.decide import rounds_option
     from dbmatrix.run.matrix import lost_hosts_message, run_study
     from dbmatrix.run.preflight import refuse_unready
-    from dbmatrix.steps import sittings
+    from dbmatrix.study import sittings
 
     rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
     failed, lost = 0, False

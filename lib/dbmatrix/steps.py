@@ -37,7 +37,7 @@ from dbmatrix.run.matrix import run_study, study_status, summarize_plan
 from dbmatrix.spec.experiment import Experiment, design_text
 from dbmatrix.store import ResultStore, write_json_atomic, write_text_atomic
 from dbmatrix.study import ANALYSIS_STAMP as STAMP
-from dbmatrix.study import Study, studies_with_data, study_kind
+from dbmatrix.study import Study, sittings, studies_with_data, study_kind
 
 
 def setup_hosts(studies: Study | Sequence[Study], roles: tuple[str, ...] = ("server",)) -> pd.DataFrame:
@@ -127,21 +127,6 @@ def run_matrix(study: Study, progress: bool = True,
     counts = run_study(study, progress=progress, on_interval=on_interval, campaign=campaign,
                        registration=current_registration(), **extra)
     return {**counts.as_dict(), **study_status(study).as_dict()}
-
-
-def sittings(studies: Sequence[Study], named: bool = False) -> tuple[list[Study], list[str]]:
-    """The studies a profile's run runs, and a line for each it leaves to a sitting of its own (a soak:
-    :attr:`dbmatrix.analyse.kinds.StudyKind.own_sitting`), saying how to run it; `named`: the user named the
-    studies (``--spec``), so all run."""
-    run, left = [], []
-    for s in studies:
-        if named or not study_kind(s.experiment).own_sitting:
-            run.append(s)
-            continue
-        spec = s.spec_path if s.spec_path is not None else "<its spec>"
-        left.append(f"{s.experiment.name}: a {study_kind(s.experiment).noun} runs in a sitting of its own, not "
-                    f"with the profile's campaign: dbmatrix run --spec {spec} --campaign auto (make soak)")
-    return run, left
 
 
 def run_all(studies: Sequence[Study], progress: bool = True,

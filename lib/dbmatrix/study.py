@@ -100,6 +100,21 @@ def study_kind(exp: Experiment) -> StudyKind:
     return kind_of(exp)
 
 
+def sittings(studies: Sequence[Study], named: bool = False) -> tuple[list[Study], list[str]]:
+    """The studies a profile's run runs, and a line for each it leaves to a sitting of its own (a soak:
+    :attr:`dbmatrix.analyse.kinds.StudyKind.own_sitting`), saying how to run it; `named`: the user named the
+    studies (``--spec``), so all run."""
+    run, left = [], []
+    for s in studies:
+        if named or not study_kind(s.experiment).own_sitting:
+            run.append(s)
+            continue
+        spec = s.spec_path if s.spec_path is not None else "<its spec>"
+        left.append(f"{s.experiment.name}: a {study_kind(s.experiment).noun} runs in a sitting of its own, not "
+                    f"with the profile's campaign: dbmatrix run --spec {spec} --campaign auto (make soak)")
+    return run, left
+
+
 def profile_params(profile: str) -> dict[str, Any]:
     p = paths.params_file(profile)
     if not p.is_file():
