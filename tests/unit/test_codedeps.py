@@ -100,3 +100,22 @@ def test_sources_make_sets_the_code_lists_before_the_rules_use_them(capsys: pyte
     makefile = (REPO / "Makefile").read_text()
     assert not re.search(r"^(ANALYSIS|FIGURE)_CODE\s*:?=", makefile, re.MULTILINE)  # one source: the graph
     assert "$(value FIGURE_CODE)" in makefile and "include $(GEN)/sources.mk" in makefile
+
+
+def test_sources_make_keeps_its_code_lists_per_content_of_the_package_and_notebook(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """make asks `dbmatrix sources --make` at every figures/paper build: a second invocation reads the code
+    lists from the cache (no parsing), another profile is another key (so is other package or notebook
+    content: dbmatrix.cache.content_key), and what is read
+    is what parsing gives."""
+    from dbmatrix.commands.studies import with_code_lists
+
+    monkeypatch.setenv("DBMATRIX_CACHE_DIR", str(tmp_path))
+    first = with_code_lists("head\n\nrules", "quick")
+    assert first == "head\n" + codedeps.make_variables(REPO, "quick") + "\n\nrules"
+    parsed: list[str] = []
+    real = codedeps.make_variables
+    monkeypatch.setattr(codedeps, "make_variables", lambda repo, profile: parsed.append(profile) or real(repo, profile))
+    assert with_code_lists("head\n\nrules", "quick") == first and parsed == []
+    assert "notebooks/params/paper.yaml" in with_code_lists("head\n\nrules", "paper") and parsed == ["paper"]
+    assert len(list((tmp_path / "make-code-lists").glob("*.json"))) == 2
