@@ -12,8 +12,9 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 KEEP = 16  # the newest entries kept per kind (a checkout being edited makes one per edit)
 
 
@@ -36,25 +37,26 @@ def content_key(root: Path, files: Iterable[Path], *extra: str) -> str:
 
 
 def kept(kind: str, key: str, compute: Callable[[], Any], cache: Path | None = None,
-         valid: Callable[[Any], bool] = lambda value: True) -> Any:
-    """`compute()`'s JSON value, read from ``<cache>/<kind>/<key>.json`` when there and `valid` (a damaged
-    file is computed again), else computed and written there; the newest :data:`KEEP` of a kind stay. A cache
-    that cannot be written only costs the time."""
+         load: Callable[[Any], T] = lambda value: value, keep: int | None = KEEP) -> T:
+    """`load` of `compute()`'s JSON value, read from ``<cache>/<kind>/<key>.json`` when there (a file that
+    does not parse, or that `load` refuses with ValueError, KeyError, TypeError or AssertionError, is computed
+    again), else computed and written there; the newest `keep` of a kind stay (None: all). A cache that cannot
+    be written only costs the time."""
     path = (cache or cache_dir()) / kind / f"{key}.json"
     try:
-        value = json.loads(path.read_text())
-        if valid(value):
-            return value
-    except (OSError, ValueError):
+        return load(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError, AssertionError):
         pass
     value = compute()
+    loaded = load(value)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(value))
+        tmp.write_text(json.dumps(value, sort_keys=True))
         tmp.replace(path)
-        for old in sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)[:-KEEP]:
-            old.unlink(missing_ok=True)
+        if keep is not None:
+            for old in sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)[:-keep]:
+                old.unlink(missing_ok=True)
     except OSError:
         pass
-    return value
+    return loaded

@@ -1,9 +1,9 @@
 """Campaigns through the command line: the smoke spec run twice with `--campaign auto` into one results
-directory gives two complete campaigns (the second's run ids end in -camp2), each with its record on
-this boot, the second restoring the snapshots the first prepared (the default ``dataset_load: reuse``; campaigns
-that load afresh are tests/integration/test_fresh_datasets_live.py); `--campaign last` afterwards runs nothing. The spec's A/A sentinel (from campaign 2 on) runs
-at the start and end of campaign 2, through the study's run path, and never enters its records; the platform
-probe runs after each of its runs."""
+directory gives two complete campaigns (the second's run ids end in -camp2), each with its record on this
+boot, the second restoring the snapshots the first prepared (the default ``dataset_load: reuse``; campaigns
+that load afresh are tests/integration/test_fresh_datasets_live.py); `--campaign last` afterwards runs
+nothing. The spec's A/A sentinel (from campaign 2 on) runs at the start and end of campaign 2, through the
+study's run path, and never enters its records; the platform probe runs after each of its runs."""
 
 from __future__ import annotations
 

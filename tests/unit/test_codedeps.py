@@ -102,12 +102,11 @@ def test_sources_make_sets_the_code_lists_before_the_rules_use_them(capsys: pyte
     assert "$(value FIGURE_CODE)" in makefile and "include $(GEN)/sources.mk" in makefile
 
 
-def test_sources_make_keeps_its_code_lists_per_content_of_the_package_and_notebook(
+def test_sources_make_keeps_its_code_lists_per_profile_and_content(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """make asks `dbmatrix sources --make` at every figures/paper build: a second invocation reads the code
     lists from the cache (no parsing), another profile is another key (so is other package or notebook
-    content: dbmatrix.cache.content_key), and what is read
-    is what parsing gives."""
+    content: dbmatrix.cache.content_key), and what is read is what parsing gives."""
     from dbmatrix.commands.studies import with_code_lists
 
     monkeypatch.setenv("DBMATRIX_CACHE_DIR", str(tmp_path))

@@ -57,6 +57,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not text")
+    return value
+
+
 def with_code_lists(rules: str, profile: str) -> str:
     """The make fragment with ANALYSIS_CODE and FIGURE_CODE (from the import graph) set before its first
     rule, whose prerequisites make expands as it reads them."""
@@ -66,7 +72,7 @@ def with_code_lists(rules: str, profile: str) -> str:
     repo = paths.repo_root()
     # make asks for these at every `make figures`/`paper`; parsing the package takes seconds, its bytes not
     key = content_key(repo, [*(repo / "lib").rglob("*.py"), repo / FIGURES_NOTEBOOK], profile)
-    code = kept("make-code-lists", key, lambda: make_variables(repo, profile), valid=lambda v: isinstance(v, str))
+    code = kept("make-code-lists", key, lambda: make_variables(repo, profile), load=_text)
     head, sep, rest = rules.partition("\n\n")
     return head + "\n" + code + sep + rest
 

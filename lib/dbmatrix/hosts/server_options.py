@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dbmatrix.cache import cache_dir
+from dbmatrix.cache import cache_dir, kept
 from dbmatrix.hosts.remote import Host
 
 # PATH gains the sbin directories: a non-root SSH session often lacks them (mariadbd is in /usr/sbin).
@@ -208,30 +208,32 @@ def help_command(plugins: Sequence[str], options: Sequence[str] = (), *, stderr_
     return f"{cmd} 2>&1 >/dev/null" if stderr_only else f"{cmd} 2>/dev/null"
 
 
-def cache_path(host_id: str, version: str, plugins: Sequence[str], root: Path | None = None) -> Path:
-    """One file per host, mariadbd version and plugin set: a package upgrade gives a new version string,
+OPTIONS_KIND = "mariadbd-options"  # one file per host, version and plugin set: never pruned
+
+
+def cache_key(host_id: str, version: str, plugins: Sequence[str]) -> str:
+    """One key per host, mariadbd version and plugin set: a package upgrade gives a new version string,
     so a stale list is never read."""
     key = hashlib.sha256(json.dumps([host_id, version, list(plugins)]).encode()).hexdigest()[:16]
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", host_id)[:60]
-    return (root or cache_dir()) / "mariadbd-options" / f"{safe}-{key}.json"
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', host_id)[:60]}-{key}"
+
+
+def cache_path(host_id: str, version: str, plugins: Sequence[str], root: Path | None = None) -> Path:
+    """Where :func:`option_list` keeps the list of :func:`cache_key` (:func:`dbmatrix.cache.kept`)."""
+    return (root or cache_dir()) / OPTIONS_KIND / f"{cache_key(host_id, version, plugins)}.json"
 
 
 def option_list(host: Host, host_id: str, version: str, plugins: Sequence[str],
                 root: Path | None = None, server: Sequence[str] = ("mariadbd",)) -> ServerOptions:
-    """The host's option list for this version and plugin set: from the cache, else from its help. `server`:
-    as :func:`help_command` (a build's own binary is part of the cache key)."""
-    path = cache_path(host_id if server[0] == "mariadbd" else f"{host_id}:{server[0]}", version, plugins, root)
-    if path.is_file():
-        try:
-            return ServerOptions.from_dict(json.loads(path.read_text()))
-        except (ValueError, KeyError, TypeError, AssertionError):
-            pass  # a damaged cache file is rebuilt
-    out = host.run_sections({"help": help_command(plugins, server=server)}, prelude=PRELUDE, timeout=120)["help"]
-    opts = parse_help(out.text, plugins)
-    if not opts.options:
-        raise RuntimeError(f"mariadbd --verbose --help on {host.name} listed no options (exit {out.rc})")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(opts.to_dict(), sort_keys=True))
-    tmp.replace(path)
-    return opts
+    """The host's option list for this version and plugin set: from the cache, else from its help (a damaged
+    cache file is rebuilt). `server`: as :func:`help_command` (a build's own binary is part of the key)."""
+    def compute() -> dict[str, object]:
+        out = host.run_sections({"help": help_command(plugins, server=server)}, prelude=PRELUDE,
+                                timeout=120)["help"]
+        opts = parse_help(out.text, plugins)
+        if not opts.options:
+            raise RuntimeError(f"mariadbd --verbose --help on {host.name} listed no options (exit {out.rc})")
+        return opts.to_dict()
+
+    key = cache_key(host_id if server[0] == "mariadbd" else f"{host_id}:{server[0]}", version, plugins)
+    return kept(OPTIONS_KIND, key, compute, root, ServerOptions.from_dict, keep=None)

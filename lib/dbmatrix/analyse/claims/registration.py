@@ -180,11 +180,13 @@ def _verdict_code_files(root: Path, content: str, cache: Path | None) -> tuple[t
         return [[str(Path(f).relative_to(root)), source_digest(Path(f).read_text())]
                 for f in codedeps.closure(graph, VERDICT_CODE)]
 
-    def valid(value: Any) -> bool:
-        return isinstance(value, list) and bool(value) and all(
-            isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in value)
+    def load(value: Any) -> tuple[tuple[str, str], ...]:
+        if not (isinstance(value, list) and value and all(
+                isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in value)):
+            raise ValueError("not a list of [file, digest] pairs")
+        return tuple((f, d) for f, d in value)
 
-    return tuple((f, d) for f, d in kept("verdict-code", content, compute, cache, valid))
+    return kept("verdict-code", content, compute, cache, load)
 
 
 def current_registration() -> dict[str, Any]:
