@@ -150,6 +150,16 @@ def test_evaluate_names_what_differs(change: tuple[str, str], expected: str) -> 
         evaluate(m, parse_sections(FACTS.replace(*change)), host="h")
 
 
+def test_a_dead_client_is_named_even_when_the_loop_device_went_with_it() -> None:
+    """CI saw both orders: the FUSE client killed, and the loop device under the mount gone or not yet."""
+    m = med({"rate": "10gbit", "subnet": "10.213.250.0/30"}, workdir="/tmp/nbdw")
+    dead = FACTS.replace("nbdfuse=alive", "").replace("fuse=mounted", "").replace("export=readable", "")
+    for facts in (dead, dead.replace("target=loop2", "target=")):
+        with pytest.raises(MediaError, match="nbdfuse is not serving") as e:
+            evaluate(m, parse_sections(facts), host="h")
+        assert "reading the export fails" in str(e.value)
+
+
 def test_rate_bits() -> None:
     assert rate_bits("10gbit") == rate_bits("10Gbit") == 10**10
     assert rate_bits("500Mbit") == 5 * 10**8 and rate_bits("800bit") == 800

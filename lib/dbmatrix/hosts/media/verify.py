@@ -149,6 +149,10 @@ def _check_block_fs(m: Medium, mnt: Mount, block: Mapping[str, str], sections: M
     o = m.options
     c.expect(mnt.fstype == o["fstype"], f"file system {o['fstype']}",
              f"file system is {mnt.fstype}, the recipe says {o['fstype']}")
+    if m.kind == "nbd":
+        # the serving chain first: when its client dies the loop device under the mount can vanish as well,
+        # and which of the two a check sees first is a race; the dead process is the cause to name
+        check_nbd(m, sections, c)
     expected = parse_kv(sections.get("expected", "")).get("target", "")
     if not c.expect(bool(block) and block.get("device") == expected,
                     f"mounted from {block.get('device')}",
@@ -158,8 +162,6 @@ def _check_block_fs(m: Medium, mnt: Mount, block: Mapping[str, str], sections: M
     check_geometry(m, sections, c)
     if m.kind in ("loop", "ram-block", "nbd"):
         check_loop(m, block, sections, c)
-    if m.kind == "nbd":
-        check_nbd(m, sections, c)
     if o.get("partition_pct") and m.kind in ("loop", "ram-block", "blockdev"):
         check_partition(o["partition_pct"], block, c)
     if m.kind == "mdraid":
