@@ -16,6 +16,7 @@ from dbmatrix.analyse.claims.verdicts import judge
 from dbmatrix.analyse.contrasts import NotTestable
 from dbmatrix.analyse.kinds import get_kind, kind_of
 from dbmatrix.analyse.soak import pooled_ratio, soak_run, soak_table
+from dbmatrix.publish.paper_inputs import fmt_num
 from dbmatrix.spec.experiment import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +122,7 @@ def test_the_soak_spec_is_a_soak_study_and_runs_in_a_sitting_of_its_own() -> Non
     assert len(named) == 2 and not none_left
 
 
-def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path) -> None:
+def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dbmatrix.analyse.soak import series_table
     from dbmatrix.publish.soak import draw_soak, soak_macros
 
@@ -137,7 +138,28 @@ def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path) -> None:
     assert m["soakSetting"] == "2~instances, 16~clients" and m["soakWindowsSeconds"] == "60, 120 and 300"
     assert m["soakHourFivePct"] == f"{100 * (pooled_ratio(runs, 'hour_over_5min').estimate - 1):+.1f}".replace("-", "$-$")
     assert m["soakRunsText"] == "2 runs, one per campaign," and soak_macros(runs[:1])["soakRunsText"] == "one run"
-    assert set(m) >= {"soakHourTps", "soakFiveMinTps", "soakMinuteTps", "soakHourFivePct", "soakMinuteHourPct"}
+    assert set(m) >= {"soakHourTps", "soakHourFivePct", "soakMinuteHourPct", "soakTwoMinHourPct"}
+    # each campaign's own level, never a mean over machines of different speeds
+    a, b = (fmt_num(t) for t in runs["tps_hour"])
+    assert m["soakHourTps"] == f"{a} and {b} transactions per second in campaigns 1 and 2"
+    assert soak_macros(runs[:1])["soakHourTps"] == f"{a} transactions per second in campaign 1"
+    assert not any(k.endswith("MinTps") for k in m)
+    # the lower panel: every run around 100 % of its own hour, whatever its level
+    fig_axes = _drawn_axes(series, runs, monkeypatch)
+    assert [a.get_ylabel() for a in fig_axes] == ["transactions per second", "% of the run's hour mean"]
+    levels = [np.mean(line.get_ydata()) for line in fig_axes[1].get_lines() if len(line.get_ydata()) > 2]
+    assert len(levels) == 2 and all(95 < v < 105 for v in levels)
+
+
+def _drawn_axes(series, runs, monkeypatch: pytest.MonkeyPatch) -> list:
+    """The axes draw_soak draws on, caught where the figure would be saved."""
+    from dbmatrix.publish import figures as plots
+    from dbmatrix.publish.soak import draw_soak
+
+    caught: list = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, *a, **k: caught.extend(fig.axes) or [])
+    draw_soak(series, runs, Path("/nonexistent"))
+    return caught
 
 
 def test_each_long_run_carries_the_platform_probe_around_it_and_the_paper_says_what_it_saw() -> None:
