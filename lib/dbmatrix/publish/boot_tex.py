@@ -10,12 +10,12 @@ import pandas as pd
 
 from dbmatrix.analyse.claims.boot_check import COMBINED, summary
 from dbmatrix.analyse.claims.verdicts import fmt
-from dbmatrix.publish.paper import latex_escape
+from dbmatrix.publish.paper import and_list, latex_escape
 
 
 def _ids(ids: Sequence[str]) -> str:
     names = [f"\\texttt{{{latex_escape(i)}}}" for i in ids]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return and_list(names)
 
 
 def _n(k: int, one: str, many: str) -> str:

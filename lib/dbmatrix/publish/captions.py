@@ -14,6 +14,7 @@ from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table, t
 from dbmatrix.analyse.judgement import Judgement
 from dbmatrix.analyse.stats import level_key
 from dbmatrix.publish.figures import MIN_RUNS_FOR_INTERVAL, shows_runs
+from dbmatrix.publish.paper import and_list
 from dbmatrix.publish.registry import shown_factors
 from dbmatrix.spec.experiment import FACTORS
 from dbmatrix.spec.factors import factor_title
@@ -71,7 +72,7 @@ _DESIGN_FIGURES = (("block-size", "ratios", ("block_size",), ("engine", "compres
 
 def _words(factors: list[str]) -> str:
     names = [factor_title(f).split(" (")[0].lower() for f in factors]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return and_list(names)
 
 
 def design_macros(drawn: Mapping[str, StudyTables], judgement: Judgement) -> dict[str, str]:

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from dbmatrix.analyse.claims.verdicts import DECIDED, verdict_class
-from dbmatrix.publish.paper import latex_escape
+from dbmatrix.publish.paper import and_list, latex_escape
 
 NA = "---"  # LaTeX's em dash: a cell without a value on purpose (placeholders.NOT_APPLICABLE), never "--"
 
@@ -126,7 +126,7 @@ def looks_text(looks: pd.DataFrame, max_campaigns: int, history: pd.DataFrame | 
             + f" (\\optref{{{LABEL}}}{{Table}}{{the decisions table}}).")
     if history is not None and not history.empty:
         camps = sorted({int(k) for k in history["campaign"]})
-        names = ", ".join(map(str, camps[:-1])) + f" and {camps[-1]}" if len(camps) > 1 else str(camps[0])
+        names = and_list([str(c) for c in camps])
         text += (f" Campaign{'s' if len(camps) > 1 else ''} {names} also added replicate blocks "
                  "within the campaign until decided, the rule before campaigns became the looks; their looks are "
                  "kept in \\texttt{generated/decisions.csv}, and no verdict above rests on them.")

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from dbmatrix.analyse.figure_data import StudyTables, efficiency_figure_table
-from dbmatrix.publish.paper import latex_escape
+from dbmatrix.publish.paper import and_list, latex_escape
 from dbmatrix.publish.paper_inputs import repetitions_text
 
 
@@ -131,11 +131,6 @@ def _latex_pct(r: float) -> str:
     return f"${100 * (r - 1):+.1f}$\\,\\%"
 
 
-def _and(names: Sequence[str]) -> str:
-    """a; a and b; a, b and c."""
-    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
-
-
 def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
     """``sentinelText``: the A/A sentinel's drift per study and campaign (``processed/sentinel-drift.csv``,
     :mod:`dbmatrix.analyse.sentinel`), or that no study has run one yet."""
@@ -179,7 +174,7 @@ def sentinel_text(studies: Sequence[StudyTables]) -> dict[str, str]:
         + (f" What the sentinel runs' own counters say where the pooled drift has $p < {READ_BELOW_P:g}$ "
            "(throughput is CPU use over CPU time per transaction, exactly; the closing runs' ratios to the "
            "opening ones, geometric means over the campaigns): " + "; ".join(readings) + "."
-           + (f" The campaigns of {_and(unprobed)} ran before the platform probe (fixed CPU work and "
+           + (f" The campaigns of {and_list(unprobed)} ran before the platform probe (fixed CPU work and "
               "synchronous writes with the server stopped, after every sentinel run), which tells the platform's "
               "speed from the server's waiting." if unprobed else "") if readings else "")
         + " The sentinel is a check on the sitting, not part of the design: no claim reads its runs.")}

@@ -44,6 +44,11 @@ def macro_name(*parts: object) -> str:
     return name[:1].lower() + name[1:]
 
 
+def and_list(items: Sequence[str]) -> str:
+    """a; a and b; a, b and c (nothing for none)."""
+    return " and ".join([", ".join(items[:-1]), items[-1]]) if len(items) > 1 else "".join(items)
+
+
 def latex_escape(text: str) -> str:
     repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}

@@ -103,7 +103,7 @@ def repetitions_text(runs: pd.DataFrame) -> str:
         return (f"{_count_text(int(r['min']), int(r['max']))} independent cold-start repetitions per cell in each "
                 f"of {k} campaigns")
     each = [_count_text(int(r["min"]), int(r["max"])) for _, r in by_camp.iterrows()]
-    listed = ", ".join(each[:-1]) + f" and {each[-1]}"
+    listed = paper.and_list(each)
     return (f"{_count_text(int(total.min()), int(total.max()))} independent cold-start runs per cell over {k} "
             f"campaigns ({listed} per campaign)")
 

@@ -1,9 +1,9 @@
 """The soak study's paper section (seed 000's run length): its figure (``soak-time``: 30-s batch means over the
 run, the warm-up and the short windows marked, in transactions per second and against each run's own hour),
 ``generated/soak-macros.tex`` and the body of ``generated/soak-section.tex`` (``paper/soak.tex``). The verdicts
-are the claims table's. Campaigns on different machines run at different speeds (a quarter, between two VM
-families), so the text and the lower panel compare each run with itself, as the claims do; absolute
-throughput appears only as each run's own level."""
+are the claims table's. Campaigns on different machines run at different speeds, so the text and the lower
+panel compare each run with itself, as the claims do; absolute throughput appears only as each run's own
+level."""
 
 from __future__ import annotations
 
@@ -25,10 +25,6 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + "." if text else ""
 
 
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
-
-
 def soak_macros(runs: pd.DataFrame, exp: Experiment | None = None) -> dict[str, str]:
     """The section's numbers from ``processed/soak-runs.csv``: the ratios pooled as the claims pool them
     (:func:`dbmatrix.analyse.soak.pooled_ratio`), each run's hour level (never averaged over runs of machines
@@ -44,13 +40,13 @@ def soak_macros(runs: pd.DataFrame, exp: Experiment | None = None) -> dict[str, 
     m = {"soakRunsMeasured": str(n), "soakRunsText": "one run" if n == 1 else f"{n} runs, one per campaign,",
          "soakCampaignsMeasured": str(runs["campaign"].nunique()),
          "soakMeasuredMinutes": f"{runs['measured_s'].min() / 60:.0f}",
-         "soakHourTps": f"{_and([fmt_num(t) for t in hours['tps_hour']])} transactions per second in "
-                        f"campaign{'s' if n > 1 else ''} {_and([str(int(c)) for c in hours['campaign']])}",
+         "soakHourTps": f"{paper.and_list([fmt_num(t) for t in hours['tps_hour']])} transactions per second in "
+                        f"campaign{'s' if n > 1 else ''} {paper.and_list([str(int(c)) for c in hours['campaign']])}",
          "soakBatchCv": f"{mean['batch_cv_pct']:.1f}",
          "soakBatchRone": f"{mean['batch_r1']:.2f}", "soakBatchSeconds": str(BATCH_S),
          "soakMserSeconds": ", ".join(f"{int(v)}" for v in runs["mser_s"]),
-         "soakWindowsSeconds": ", ".join(str(w) for w in windows[:-1]) + f" and {windows[-1]}",
-         "soakWindowsMinutes": ", ".join(f"{w // 60}" for w in windows[:-1]) + f" and {windows[-1] // 60}",
+         "soakWindowsSeconds": paper.and_list([str(w) for w in windows]),
+         "soakWindowsMinutes": paper.and_list([str(w // 60) for w in windows]),
          "soakHourFivePct": pct("hour_over_5min"), "soakMinuteHourPct": pct("minute_over_hour"),
          "soakTwoMinHourPct": pct("2min_over_hour"),
          "soakProbeText": paper.latex_escape(_sentence(probe_text(runs)))}
@@ -69,9 +65,9 @@ def draw_soak(series: pd.DataFrame, runs: pd.DataFrame, figures_dir: Path, check
     from dbmatrix.publish import figures as plots
 
     plots.apply_style()
-    fig, (ax, rel) = plots.subplots(2, 1, figsize=(3.4, 4.6), sharex=True, height_ratios=(1, 1))
+    fig, (ax, rel) = plots.subplots(2, 1, figsize=(3.4, 4.6), sharex=True)
     warm = float(runs["warmup_s"].min()) / 60
-    for a in (ax, rel):
+    for a in (ax, rel):  # labelled once, on the upper panel, for the figure's legend
         a.axvspan(0, warm, color="0.9", label=f"warm-up ({warm:g} min)" if a is ax else None)
     for k, (rid, g) in enumerate(series.groupby("run_id", sort=True)):
         camp = int(g["campaign"].iloc[0])
