@@ -273,10 +273,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.decide import rounds_option
     from dbmatrix.run.matrix import lost_hosts_message, run_study
     from dbmatrix.run.preflight import refuse_unready
+    from dbmatrix.run.reports import resume_hint
     from dbmatrix.study import sittings
 
     rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
-    failed, lost = 0, False
+    failed, lost, reports = 0, False, {}
     studies, left = sittings(_studies(args, access=True), named=args.spec is not None)
     for line in left:
         print(line)
@@ -294,9 +295,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                            registration=current_registration(), **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts.as_dict()}))
         failed += counts.failed
+        reports[study.experiment.name] = counts
         if (msg := lost_hosts_message(counts)) is not None:
             print(f"{study.experiment.name}: {msg}", file=sys.stderr)
             lost = lost or not args.allow_lost_hosts
+    if (hint := resume_hint(reports, args.campaign)) is not None:
+        print(hint, file=sys.stderr)
     return 4 if lost else 0 if failed == 0 else 3
 
 

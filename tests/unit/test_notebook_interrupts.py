@@ -1,9 +1,11 @@
 """Ctrl-C during `dbmatrix notebooks`: passed on to the kernel, whose cell stops cleanly; the command then
-ends with its own message and exit code 130, with no traceback of papermill's event loop after it. Starts
-one Jupyter kernel (a few seconds), no database server."""
+ends with its own message and exit code 130, with no traceback of papermill's event loop after it, and
+what the kernel process itself writes to its stderr once asked to shut down goes to a log beside the
+notebook. Starts one Jupyter kernel (a few seconds), no database server."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -12,11 +14,16 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from dbmatrix import paths
+from dbmatrix.commands.interrupts import KernelStderr
 
 CELL = """\
-import signal, sys, time
+import atexit, os, signal, sys, time
+# the kernel process's own stderr, where its logging goes (fd 2, or its copy when ipykernel captures fd 2)
+late = os.dup(getattr(sys.stderr, "_original_stdstream_copy", None) or 2)
+atexit.register(os.write, late, b"Traceback (most recent call last):\\n  the kernel's last words\\n")
 print('started', flush=True)
 try:
     time.sleep(120)
@@ -62,3 +69,37 @@ def test_ctrl_c_stops_the_kernels_cell_cleanly_and_ends_with_our_message_only(tm
     assert "kernel: stopping cleanly" in stderr and "kernel: stopped" in stderr  # not killed mid-cleanup
     assert "Traceback" not in stderr and "Task exception" not in stderr, stderr
     assert stderr.rstrip().endswith("interrupted: completed runs are kept; run the same command again to resume")
+    # what the kernel process wrote to its stderr after the shutdown request (ipykernel can log a ZMQ
+    # traceback there while its sockets close) is kept beside the notebook, not printed after our line
+    assert "the kernel's last words" in (tmp_path / "out.kernel.log").read_text()
+
+
+def test_the_kernels_own_stderr_reaches_the_terminal_until_the_shutdown_then_its_log(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    relay = KernelStderr(tmp_path / "nb.kernel.log")
+    write = relay.open()
+    os.write(write, b"a warning while the notebook runs\n")
+    deadline = time.monotonic() + 10
+    seen = ""
+    while "a warning" not in seen and time.monotonic() < deadline:
+        seen += capfd.readouterr().err
+        time.sleep(0.01)
+    assert "a warning while the notebook runs" in seen
+    assert not relay.log.exists()  # nothing muted yet: no log
+    relay.mute()
+    os.write(write, b"zmq.error.ZMQError: Socket operation on non-socket\n")
+    started = time.monotonic()
+    relay.close(wait=0.2)  # the pipe is still open (a server the kernel left would hold it): no hang
+    assert time.monotonic() - started < 5
+    os.close(write)
+    relay.close(wait=5)
+    assert "ZMQError" not in capfd.readouterr().err
+    assert relay.log.read_text() == "zmq.error.ZMQError: Socket operation on non-socket\n"
+
+
+def test_no_log_when_the_kernel_says_nothing_after_the_shutdown(tmp_path: Path) -> None:
+    relay = KernelStderr(tmp_path / "nb.kernel.log")
+    os.close(relay.open())
+    relay.mute()
+    relay.close(wait=5)
+    assert not relay.log.exists()

@@ -268,3 +268,16 @@ def test_per_instance_qps_and_stability_at_the_best_setting() -> None:
     st = tables["scaleout-stability"]
     assert set(st["cell_id"]) == {"t2-i2"} and st["half_ratio"].round(6).tolist() == [round(1 / 0.9, 6)] * 2
     assert len(tables["scaleout-timeline"]) == 8
+
+
+def test_idle_instances_are_blamed_on_a_late_window_snapshot_when_it_came_late() -> None:
+    # boot 776df624, scalegrid campaign 5: a saturated host starved the status client for 45 s (mpstat and
+    # vmstat lost their samples too); both instances showed no SELECT and the client was blamed
+    from dbmatrix.run.instances import idle_instances_reason
+
+    late = idle_instances_reason(["i1", "i2"], 45.062, 45)
+    assert "came 45.1 s after the window opened" in late and "starved the status client" in late
+    assert "spread its threads" not in late
+    for on_time in (0.2, None):
+        assert idle_instances_reason(["i2"], on_time, 45) == (
+            "instance(s) i2 answered no SELECT in the window: the client did not spread its threads over every instance")

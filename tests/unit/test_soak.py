@@ -144,6 +144,9 @@ def test_the_soak_figure_and_macros_from_two_campaigns(tmp_path: Path, monkeypat
     assert m["soakHourTps"] == f"{a} and {b} transactions per second in campaigns 1 and 2"
     assert soak_macros(runs[:1])["soakHourTps"] == f"{a} transactions per second in campaign 1"
     assert not any(k.endswith("MinTps") for k in m)
+    # and each run's own batch noise, in the same campaign order: runs on different machines scatter differently
+    cv, r1 = runs.sort_values("campaign")[["batch_cv_pct", "batch_r1"]].T.to_numpy()
+    assert m["soakBatchCv"] == f"{cv[0]:.1f} and {cv[1]:.1f}" and m["soakBatchRone"] == f"{r1[0]:.2f} and {r1[1]:.2f}"
     # the lower panel: every run around 100 % of its own hour, whatever its level
     fig_axes = _drawn_axes(series, runs, monkeypatch)
     assert [a.get_ylabel() for a in fig_axes] == ["transactions per second", "% of the run's hour mean"]

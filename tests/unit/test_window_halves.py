@@ -91,3 +91,15 @@ def test_a_half_without_enough_samples_has_throughput_only() -> None:
     # too short a kept window: no row; nothing to split: an empty table with the columns
     short = window_halves(_intervals("s", [1.0, 2.0, 3.0]), host, pd.DataFrame({"run_id": ["s"], "trim_s": [0]}))
     assert short.empty and list(short.columns) == ["run_id", *COLUMNS]
+
+
+def test_a_reporter_the_host_delayed_labels_two_lines_with_one_second_and_every_line_counts() -> None:
+    # scalegrid campaign 5 (boot 776df624): sysbench printed "[ 50s ]" twice and no 49 or 51 after a stall
+    tps = [100.0] * 10 + [80.0] * 10
+    iv = _intervals("r", tps)
+    iv.loc[iv["t_s"] == 17, "t_s"] = 16  # the second half's lines labelled ..., 16, 16, 18, ...
+    h = window_halves(iv, _host("r", range(1, 21), 1000.0),
+                      pd.DataFrame({"run_id": ["r"], "trim_s": [0]})).set_index("run_id")
+    assert h.loc["r", "first_half_tps"] == 100 and h.loc["r", "second_half_tps"] == 80
+    # second 16 carries both lines' transactions (160), second 17 has a sample and no line: left out
+    assert h.loc["r", "second_half_read_kb_per_txn"] == pytest.approx(9 * 1000.0 / (10 * 80.0))

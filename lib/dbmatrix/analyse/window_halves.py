@@ -28,14 +28,17 @@ _HOST = ("busy_pct", "iowait_pct", "runnable")
 MIN_SAMPLED = 0.5  # the share of a half's seconds that must have a host sample
 
 
-def _half(tps: pd.Series, host: pd.DataFrame, seconds: np.ndarray) -> dict[str, float]:
-    """The figures of one half: its seconds `seconds`, the run's per-second tps by second, its samples."""
-    out = {"tps": float(tps.reindex(seconds).mean())}
+def _half(tps: pd.Series, host: pd.DataFrame) -> dict[str, float]:
+    """The figures of one half: its report lines `tps` (indexed by their second; a reporter that a stalled
+    host delayed can label two lines with one second and skip the next, so the mean is over the lines and
+    the transactions per second sum the lines of a label), the run's samples."""
+    out = {"tps": float(tps.mean())}
+    seconds = tps.index.unique()
     h = host[host.index.isin(seconds)]
-    if len(h) < MIN_SAMPLED * len(seconds):
+    if len(h) < MIN_SAMPLED * len(tps):
         return out | {x: np.nan for x in FIGURES[1:]}
     out |= {x: float(h[x].mean()) for x in _HOST}
-    txn = tps.reindex(h.index)
+    txn = tps.groupby(level=0).sum().reindex(h.index)
     both = txn.notna()
     total = float(txn[both].sum())
     for col, name in (("read_kib_s", "read_kb_per_txn"), ("write_kib_s", "write_kb_per_txn")):
@@ -67,7 +70,7 @@ def window_halves(intervals: pd.DataFrame, host: pd.DataFrame, steady: pd.DataFr
         tps = pd.Series(series["tps"].to_numpy(dtype=float)[t:], index=kept)
         h = samples.get(run_id, empty)
         h = h[~h.index.duplicated(keep="first")]
-        first, second = _half(tps, h, kept[:n]), _half(tps, h, kept[-n:])
+        first, second = _half(tps.iloc[:n], h), _half(tps.iloc[-n:], h)
         rows.append({"run_id": run_id, **{f"first_half_{x}": first[x] for x in FIGURES},
                      **{f"second_half_{x}": second[x] for x in FIGURES}})
     return pd.DataFrame(rows, columns=cols)

@@ -9,15 +9,23 @@ exception was never retrieved" for papermill's abandoned tasks). Here the
 first two Ctrl-C go to the kernel's process group instead (the kernel and the servers it started, as
 `dbmatrix run` and its servers share a terminal's process group); the cell ends, papermill returns, and
 KeyboardInterrupt is raised here, so the command ends with only its own message. A third Ctrl-C, or one
-before the kernel has started, interrupts this process directly."""
+before the kernel has started, interrupts this process directly.
+
+The kernel process's own stderr (its logging, not a cell's output, which papermill relays) reaches the
+terminal through a pipe until the kernel is asked to shut down; from then on it goes to
+``<notebook>.kernel.log`` beside the executed notebook. ipykernel can log a traceback of its closing ZMQ
+sockets while it shuts down (``ZMQError: Socket operation on non-socket`` from its output flush): a race
+inside the kernel, not a failure of the notebook, and not something to print after our own last line."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 FORWARDED_BEFORE_GIVING_UP = 2
 KERNEL_GROUPS: list[int] = []  # the process groups of the kernels started here (a kernel leads its own)
@@ -35,16 +43,87 @@ def interrupt_kernels() -> bool:
     return sent
 
 
-def kernel_manager_class() -> type:
+class KernelStderr:
+    """The kernel process's stderr: a pipe copied to this process's stderr, or, once :meth:`mute` is
+    called (the kernel is being shut down), to ``log``, which is created only if something comes."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.muted = False
+        self.threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._file: BinaryIO | None = None
+
+    def open(self) -> int:
+        """A new pipe for a kernel about to start; returns its write end, which the caller closes once
+        the kernel has it."""
+        read, write = os.pipe()
+        t = threading.Thread(target=self._copy, args=(read,), name="kernel-stderr", daemon=True)
+        t.start()
+        self.threads.append(t)
+        return write
+
+    def mute(self) -> None:
+        self.muted = True
+
+    def _copy(self, read: int) -> None:
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                self.write(chunk)
+
+    def write(self, chunk: bytes) -> None:
+        """Never raises: a relay that stopped reading would block the kernel once the pipe is full."""
+        with self._lock:
+            try:
+                if not self.muted:
+                    while chunk:
+                        chunk = chunk[os.write(2, chunk):]
+                    return
+                if self._file is None:
+                    self._file = self.log.open("ab")
+                self._file.write(chunk)
+                self._file.flush()
+            except OSError:
+                pass  # a closed terminal or a full disk: the kernel's words are lost, the kernel goes on
+
+    def close(self, wait: float = 1.0) -> None:
+        """Waits up to ``wait`` seconds for the kernel's last words (a server the kernel left running
+        would hold the pipe open for ever), then closes the log."""
+        for t in self.threads:
+            t.join(wait)
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def kernel_manager_class(stderr: KernelStderr | None = None) -> type:
     """jupyter_client's asynchronous kernel manager (nbclient's default) that records its kernel's
-    process group in KERNEL_GROUPS once the kernel has started."""
+    process group in KERNEL_GROUPS once the kernel has started and, given ``stderr``, starts the kernel
+    with its stderr on that relay and mutes it when the kernel is asked to shut down."""
     from jupyter_client.manager import AsyncKernelManager
 
     class InterruptibleKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if stderr is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            write = stderr.open()
+            try:
+                await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": write})
+            finally:
+                os.close(write)  # the kernel has its copy: the pipe ends when the kernel's side closes
+
         async def _async_post_start_kernel(self, **kw: Any) -> None:
             await super()._async_post_start_kernel(**kw)
             if pgid := getattr(self.provisioner, "pgid", None):
                 KERNEL_GROUPS.append(pgid)
+
+        # nbclient calls shutdown_kernel, which AsyncKernelManager binds to the base class's coroutine
+        # function, so overriding _async_shutdown_kernel would not be reached
+        async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:  # type: ignore[override]
+            if stderr is not None and not restart:
+                stderr.mute()
+            await super().shutdown_kernel(now=now, restart=restart)
 
     return InterruptibleKernelManager
 
@@ -79,11 +158,15 @@ def execute_notebook(src: str, dst: str, **kwargs: Any) -> None:
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
+    stderr = KernelStderr(Path(dst).with_suffix(".kernel.log"))
+    stderr.log.unlink(missing_ok=True)  # an earlier execution's
     with interrupts_go_to_the_kernel() as seen:
         try:
-            pm.execute_notebook(src, dst, kernel_manager_class=kernel_manager_class(), **kwargs)
+            pm.execute_notebook(src, dst, kernel_manager_class=kernel_manager_class(stderr), **kwargs)
         except PapermillExecutionError:
             if not seen:
                 raise
+        finally:
+            stderr.close()
     if seen:
         raise KeyboardInterrupt

@@ -27,12 +27,11 @@ def _sentence(text: str) -> str:
 
 def soak_macros(runs: pd.DataFrame, exp: Experiment | None = None) -> dict[str, str]:
     """The section's numbers from ``processed/soak-runs.csv``: the ratios pooled as the claims pool them
-    (:func:`dbmatrix.analyse.soak.pooled_ratio`), each run's hour level (never averaged over runs of machines
-    of different speeds), the windows and batch length from the estimator's constants and the setting from
-    the spec."""
+    (:func:`dbmatrix.analyse.soak.pooled_ratio`), each run's hour level and batch noise (never averaged over
+    runs of machines of different speeds and noise), the windows and batch length from the estimator's
+    constants and the setting from the spec."""
     if runs.empty:
         return {}
-    mean = runs.mean(numeric_only=True)
     hours = runs.sort_values("campaign")
     pct = lambda metric: f"{100 * (pooled_ratio(runs, metric).estimate - 1):+.1f}".replace("-", "$-$")  # noqa: E731
     n = len(runs)
@@ -42,8 +41,8 @@ def soak_macros(runs: pd.DataFrame, exp: Experiment | None = None) -> dict[str, 
          "soakMeasuredMinutes": f"{runs['measured_s'].min() / 60:.0f}",
          "soakHourTps": f"{paper.and_list([fmt_num(t) for t in hours['tps_hour']])} transactions per second in "
                         f"campaign{'s' if n > 1 else ''} {paper.and_list([str(int(c)) for c in hours['campaign']])}",
-         "soakBatchCv": f"{mean['batch_cv_pct']:.1f}",
-         "soakBatchRone": f"{mean['batch_r1']:.2f}", "soakBatchSeconds": str(BATCH_S),
+         "soakBatchCv": paper.and_list([f"{v:.1f}" for v in hours["batch_cv_pct"]]),
+         "soakBatchRone": paper.and_list([f"{v:.2f}" for v in hours["batch_r1"]]), "soakBatchSeconds": str(BATCH_S),
          "soakMserSeconds": ", ".join(f"{int(v)}" for v in runs["mser_s"]),
          "soakWindowsSeconds": paper.and_list([str(w) for w in windows]),
          "soakWindowsMinutes": paper.and_list([str(w // 60) for w in windows]),

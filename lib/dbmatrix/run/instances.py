@@ -380,8 +380,8 @@ class Instances(Topology):
         idle = [n for n, f in s.record.instances_window["per_instance"].items()
                 if not f["com_select"] and int(n[1:]) <= s.cell.threads]
         if idle and s.cell.workload in ("oltp_point_select", "oltp_read_only", "oltp_read_write"):
-            raise RunFailed(f"instance(s) {', '.join(idle)} answered no SELECT in the window: the client did "
-                            "not spread its threads over every instance")
+            raise RunFailed(idle_instances_reason(idle, (s.record.window or {}).get("hooks_late_s"),
+                                                  s.exp.measure_s))
 
     # -------------------------------------------------------------------------------- stopping
     def _stop_all(self, mode: str = "clean") -> list[str]:
@@ -471,3 +471,18 @@ def _network_options(options: list[str], bind: str | None) -> list[str]:
     if bind is None:
         return options if "--skip-networking" in options else [*options, "--skip-networking"]
     return [f"--bind-address={bind}" if o.startswith("--bind-address=") else o for o in options]
+
+
+def idle_instances_reason(idle: list[str], hooks_late_s: float | None, measure_s: float) -> str:
+    """Why instances show no SELECT in the window. Usually the client left them without a connection; but
+    when the snapshot at the window's start came late (a saturated host can starve the status client for
+    tens of seconds: the system collectors then miss their samples too), the counters cover only the
+    window's tail, or nothing, and the client is not to blame."""
+    names = ", ".join(idle)
+    if hooks_late_s is not None and hooks_late_s > 0.25 * measure_s:
+        return (f"instance(s) {names} answered no SELECT between the per-instance snapshots, the first of "
+                f"which came {hooks_late_s:.1f} s after the window opened (a {measure_s:g} s window): the host "
+                "starved the status client, so the instances' counters do not cover the window")
+    return (f"instance(s) {names} answered no SELECT in the window: the client did not spread its threads over "
+            "every instance")
+

@@ -63,6 +63,24 @@ _REPORT_OPTIONAL = frozenset({"other_hosts_runs", "campaign_complete", "not_run"
                               "lost_hosts_allowed", "blocks_moved", "hosts"})
 
 
+def resume_hint(reports: dict[str, RunReport], campaign_option: str | int) -> str | None:
+    """What to type to retry the failed runs of a run command over several studies, or None when none
+    failed. With ``--campaign auto`` (the same command again) every study whose campaign is complete would
+    start a new campaign beside the retries, and ``new`` would start new ones; ``last`` only continues the
+    incomplete ones."""
+    incomplete = {name: r for name, r in reports.items() if r.failed and not r.campaign_complete}
+    if not incomplete:
+        return None
+    what = ", ".join(f"{name} campaign {r.campaign} ({r.failed} failed)" for name, r in incomplete.items())
+    complete = [name for name, r in reports.items() if r.campaign_complete is True]  # at the maximum: None
+    if campaign_option == "new":
+        return f"incomplete: {what}; retry the failed runs with --campaign last (--campaign new starts another)"
+    if campaign_option == "auto" and complete:
+        return (f"incomplete: {what}; retry the failed runs with --campaign last (the same command, with "
+                f"--campaign auto, would also start a new campaign of {', '.join(complete)})")
+    return f"incomplete: {what}; the same command retries the failed runs in the same campaign"
+
+
 @dataclass
 class StudyStatus:
     """Counts of done/failed/pending runs and the estimated time left, in total and per host.
