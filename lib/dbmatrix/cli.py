@@ -277,7 +277,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dbmatrix.study import sittings
 
     rounds_option(args.until_decided, args.budget)  # a bad --budget fails before anything runs
-    failed, lost, reports = 0, False, {}
+    lost, reports = False, {}
     studies, left = sittings(_studies(args, access=True), named=args.spec is not None)
     for line in left:
         print(line)
@@ -294,14 +294,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                            allow_lost_hosts=args.allow_lost_hosts, campaign=args.campaign,
                            registration=current_registration(), **kwargs)
         print(json.dumps({"experiment": study.experiment.name, **counts.as_dict()}))
-        failed += counts.failed
         reports[study.experiment.name] = counts
         if (msg := lost_hosts_message(counts)) is not None:
             print(f"{study.experiment.name}: {msg}", file=sys.stderr)
             lost = lost or not args.allow_lost_hosts
     if (hint := resume_hint(reports, args.campaign)) is not None:
         print(hint, file=sys.stderr)
-    return 4 if lost else 0 if failed == 0 else 3
+    return 4 if lost else 3 if any(r.failed for r in reports.values()) else 0
 
 
 CAMPAIGN_HELP = ("which campaign (one run of the whole matrix on one boot) to run: auto = continue the latest "

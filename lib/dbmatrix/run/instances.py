@@ -485,4 +485,3 @@ def idle_instances_reason(idle: list[str], hooks_late_s: float | None, measure_s
                 "starved the status client, so the instances' counters do not cover the window")
     return (f"instance(s) {names} answered no SELECT in the window: the client did not spread its threads over "
             "every instance")
-
