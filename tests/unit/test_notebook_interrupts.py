@@ -103,3 +103,33 @@ def test_no_log_when_the_kernel_says_nothing_after_the_shutdown(tmp_path: Path) 
     relay.mute()
     relay.close(wait=5)
     assert not relay.log.exists()
+
+
+KERNEL_TRANSPORT = """\
+import json, os
+from ipykernel import get_connection_info
+info = json.loads(get_connection_info())
+print(json.dumps({"transport": info["transport"], "ip": info["ip"],
+                  "socket": os.path.exists(f"{info['ip']}-{info['shell_port']}")}))
+"""
+
+
+def test_the_kernel_listens_on_private_unix_sockets_not_tcp(tmp_path: Path,
+                                                            capfd: pytest.CaptureFixture[str]) -> None:
+    """No TCP port of the kernel's can take one a benchmark server leased, and ipykernel has no warning
+    about TCP without encryption to print at every notebook's start; the sockets' directory goes with it."""
+    import json
+
+    from dbmatrix.commands.interrupts import execute_notebook
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_TRANSPORT)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "transport.ipynb")
+    execute_notebook(str(tmp_path / "transport.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                     progress_bar=False, log_output=False)
+    (cell,) = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells
+    info = json.loads("".join(o.get("text", "") for o in cell.outputs))
+    assert info["transport"] == "ipc" and info["socket"], info
+    sockets = Path(info["ip"]).parent
+    assert sockets.name.startswith("dbmatrix-kernel-") and not sockets.exists(), info
+    assert "without encryption" not in capfd.readouterr().err

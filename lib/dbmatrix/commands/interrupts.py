@@ -15,12 +15,19 @@ The kernel process's own stderr (its logging, not a cell's output, which papermi
 terminal through a pipe until the kernel is asked to shut down; from then on it goes to
 ``<notebook>.kernel.log`` beside the executed notebook. ipykernel can log a traceback of its closing ZMQ
 sockets while it shuts down (``ZMQError: Socket operation on non-socket`` from its output flush): a race
-inside the kernel, not a failure of the notebook, and not something to print after our own last line."""
+inside the kernel, not a failure of the notebook, and not something to print after our own last line.
+
+The kernel talks to papermill over unix sockets in a private directory (ZMQ's ipc transport), not TCP:
+no port of the kernel's can take one a benchmark server leased (:mod:`dbmatrix.run.ports`), nothing
+else on the host can connect to it, and ipykernel has no "running over TCP without encryption"
+warning to print at every notebook's start."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -104,6 +111,13 @@ def kernel_manager_class(stderr: KernelStderr | None = None) -> type:
     from jupyter_client.manager import AsyncKernelManager
 
     class InterruptibleKernelManager(AsyncKernelManager):
+        def __init__(self, **kw: Any) -> None:
+            super().__init__(**kw)
+            # ZMQ names the sockets <ip>-<port>; a short private path stays within AF_UNIX's 107 bytes
+            self.ipc_dir = tempfile.mkdtemp(prefix="dbmatrix-kernel-")
+            self.transport = "ipc"
+            self.ip = os.path.join(self.ipc_dir, "k")
+
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
             if stderr is None:
                 return await super()._async_launch_kernel(kernel_cmd, **kw)
@@ -124,6 +138,8 @@ def kernel_manager_class(stderr: KernelStderr | None = None) -> type:
             if stderr is not None and not restart:
                 stderr.mute()
             await super().shutdown_kernel(now=now, restart=restart)
+            if not restart:
+                shutil.rmtree(self.ipc_dir, ignore_errors=True)
 
     return InterruptibleKernelManager
 
