@@ -133,3 +133,19 @@ def test_the_kernel_listens_on_private_unix_sockets_not_tcp(tmp_path: Path,
     sockets = Path(info["ip"]).parent
     assert sockets.name.startswith("dbmatrix-kernel-") and not sockets.exists(), info
     assert "without encryption" not in capfd.readouterr().err
+
+
+def test_a_socket_path_too_long_for_af_unix_keeps_the_kernel_on_tcp(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    import tempfile
+
+    from dbmatrix.commands.interrupts import kernel_manager_class
+
+    deep = tmp_path / ("d" * (110 - len(str(tmp_path))))
+    deep.mkdir()
+    for where, transport in ((deep, "tcp"), (Path("/tmp"), "ipc")):
+        monkeypatch.setattr(tempfile, "tempdir", str(where))
+        km = kernel_manager_class()(kernel_name="python3")
+        assert km.transport == transport, (len(str(where)), km.ip)
+        shutil.rmtree(km.ipc_dir)

@@ -113,10 +113,12 @@ def kernel_manager_class(stderr: KernelStderr | None = None) -> type:
     class InterruptibleKernelManager(AsyncKernelManager):
         def __init__(self, **kw: Any) -> None:
             super().__init__(**kw)
-            # ZMQ names the sockets <ip>-<port>; a short private path stays within AF_UNIX's 107 bytes
+            # ZMQ names the sockets <ip>-<port>: the path, port included, must fit AF_UNIX's 107 bytes (a
+            # very long TMPDIR would not: the kernel then stays on TCP, as jupyter_client starts it)
             self.ipc_dir = tempfile.mkdtemp(prefix="dbmatrix-kernel-")
-            self.transport = "ipc"
-            self.ip = os.path.join(self.ipc_dir, "k")
+            if len(os.fsencode(self.ipc_dir)) + len("/k-65535") <= 107:
+                self.transport = "ipc"
+                self.ip = os.path.join(self.ipc_dir, "k")
 
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
             if stderr is None:
