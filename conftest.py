@@ -47,14 +47,17 @@ def pytest_configure(config):
         # Short path: unix socket paths are limited to 107 bytes.
         os.environ.setdefault("DBMATRIX_WORKDIR", os.path.join(root, "w"))
         os.environ.setdefault("DBMATRIX_CACHE_DIR", os.path.join(root, "cache"))  # hosts' option lists
+        # Runs keep the page cache (dbmatrix.run.datasets.os_cache_policy): a drop before each of the suite's
+        # hundred-odd runs makes the other worker's tests read their libraries, LaTeX and binaries from disk
+        # again. A test of the drop itself sets DBMATRIX_OS_CACHE=drop.
+        os.environ.setdefault("DBMATRIX_OS_CACHE", "keep")
         # The notebooks run as committed read the committed reference and analyse it (notebook 20 writes
         # processed tables beside the raw runs): give them a copy, so a test never writes into the repository.
-        # Only the notebooks see it (pytest_runtest_setup below): every other test reads the repository's.
+        # Only the notebooks see it (pytest_runtest_setup below, which copies it before this worker's first
+        # notebook): every other test reads the repository's.
         nbval = getattr(config.option, "nbval", False) or getattr(config.option, "nbval_lax", False)
         if nbval and "DBMATRIX_REFERENCE" not in os.environ:
-            ref = os.path.join(root, "reference")
-            shutil.copytree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reference"), ref)
-            _nb_reference.append(ref)
+            _nb_reference.append(os.path.join(root, "reference"))
         for var, sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_DATA_DIR", "jupyter-data"),
                          ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"), ("IPYTHONDIR", "ipython"),
                          ("MPLCONFIGDIR", "mpl")):
@@ -78,6 +81,8 @@ def _is_notebook(item: pytest.Item | None) -> bool:
 def pytest_runtest_setup(item):
     """Before a notebook's first cell (nbval starts its kernel then, which inherits the environment)."""
     if _nb_reference and _is_notebook(item):
+        if not os.path.isdir(_nb_reference[0]):
+            shutil.copytree(os.path.join(_REPO, "data", "reference"), _nb_reference[0])
         os.environ["DBMATRIX_REFERENCE"] = _nb_reference[0]
 
 

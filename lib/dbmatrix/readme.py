@@ -386,7 +386,7 @@ def blocks(root: Path, reference: Path) -> dict[str, str]:
         f"files in `/var/tmp/dbmatrix/media-backing`, `nbdkit` ({_nbd_links(nbd)}) and `nbdfuse`, stopped when "
         "their study ends;",
         "> - drop the page cache before every run (`echo 3 > /proc/sys/vm/drop_caches`: every process on the "
-        "machine feels it);",
+        "machine feels it; `DBMATRIX_OS_CACHE=keep` keeps it, and every record says so);",
         f"> - keep dataset snapshots in `/var/tmp/dbmatrix/snapshots` ({_gib(quick.snapshot_bytes)} for the "
         f"quick profile's {quick.datasets} datasets) and the `.venv` ({_gib(sizes['.venv']['bytes'])}, "
         f"{sizes['.venv']['source']}).",

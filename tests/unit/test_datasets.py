@@ -125,3 +125,22 @@ def test_old_marker_json_loads() -> None:
     d = sized("innodb", "none", 1, 1).to_dict()
     del d["logical_method"], d["data_apparent_bytes"]
     assert DatasetInfo(**d).logical_method is None
+
+
+def test_the_page_cache_is_dropped_unless_the_policy_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbmatrix.hosts.scripted import ScriptedHost
+    from dbmatrix.run.datasets import OS_CACHE_ENV, drop_os_caches, os_cache_policy
+    from dbmatrix.spec.errors import SpecError
+
+    monkeypatch.delenv(OS_CACHE_ENV, raising=False)
+    assert os_cache_policy() == "drop"
+    host = ScriptedHost()
+    assert drop_os_caches(host) is True and host.commands[-1] == "sync && echo 3 > /proc/sys/vm/drop_caches"
+    user = ScriptedHost(root=False)  # not root: nothing to drop with
+    assert drop_os_caches(user) is False and not any("drop_caches" in c for c in user.commands)
+    monkeypatch.setenv(OS_CACHE_ENV, "keep")
+    kept = ScriptedHost(strict=True)  # no command at all
+    assert drop_os_caches(kept) is False and kept.commands == []
+    monkeypatch.setenv(OS_CACHE_ENV, "dropped")
+    with pytest.raises(SpecError, match=r"\$DBMATRIX_OS_CACHE='dropped'; allowed: drop, keep"):
+        drop_os_caches(ScriptedHost())

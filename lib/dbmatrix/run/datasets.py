@@ -8,6 +8,7 @@ what the buffer pool or block cache holds); `cache_pct` is a percentage of the s
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
 from dataclasses import asdict, dataclass
@@ -29,6 +30,7 @@ from dbmatrix.run.mysqld import (
     requested_cache_bytes,
     table_engine,
 )
+from dbmatrix.spec.errors import SpecError
 from dbmatrix.spec.experiment import CACHE_BASES, Cell, DatasetKey, Experiment
 from dbmatrix.workload import commands as workloads
 from dbmatrix.workload import sysbench
@@ -263,8 +265,24 @@ def restore_command(info: DatasetInfo, datadir: str, log_dir: str | None = None)
     return cmd
 
 
+OS_CACHE_ENV = "DBMATRIX_OS_CACHE"
+OS_CACHE_POLICIES = ("drop", "keep")
+
+
+def os_cache_policy() -> str:
+    """Whether a run drops the hosts' page cache before its server starts: ``drop`` (the default: every run
+    reads its data cold from the medium) or ``keep``, set by $DBMATRIX_OS_CACHE for a shared host where
+    dropping would disturb others, and by the test suite, where each drop makes every other test's processes
+    read their libraries and binaries again. A kept cache is in every record (``os_cache_dropped: false``)."""
+    value = os.environ.get(OS_CACHE_ENV, "").strip() or "drop"
+    if value not in OS_CACHE_POLICIES:
+        raise SpecError(f"${OS_CACHE_ENV}={value!r}; allowed: {', '.join(OS_CACHE_POLICIES)}")
+    return value
+
+
 def drop_os_caches(host: Host) -> bool:
-    """Drop the page cache where we may (root); returns whether it was done."""
-    if not host.is_root():
+    """Drop the page cache where we may (root) unless :func:`os_cache_policy` keeps it; returns whether it
+    was done."""
+    if os_cache_policy() == "keep" or not host.is_root():
         return False
     return host.run("sync && echo 3 > /proc/sys/vm/drop_caches", check=False).ok

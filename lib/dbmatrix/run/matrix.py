@@ -33,7 +33,7 @@ from dbmatrix.run.campaigns import (
     merge_record,
 )
 from dbmatrix.run.context import HostContext, connect_host, prepare_media
-from dbmatrix.run.datasets import DatasetInfo, fresh_token, prepare_dataset
+from dbmatrix.run.datasets import OS_CACHE_ENV, DatasetInfo, fresh_token, os_cache_policy, prepare_dataset
 from dbmatrix.run.fleet import Fleet, Worker
 from dbmatrix.run.galera import Galera
 from dbmatrix.run.instances import Instances
@@ -335,6 +335,7 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     the planned runs, the runs of the next round until it returns none (``--until-decided``:
     :class:`dbmatrix.decide.UntilDecided`); default: the adaptive mode's rounds, if the spec has one."""
     exp, store = study.experiment, study.store
+    keep_os_cache = os_cache_policy() == "keep"  # a bad $DBMATRIX_OS_CACHE stops here, before any run
     specs = fleet_hosts(study, host_name)
     if next_round is None and exp.noise.adaptive:
         next_round = lambda k: adaptive_runs(store, exp, k)  # noqa: E731
@@ -343,6 +344,9 @@ def run_study(study: Study, *, progress: bool = True, max_runs: int | None = Non
     store.clean_staging()
     choice = choose_campaign(study, campaign)
     print(f"{exp.name}: {choice.line()}", flush=True)
+    if keep_os_cache:
+        print(f"{exp.name}: the page cache is kept between runs (${OS_CACHE_ENV}=keep; every record says "
+              "os_cache_dropped: false): runs read warm files, not numbers to quote", flush=True)
     work = _session_work(study, choice, hosts, host_name, max_runs)
     counts = work.counts
     est = summarize_plan(exp, work.pending, hosts=[s.name for s in specs],
