@@ -29,6 +29,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -116,6 +117,8 @@ def kernel_manager_class(stderr: KernelStderr | None = None) -> type:
             # ZMQ names the sockets <ip>-<port>: the path, port included, must fit AF_UNIX's 107 bytes (a
             # very long TMPDIR would not: the kernel then stays on TCP, as jupyter_client starts it)
             self.ipc_dir = tempfile.mkdtemp(prefix="dbmatrix-kernel-")
+            # removed at shutdown, or when a manager whose kernel never started is collected (or at exit)
+            self.remove_ipc_dir = weakref.finalize(self, shutil.rmtree, self.ipc_dir, ignore_errors=True)
             if len(os.fsencode(self.ipc_dir)) + len("/k-65535") <= 107:
                 self.transport = "ipc"
                 self.ip = os.path.join(self.ipc_dir, "k")
@@ -141,7 +144,7 @@ def kernel_manager_class(stderr: KernelStderr | None = None) -> type:
                 stderr.mute()
             await super().shutdown_kernel(now=now, restart=restart)
             if not restart:
-                shutil.rmtree(self.ipc_dir, ignore_errors=True)
+                self.remove_ipc_dir()
 
     return InterruptibleKernelManager
 
