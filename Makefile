@@ -184,7 +184,8 @@ FORCE:
 # 2 vCPUs 134-154 % busy (two: 104 %) but gained nothing reliable on this VM (pytest 820-1017 s against 886-1005 s
 # with two, 2026-11-29; 806 s against 834 s on one boot, 2026-12-01, where every file took about 40 % longer and
 # some task waited for a CPU during 462 of the 806 s: the tests' CPU-bound phases, LaTeX, analysis, figures,
-# imports, collide) and let timing-sensitive tests fail under the load; TEST_WORKERS=0 runs them in one
+# imports, collide; and with the page cache kept, conftest.py, 746 s against 757 s) and let timing-sensitive
+# tests fail under the load; TEST_WORKERS=0 runs them in one
 # process. The fixtures take free ports, their own namespaces and trees. --no-loadscope-reorder keeps the order
 # conftest.py gives (slow files first, the many short unit files last to even out the workers' ends).
 TEST_WORKERS ?= 2
