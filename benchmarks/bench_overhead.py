@@ -8,6 +8,12 @@
         PYTHONPATH=lib .venv/bin/python benchmarks/bench_overhead.py fraction \
             --results data/reference/storage-matrix-quick
 
+    Per campaign instead, from the campaign records (each sitting's wall time, dataset loads included; the
+    sentinel and calibration runs' windows counted), with the warm-ups' share and the ceiling they leave:
+
+        PYTHONPATH=lib .venv/bin/python benchmarks/bench_overhead.py campaigns --from 3 \
+            $(for d in data/reference/*-paper; do echo --results $d; done)
+
     or run the quick storage matrix first (about 14 minutes on 2 vCPUs, under the machine lock;
     ``--max-runs 16``, one replicate block, about 5 minutes):
 
@@ -93,6 +99,63 @@ def print_fraction(f: dict[str, Any]) -> None:
     print("    per-step seconds per run (mean over ok runs):")
     for k, v in sorted(f["per_run_s"].items(), key=lambda kv: -kv[1]):
         print(f"      {k:<22} {v:8.3f}")
+
+
+def campaign_fractions(results: Path) -> list[dict[str, Any]]:
+    """Per campaign of a results directory: the wall time of its sittings (the campaign record's sessions, each
+    from its start, dataset loads included, to its end) and the shares of it spent in measured windows, in
+    warm-ups and in the rest (loads, restores, server starts, cluster joins, stops), over every run the campaign
+    measured: the design's, its A/A sentinels' and its calibration's. Window and warm-up seconds are the
+    harness's own step times (``steps.measure``, ``steps.warmup``), which a multi-instance run has once."""
+    store = ResultStore(results)
+    runs: dict[int, list[RunRecord]] = {}
+    for rec in store.campaigns():
+        k = int(rec["campaign"])
+        for s in (store, ResultStore(store.sentinel_dir(k)), ResultStore(results / "calibration" / f"campaign-{k}")):
+            runs.setdefault(k, []).extend(m for m in s.records() if m.ok and int(m.campaign or 1) == k)
+    out = []
+    for rec in store.campaigns():
+        k = int(rec["campaign"])
+        wall = sum(_utc(s["ended_utc"]) - _utc(s["started_utc"]) for s in rec.get("sessions") or [])
+        window = sum(float(m.steps.get("measure", 0.0)) for m in runs[k])
+        warmup = sum(float(m.steps.get("warmup", 0.0)) for m in runs[k])
+        out.append({"study": rec.get("experiment") or results.name, "campaign": k, "runs": len(runs[k]),
+                    "sittings": len(rec.get("sessions") or []), "wall_s": round(wall, 1),
+                    "window_s": round(window, 1), "warmup_s": round(warmup, 1),
+                    "measured": round(window / wall, 4) if wall else None,
+                    "warmup": round(warmup / wall, 4) if wall else None,
+                    "rest": round(1 - (window + warmup) / wall, 4) if wall else None})
+    return out
+
+
+def pooled(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shares over several campaigns (weighted by their wall time)."""
+    wall = sum(r["wall_s"] for r in rows)
+    window, warmup = sum(r["window_s"] for r in rows), sum(r["warmup_s"] for r in rows)
+    return {"campaigns": len(rows), "wall_h": round(wall / 3600, 2), "measured": round(window / wall, 3),
+            "warmup": round(warmup / wall, 3), "rest": round(1 - (window + warmup) / wall, 3),
+            "ceiling": round(window / (window + warmup), 3)}
+
+
+def print_campaigns(rows: list[dict[str, Any]], first: int) -> None:
+    print(f"(a) measured fraction of each campaign's sittings (loads included), campaigns {first} on; ceiling: "
+          "windows / (windows + warm-ups), what no faster harness can pass at the spec's warm-up")
+    print(f"    {'study':<20} {'campaigns':>9} {'hours':>6} {'measured':>9} {'warm-up':>8} {'rest':>6} {'ceiling':>8}"
+          "   per campaign")
+    studies = sorted({r["study"] for r in rows})
+    kept = [r for r in rows if r["campaign"] >= first and r["wall_s"]]
+    for study in studies:
+        mine = [r for r in kept if r["study"] == study]
+        if not mine:
+            continue
+        p = pooled(mine)
+        each = ", ".join(f"{r['campaign']}: {r['measured']:.3f}" for r in mine)
+        print(f"    {study:<20} {p['campaigns']:>9} {p['wall_h']:>6.2f} {p['measured']:>9.3f} {p['warmup']:>8.3f} "
+              f"{p['rest']:>6.3f} {p['ceiling']:>8.3f}   {each}")
+    if len(studies) > 1 and kept:
+        p = pooled(kept)
+        print(f"    {'all':<20} {p['campaigns']:>9} {p['wall_h']:>6.2f} {p['measured']:>9.3f} {p['warmup']:>8.3f} "
+              f"{p['rest']:>6.3f} {p['ceiling']:>8.3f}")
 
 
 def run_quick(results: Path, max_runs: int | None) -> None:
@@ -195,14 +258,21 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--results", type=Path, action="append", help="an existing results directory (repeatable)")
     g.add_argument("--run", type=Path, help="run the quick storage matrix into this results directory first")
     a.add_argument("--max-runs", type=int, help="with --run: only the first N runs of the plan (16 = one block)")
+    c = sub.add_parser("campaigns", help="(a) measured fraction per campaign, from the campaign records")
+    c.add_argument("--results", type=Path, action="append", required=True,
+                   help="a results directory with campaign records (repeatable), e.g. data/reference/tpcc-paper")
+    c.add_argument("--from", dest="first", type=int, default=1, help="only campaigns from this one on")
     b = sub.add_parser("ratio", help="(b) harness / hand-run throughput")
     b.add_argument("--workdir", type=Path, required=True, help="servers' and results' directory (under /tmp)")
     b.add_argument("--pairs", type=int, default=3)
-    for p in (a, b):
+    for p in (a, b, c):
         p.add_argument("--json", type=Path, help="also write the numbers here")
     args = ap.parse_args(argv)
     out: dict[str, Any] = {}
-    if args.what == "fraction":
+    if args.what == "campaigns":
+        out["campaigns"] = [r for d in args.results for r in campaign_fractions(d)]
+        print_campaigns(out["campaigns"], args.first)
+    elif args.what == "fraction":
         dirs = args.results or [args.run]
         if args.run:
             run_quick(args.run, args.max_runs)
