@@ -4,7 +4,6 @@ analysis of in-memory tables with several varied factors (the headline compariso
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from tests import benchmark_scripts
 
 from dbmatrix import explore, steps
 from dbmatrix.analyse import figure_data
@@ -27,7 +27,6 @@ from dbmatrix.record import RunRecord
 from dbmatrix.spec.experiment import Experiment, parse_experiment
 from dbmatrix.store import ResultStore
 
-ROOT = Path(__file__).resolve().parents[2]
 LEVEL = {25: 400.0, 50: 700.0, 100: 1000.0}  # tps by cache %
 PAGE = {"4k": 1.25, "16k": 1.0}  # multiplicative effect of the page size
 SPEC: dict[str, Any] = {
@@ -351,10 +350,7 @@ def test_steady_state_settings_follow_the_run_length() -> None:
 
 
 def test_benchmark_script_runs_small() -> None:
-    spec = importlib.util.spec_from_file_location("analysis_scale", ROOT / "benchmarks" / "analysis_scale.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
+    mod = benchmark_scripts.load("analysis_scale")
     report = mod.run(n_runs=60, seconds=40, repetitions=3, seed=1)
     assert report["runs"] == 60 and report["interval_rows"] == 60 * 40
     assert report["steady_s"] >= 0 and report["peak_rss_mib"] > 0

@@ -4,25 +4,15 @@ and the A/A sentinel's two runs beside them from the fifth."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from tests import benchmark_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_overhead", ROOT / "benchmarks" / "bench_overhead.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = benchmark_scripts.load("bench_overhead")
 
 
 def test_each_campaign_counts_its_sittings_and_every_run_it_measured(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,36 +5,21 @@ one-campaign behaviour, an interacting free factor judged at its levels, and wha
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
+from tests import benchmark_scripts
 
 from dbmatrix.analyse.campaign_model import alias_note, campaign_cell_means, campaigns_of, pooled_t
 from dbmatrix.analyse.contrasts import Estimate, NotTestable, ratio_estimate
 from dbmatrix.analyse.pooling import per_campaign_estimates, pool_campaign_estimates
 from dbmatrix.analyse.stats import welch_log_ratio
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_campaign_coverage",
-                                                  ROOT / "benchmarks" / "bench_campaign_coverage.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = benchmark_scripts.load("bench_campaign_coverage")
 
 # ================================================================================ coverage
 

@@ -4,31 +4,16 @@ truth and shape, and a small seeded coverage run in which ignoring campaigns and
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from tests import benchmark_scripts
 
 from dbmatrix.analyse.contrasts import ratio_estimate
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_design_coverage",
-                                                  ROOT / "benchmarks" / "bench_design_coverage.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = benchmark_scripts.load("bench_design_coverage")
 WITHIN, ACROSS, AVERAGED = BENCH.CONTRASTS
 
 

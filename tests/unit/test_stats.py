@@ -3,15 +3,14 @@ state on synthetic series, efficiency, exact histogram merging, noise report and
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
+from tests import benchmark_scripts
 
 from dbmatrix.analyse.stats import (
     DEFAULT_SEED,
@@ -171,8 +170,6 @@ def test_cell_summary_point_estimates_ignore_row_order() -> None:
     pd.testing.assert_frame_equal(a[cols], b[cols])
 
 
-
-
 def test_cell_summary_is_invariant_to_row_order() -> None:
     df = runs_frame()
     shuffled = df.sample(frac=1.0, random_state=11).reset_index(drop=True)
@@ -221,15 +218,6 @@ def test_ratios_without_others_and_missing_baseline() -> None:
 
 
 # =============================================================================== steady state
-
-
-def load_bench(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[2] / "benchmarks"
-                                                  / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def ar1(rng: np.random.Generator, shape: tuple[int, int], phi: float) -> np.ndarray:
@@ -336,7 +324,7 @@ def test_acceptance_size_and_power_of_the_drift_test() -> None:
     >= 90 % where the noise allows it (CV 1 % at phi 0.35: 0.97; CV 3 % uncorrelated: 0.93). At the
     reference runs' own noise a 60-s run cannot have that power (0.43: the CI half-width is about 8 %, and
     no test does much better: without truncation the same FGLS reaches 0.65); 180 s do (0.95)."""
-    bench = load_bench("bench_steady_power")
+    bench = benchmark_scripts.load("bench_steady_power")
     for phi in (0.0, bench.PHI_REAL, 0.6):
         r = bench.case(phi, bench.CV_REAL, n=60, trials=600)
         assert r["flat_flagged"] <= 0.05, (phi, r["flat_flagged"])
