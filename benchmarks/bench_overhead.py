@@ -108,18 +108,16 @@ def campaign_fractions(results: Path) -> list[dict[str, Any]]:
     measured: the design's, its A/A sentinels' and its calibration's. Window and warm-up seconds are the
     harness's own step times (``steps.measure``, ``steps.warmup``), which a multi-instance run has once."""
     store = ResultStore(results)
-    runs: dict[int, list[RunRecord]] = {}
-    for rec in store.campaigns():
-        k = int(rec["campaign"])
-        for s in (store, ResultStore(store.sentinel_dir(k)), ResultStore(results / "calibration" / f"campaign-{k}")):
-            runs.setdefault(k, []).extend(m for m in s.records() if m.ok and int(m.campaign or 1) == k)
     out = []
     for rec in store.campaigns():
         k = int(rec["campaign"])
+        runs = [m for s in (store, ResultStore(store.sentinel_dir(k)),
+                            ResultStore(results / "calibration" / f"campaign-{k}"))
+                for m in s.records() if m.ok and int(m.campaign or 1) == k]
         wall = sum(_utc(s["ended_utc"]) - _utc(s["started_utc"]) for s in rec.get("sessions") or [])
-        window = sum(float(m.steps.get("measure", 0.0)) for m in runs[k])
-        warmup = sum(float(m.steps.get("warmup", 0.0)) for m in runs[k])
-        out.append({"study": rec.get("experiment") or results.name, "campaign": k, "runs": len(runs[k]),
+        window = sum(float(m.steps.get("measure", 0.0)) for m in runs)
+        warmup = sum(float(m.steps.get("warmup", 0.0)) for m in runs)
+        out.append({"study": rec.get("experiment") or results.name, "campaign": k, "runs": len(runs),
                     "sittings": len(rec.get("sessions") or []), "wall_s": round(wall, 1),
                     "window_s": round(window, 1), "warmup_s": round(warmup, 1),
                     "measured": round(window / wall, 4) if wall else None,
@@ -142,20 +140,17 @@ def print_campaigns(rows: list[dict[str, Any]], first: int) -> None:
           "windows / (windows + warm-ups), what no faster harness can pass at the spec's warm-up")
     print(f"    {'study':<20} {'campaigns':>9} {'hours':>6} {'measured':>9} {'warm-up':>8} {'rest':>6} {'ceiling':>8}"
           "   per campaign")
-    studies = sorted({r["study"] for r in rows})
+    def line(label: str, p: dict[str, Any], each: str = "") -> None:
+        print(f"    {label:<20} {p['campaigns']:>9} {p['wall_h']:>6.2f} {p['measured']:>9.3f} {p['warmup']:>8.3f} "
+              f"{p['rest']:>6.3f} {p['ceiling']:>8.3f}   {each}".rstrip())
+
     kept = [r for r in rows if r["campaign"] >= first and r["wall_s"]]
+    studies = sorted({r["study"] for r in kept})
     for study in studies:
         mine = [r for r in kept if r["study"] == study]
-        if not mine:
-            continue
-        p = pooled(mine)
-        each = ", ".join(f"{r['campaign']}: {r['measured']:.3f}" for r in mine)
-        print(f"    {study:<20} {p['campaigns']:>9} {p['wall_h']:>6.2f} {p['measured']:>9.3f} {p['warmup']:>8.3f} "
-              f"{p['rest']:>6.3f} {p['ceiling']:>8.3f}   {each}")
-    if len(studies) > 1 and kept:
-        p = pooled(kept)
-        print(f"    {'all':<20} {p['campaigns']:>9} {p['wall_h']:>6.2f} {p['measured']:>9.3f} {p['warmup']:>8.3f} "
-              f"{p['rest']:>6.3f} {p['ceiling']:>8.3f}")
+        line(study, pooled(mine), ", ".join(f"{r['campaign']}: {r['measured']:.3f}" for r in mine))
+    if len(studies) > 1:
+        line("all", pooled(kept))
 
 
 def run_quick(results: Path, max_runs: int | None) -> None:
